@@ -1,0 +1,295 @@
+"""Build configuration: every hardware parameter of an NVDLA build in one frozen object.
+
+Follows the "Hardware Parameters" section of the NVDLA architectural spec (feature selection
+and design sizing) plus the interface parameters of "External Interfaces" (DBBIF/SRAMIF
+width, address width, burst length, outstanding requests) and the register layout.
+
+    cfg = NvdlaConfig.preset("nv_small")
+    cfg = load_config("nv_small")                 # preset name
+    cfg = load_config("my_build.toml")           # TOML: base = "nv_large" + overrides
+
+Every rule is checked at construction; a violation raises :class:`ConfigError` naming the
+parameter and the rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields, replace
+
+__all__ = ["ConfigError", "NvdlaConfig", "PRESETS", "load_config", "DATA_TYPES",
+           "PACKED_IMAGE_FORMATS", "SEMI_PLANAR_IMAGE_FORMATS"]
+
+DATA_TYPES = ("int8", "int16", "fp16")
+
+# Pixel formats a build may accept for image input, in CFGROM bit order.
+PACKED_IMAGE_FORMATS = (
+    "R8", "R10", "R12", "R16", "R16_I", "R16_F", "A16B16G16R16", "X16B16G16R16",
+    "A16B16G16R16_F", "A16Y16U16V16", "V16U16Y16A16", "A16Y16U16V16_F", "A8B8G8R8",
+    "A8R8G8B8", "B8G8R8A8", "R8G8B8A8", "X8B8G8R8", "X8R8G8B8", "B8G8R8X8", "R8G8B8X8",
+    "A2B10G10R10", "A2R10G10B10", "B10G10R10A2", "R10G10B10A2", "A2Y10U10V10",
+    "V10U10Y10A2", "A8Y8U8V8", "V8U8Y8A8",
+)
+SEMI_PLANAR_IMAGE_FORMATS = (
+    "Y8___U8V8_N444", "Y8___V8U8_N444", "Y10___U10V10_N444", "Y10___V10U10_N444",
+    "Y12___U12V12_N444", "Y12___V12U12_N444", "Y16___U16V16_N444", "Y16___V16U16_N444",
+)
+
+
+class ConfigError(ValueError):
+    """An invalid build parameter or combination; the message names the parameter and rule."""
+
+
+def _is_pow2(v: int) -> bool:
+    return isinstance(v, int) and v > 0 and (v & (v - 1)) == 0
+
+
+def _formats_from_mask(names, mask):
+    return frozenset(n for i, n in enumerate(names) if mask >> i & 1)
+
+
+# The image formats of the reference int8 builds (CFGROM CDMA_IMAGE_IN_FORMATS_*).
+_INT8_PACKED = _formats_from_mask(PACKED_IMAGE_FORMATS, 0x0CFFF001)
+_INT8_SEMI = _formats_from_mask(SEMI_PLANAR_IMAGE_FORMATS, 0x3)
+
+
+@dataclass(frozen=True)
+class NvdlaConfig:
+    """All parameters of one NVDLA build. Frozen; derive variants with :meth:`replace`."""
+
+    name: str = "custom"
+    # -- feature selection ---------------------------------------------------------------
+    data_types: frozenset = frozenset({"int8"})   #: feature/weight precisions supported
+    winograd: bool = False
+    batching: bool = False
+    max_batch: int = 1                            #: largest batch when batching is on
+    weight_compression: bool = False
+    sramif: bool = False                          #: second memory bus (SRAMIF / CVIF)
+    image_packed_formats: frozenset = _INT8_PACKED
+    image_semi_formats: frozenset = _INT8_SEMI
+    sdp_bs: bool = True                           #: SDP X1 (bias/scale) stage
+    sdp_bn: bool = True                           #: SDP X2 (batch-norm) stage
+    sdp_ew: bool = False                          #: SDP Y (element-wise) stage
+    sdp_lut: bool = False                         #: SDP LUT (part of the Y stage)
+    bdma: bool = False
+    rubik: bool = False
+    # -- design sizing -------------------------------------------------------------------
+    atomic_c: int = 8
+    atomic_k: int = 8
+    memory_atom: int = 8                          #: bytes (Atomic-M)
+    cbuf_banks: int = 32
+    cbuf_bank_width: int = 8                      #: bytes per bank entry
+    cbuf_bank_depth: int = 512                    #: entries per bank
+    sdp_bs_throughput: int = 1
+    sdp_bn_throughput: int = 1
+    sdp_ew_throughput: int = 0
+    pdp_throughput: int = 1                       #: 0 = no PDP
+    cdp_throughput: int = 1                       #: 0 = no CDP
+    # -- memory interfaces ---------------------------------------------------------------
+    dbbif_width: int = 64                         #: bits
+    sramif_width: int = 512                       #: bits (used when sramif)
+    address_width: int = 32                       #: 32 or 64
+    max_burst_length: int = 4                     #: beats per AXI burst
+    outstanding: int = 64                         #: outstanding AXI requests per interface
+    dbbif_latency: int = 50                       #: expected primary memory latency (cycles)
+    sramif_latency: int = 128                     #: expected SRAM latency (cycles)
+    # -- register map --------------------------------------------------------------------
+    register_layout: str = "small"                #: "full" (spec map) or "small" (CFGROM map)
+
+    def __post_init__(self):
+        object.__setattr__(self, "data_types", frozenset(self.data_types))
+        object.__setattr__(self, "image_packed_formats", frozenset(self.image_packed_formats))
+        object.__setattr__(self, "image_semi_formats", frozenset(self.image_semi_formats))
+        self._validate()
+
+    # ------------------------------------------------------------------------------------
+    def _validate(self):
+        def err(param, rule):
+            raise ConfigError(f"{self.name}: {param}={getattr(self, param)!r}: {rule}")
+
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.type in ("bool",) and not isinstance(v, bool):
+                err(f.name, "must be true or false")
+            if f.type in ("int",) and (isinstance(v, bool) or not isinstance(v, int)):
+                err(f.name, "must be an integer")
+
+        if not self.data_types or not self.data_types <= set(DATA_TYPES):
+            err("data_types", f"must be a non-empty subset of {list(DATA_TYPES)}")
+        if "int8" not in self.data_types:
+            err("data_types", "must include int8 (Atomic-C/K are sized for the lowest precision)")
+        if not (_is_pow2(self.atomic_c) and 8 <= self.atomic_c <= 128):
+            err("atomic_c", "must be a power of two from 8 to 128")
+        if not (_is_pow2(self.atomic_k) and 4 <= self.atomic_k <= 32):
+            err("atomic_k", "must be a power of two from 4 to 32")
+        if self.atomic_k > self.atomic_c:
+            err("atomic_k", f"must not exceed atomic_c ({self.atomic_c})")
+        if self.memory_atom not in (8, 32):
+            err("memory_atom", "must be 8 or 32 bytes")
+        if self.memory_atom > self.atomic_c:
+            err("memory_atom", f"must not exceed atomic_c ({self.atomic_c}) bytes: "
+                "a CBUF entry holds whole memory atoms")
+        if not (_is_pow2(self.cbuf_banks) and 2 <= self.cbuf_banks <= 32):
+            err("cbuf_banks", "must be a power of two from 2 to 32")
+        if self.cbuf_bank_width != self.atomic_c:
+            err("cbuf_bank_width", f"must equal atomic_c x int8 element size = {self.atomic_c} "
+                "bytes (one atomic cube per entry)")
+        if not _is_pow2(self.cbuf_bank_depth):
+            err("cbuf_bank_depth", "must be a power of two")
+        bank_bytes = self.cbuf_bank_width * self.cbuf_bank_depth
+        if not 4096 <= bank_bytes <= 32768:
+            err("cbuf_bank_depth", f"bank size {self.cbuf_bank_width} x {self.cbuf_bank_depth}"
+                f" = {bank_bytes} bytes must be 4 KiB to 32 KiB")
+        if self.batching and not 2 <= self.max_batch <= 32:
+            err("max_batch", "must be 2 to 32 when batching is enabled")
+        if not self.batching and self.max_batch != 1:
+            err("max_batch", "must be 1 when batching is disabled")
+        for p, on in (("sdp_bs_throughput", self.sdp_bs), ("sdp_bn_throughput", self.sdp_bn),
+                      ("sdp_ew_throughput", self.sdp_ew)):
+            v = getattr(self, p)
+            if on and not (_is_pow2(v) and v <= 16):
+                err(p, "must be a power of two from 1 to 16 when its stage is enabled")
+            if not on and v != 0:
+                err(p, "must be 0 when its stage is disabled")
+        if self.sdp_lut and not self.sdp_ew:
+            err("sdp_lut", "the LUT is part of the SDP element-wise (Y) stage: needs sdp_ew")
+        for p in ("pdp_throughput", "cdp_throughput"):
+            v = getattr(self, p)
+            if v not in (0, 1, 2, 4, 8):
+                err(p, "must be 0 (unit absent) or a power of two up to 8")
+        if self.bdma and not self.sramif:
+            err("bdma", "BDMA copies between the DBBIF and the SRAMIF: needs sramif")
+        unknown = self.image_packed_formats - set(PACKED_IMAGE_FORMATS)
+        if unknown:
+            err("image_packed_formats", f"unknown formats {sorted(unknown)}")
+        unknown = self.image_semi_formats - set(SEMI_PLANAR_IMAGE_FORMATS)
+        if unknown:
+            err("image_semi_formats", f"unknown formats {sorted(unknown)}")
+        for p in ("dbbif_width", "sramif_width"):
+            v = getattr(self, p)
+            if v not in (32, 64, 128, 256, 512):
+                err(p, "must be 32, 64, 128, 256 or 512 bits")
+        if self.address_width not in (32, 64):
+            err("address_width", "must be 32 or 64")
+        if not 1 <= self.max_burst_length <= 16:
+            err("max_burst_length", "must be 1 to 16 beats (AXI awlen/arlen are 4 bits)")
+        if not 1 <= self.outstanding <= 256:
+            err("outstanding", "must be 1 to 256 requests")
+        if not 1 <= self.dbbif_latency <= 65535:
+            err("dbbif_latency", "must be 1 to 65535 cycles (CFGROM CIF_BASE_LATENCY)")
+        if not 1 <= self.sramif_latency <= 65535:
+            err("sramif_latency", "must be 1 to 65535 cycles")
+        if self.register_layout not in ("full", "small"):
+            err("register_layout", "must be 'full' or 'small'")
+        if self.register_layout == "full":
+            if self.memory_atom != 32:
+                err("register_layout", "the full layout drops address bits [4:0]: "
+                    "needs memory_atom = 32")
+            if self.cbuf_banks > 16:
+                err("register_layout", "the full layout's D_BANK fields are 4 bits: "
+                    "needs cbuf_banks <= 16")
+        if self.cbuf_bank_depth * self.cbuf_banks > (1 << 14):
+            err("cbuf_bank_depth", "CBUF entries per slice (D_ENTRY_PER_SLICE) are 14 bits: "
+                "cbuf_banks x cbuf_bank_depth must be <= 16384")
+
+    # ------------------------------------------------------------------------------------
+    @property
+    def pdp(self) -> bool:
+        return self.pdp_throughput > 0
+
+    @property
+    def cdp(self) -> bool:
+        return self.cdp_throughput > 0
+
+    @property
+    def macs(self) -> int:
+        return self.atomic_c * self.atomic_k
+
+    @property
+    def cbuf_bytes(self) -> int:
+        return self.cbuf_banks * self.cbuf_bank_width * self.cbuf_bank_depth
+
+    @property
+    def dbbif_bytes(self) -> int:
+        return self.dbbif_width // 8
+
+    def replace(self, **changes) -> "NvdlaConfig":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = sorted(v) if isinstance(v, frozenset) else v
+        return out
+
+    @staticmethod
+    def preset(name: str) -> "NvdlaConfig":
+        try:
+            return PRESETS[name]
+        except KeyError:
+            raise ConfigError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}") from None
+
+    @classmethod
+    def from_overrides(cls, base: str | NvdlaConfig, overrides: dict) -> "NvdlaConfig":
+        base_cfg = cls.preset(base) if isinstance(base, str) else base
+        known = {f.name for f in fields(cls)}
+        for k in overrides:
+            if k not in known:
+                raise ConfigError(f"unknown build parameter {k!r}; known: {', '.join(sorted(known))}")
+        return replace(base_cfg, **overrides)
+
+
+def _presets():
+    small = NvdlaConfig(name="nv_small")
+    small256 = replace(small, name="nv_small_256", atomic_c=32, atomic_k=8,
+                       cbuf_bank_width=32, cbuf_bank_depth=128)
+    large = NvdlaConfig(
+        name="nv_large", winograd=True, batching=True, max_batch=32, weight_compression=True,
+        sramif=True, sdp_ew=True, sdp_lut=True, bdma=True, rubik=True,
+        atomic_c=64, atomic_k=32, memory_atom=32, cbuf_banks=16, cbuf_bank_width=64,
+        cbuf_bank_depth=512, sdp_bs_throughput=16, sdp_bn_throughput=16, sdp_ew_throughput=4,
+        pdp_throughput=8, cdp_throughput=8, dbbif_width=512, sramif_width=512,
+        address_width=64, dbbif_latency=1200, sramif_latency=128, register_layout="small")
+    full = NvdlaConfig(
+        name="nv_full", data_types=frozenset(DATA_TYPES), winograd=True, batching=True,
+        max_batch=32, weight_compression=True, sramif=True, sdp_ew=True, sdp_lut=True,
+        bdma=True, rubik=True, atomic_c=64, atomic_k=16, memory_atom=32, cbuf_banks=16,
+        cbuf_bank_width=64, cbuf_bank_depth=512, sdp_bs_throughput=16, sdp_bn_throughput=16,
+        sdp_ew_throughput=4, pdp_throughput=4, cdp_throughput=4, dbbif_width=512,
+        sramif_width=512, address_width=64, dbbif_latency=1200, register_layout="full")
+    return {c.name: c for c in (small, small256, large, full)}
+
+
+PRESETS = _presets()
+
+
+def load_config(spec: str | os.PathLike | NvdlaConfig) -> NvdlaConfig:
+    """A preset name, or a TOML file ``base = "preset"`` followed by parameter overrides."""
+    if isinstance(spec, NvdlaConfig):
+        return spec
+    spec = str(spec)
+    if spec in PRESETS:
+        return PRESETS[spec]
+    if not os.path.exists(spec):
+        raise ConfigError(f"--config {spec!r} is neither a preset ({', '.join(PRESETS)}) "
+                          "nor an existing TOML file")
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(spec, "rb") as f:
+        try:
+            doc = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{spec}: not valid TOML: {e}") from None
+    doc = dict(doc)
+    base = doc.pop("base", "nv_small")
+    name = doc.pop("name", os.path.splitext(os.path.basename(spec))[0])
+    for k in ("data_types", "image_packed_formats", "image_semi_formats"):
+        if k in doc:
+            if not isinstance(doc[k], list):
+                raise ConfigError(f"{spec}: {k} must be a list")
+            doc[k] = frozenset(doc[k])
+    return NvdlaConfig.from_overrides(base, {"name": name, **doc})
