@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = ["Field", "Register", "Block", "RegisterMap", "register_map", "raw_table",
-           "UNIT_BLOCKS", "PINGPONG_BLOCKS", "RegisterError"]
+           "UNIT_BLOCKS", "PINGPONG_BLOCKS", "RegisterError", "STATIC_STATUS",
+           "reset_readback"]
 
 _TABLE = os.path.join(os.path.dirname(__file__), "registers.txt")
 
@@ -145,6 +146,14 @@ UNIT_BLOCKS = {
     "BDMA": "bdma", "CDMA": None, "CSC": None, "CMAC_A": None, "CMAC_B": None, "CACC": None,
     "SDP_RDMA": None, "SDP": None, "PDP_RDMA": "pdp", "PDP": "pdp", "CDP_RDMA": "cdp",
     "CDP": "cdp", "RBK": "rubik",
+}
+
+# Hardware-driven (ro) single-group fields whose value is fixed until their datapath exists;
+# every other ro field reads 0 after reset. Shared by the RTL, the golden model and the tests.
+STATIC_STATUS = {
+    ("MCIF", "STATUS", "IDLE"): 1, ("CVIF", "STATUS", "IDLE"): 1,
+    ("BDMA", "STATUS", "IDLE"): 1,
+    ("CDMA", "S_CBUF_FLUSH_STATUS", "FLUSH_DONE"): 1,     # CBUF is ready after reset
 }
 
 # Sub-units whose register file has the ping-pong D group (spec: Ping-pong Synchronization).
@@ -276,3 +285,14 @@ def register_map(cfg) -> RegisterMap:
 def all_blocks(layout):
     """Every block of the table in a layout, present in the build or not (for docs/tests)."""
     return {name: _build_block(name, layout, entry) for name, entry in raw_table().items()}
+
+
+def reset_readback(block, reg) -> int:
+    """What a CSB read of ``reg`` returns right after reset."""
+    value = 0
+    for f in reg.fields:
+        if f.access in ("rw", "const"):
+            value |= f.reset << f.lsb
+        elif f.access == "ro":
+            value |= STATIC_STATUS.get((block.name, reg.name, f.name), 0) << f.lsb
+    return value

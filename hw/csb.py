@@ -1,0 +1,58 @@
+"""CSB slave (spec: Configuration space bus).
+
+Request channel valid/ready with a 16-bit word address, 32-bit write data, write and
+non-posted flags. The slave is ready one cycle after reset and then every cycle: one request
+per cycle, no bubbles. Each accepted request is presented to the register files in the same
+cycle (``slot`` = 4 KiB block, ``offset`` = word in the block). Read data returns on the
+valid-only read channel one cycle later; a non-posted write pulses ``wr_complete`` one cycle
+later. With a fixed latency of one cycle both responses stay in request order. Holes return
+0 (the register files answer 0 where nothing is mapped).
+"""
+
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["CsbSlave"]
+
+
+class CsbSlave(wiring.Component):
+    # CSB side (spec signal names without the csb2nvdla_/nvdla2csb_ prefixes)
+    req_valid: In(1)
+    req_ready: Out(1)
+    req_addr: In(16)
+    req_wdat: In(32)
+    req_write: In(1)
+    req_nposted: In(1)
+    resp_valid: Out(1)
+    resp_data: Out(32)
+    wr_complete: Out(1)
+    # register-file side
+    access: Out(1)          #: a request is accepted this cycle
+    slot: Out(6)            #: 4 KiB block index (word address [15:10])
+    offset: Out(10)         #: word offset in the block
+    we: Out(1)
+    wdata: Out(32)
+    rdata: In(32)           #: OR of the selected block's combinational read data
+
+    def elaborate(self, platform):
+        m = Module()
+        ready = Signal()
+        m.d.sync += ready.eq(1)
+        m.d.comb += [
+            self.req_ready.eq(ready),
+            self.access.eq(self.req_valid & ready),
+            self.slot.eq(self.req_addr[10:16]),
+            self.offset.eq(self.req_addr[0:10]),
+            self.we.eq(self.req_write),
+            self.wdata.eq(self.req_wdat),
+        ]
+        is_read = self.access & ~self.req_write
+        m.d.sync += [
+            self.resp_valid.eq(is_read),
+            self.wr_complete.eq(self.access & self.req_write & self.req_nposted),
+        ]
+        with m.If(is_read):
+            m.d.sync += self.resp_data.eq(self.rdata)
+        return m

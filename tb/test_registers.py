@@ -1,0 +1,107 @@
+"""Register table facts against NVDLA's JSON, and the register plane of the generated Verilog
+under cocotb for every preset (both register layouts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arch.config import PRESETS
+from arch.registers import all_blocks, register_map
+
+from .conftest import SHARED
+
+REG_JSON = SHARED / "nvdla" / "registers"
+
+
+def _json(layout):
+    path = REG_JSON / f"nv_{layout}.json"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return json.loads(path.read_text())["blocks"]
+
+
+_ACCESS = {"rw": ("rw", "r"), "w": ("w", "r"), "ro": ("r", "w"), "const": ("r", "r"),
+           "w1c": ("rw", "r")}
+
+
+@pytest.mark.parametrize("layout", ["full", "small"])
+def test_table_matches_nvdla_json(layout):
+    """Every block, register, offset, field (bits, access, reset, enum) of both layouts."""
+    ref = _json(layout)
+    mine = all_blocks(layout)
+    if layout == "small":
+        mine["CFGROM"] = register_map(PRESETS["nv_small"])["CFGROM"]
+    assert sorted(f"NVDLA_{n}" for n in mine) == sorted(ref)
+    count = 0
+    for name, block in mine.items():
+        rb = ref[f"NVDLA_{name}"]
+        assert block.base == rb["base"], name
+        ref_regs = {r["name"]: r for r in rb["registers"]}
+        assert [r.name for r in block.registers] == \
+            [r["name"] for r in sorted(rb["registers"], key=lambda r: r["offset"])]
+        for reg in block.registers:
+            rr = ref_regs[reg.name]
+            assert reg.offset == rr["offset"] and reg.group == rr["group"], reg.name
+            assert len(reg.fields) == len(rr["fields"]), reg.name
+            for f, rf in zip(reg.fields, rr["fields"]):
+                where = f"{name}.{reg.name}.{f.name}"
+                assert (f.name, f.msb, f.lsb, f.reset) == \
+                    (rf["name"], rf["msb"], rf["lsb"], rf["reset"]), where
+                assert dict(f.enum) == rf.get("enum", {}), where
+                if name == "CFGROM":          # constants; NVDLA marks some hw-written
+                    assert (f.access, rf["sw"]) == ("const", "r"), where
+                elif "sw" in rf:
+                    assert _ACCESS[f.access] == (rf["sw"], rf["hw"]), where
+                count += 1
+    assert count > 1000
+
+
+def test_name_lookup():
+    rmap = register_map(PRESETS["nv_small"])
+    assert rmap.address("NVDLA_SDP.D_OP_ENABLE_0") == 0x9000 + rmap["SDP"]["D_OP_ENABLE"].offset
+    assert rmap.address("GLB.S_INTR_STATUS") == 0x100C
+    full = register_map(PRESETS["nv_full"])
+    assert full.address("NVDLA_GLB.S_INTR_STATUS_0") == 0xC
+    with pytest.raises(KeyError, match="no register"):
+        rmap.lookup("NVDLA_SDP.D_NOPE_0")
+    with pytest.raises(KeyError, match="no block 'BDMA'"):
+        rmap.lookup("NVDLA_BDMA.CFG_LINE_0")        # nv_small has no BDMA
+
+
+def test_field_widths_follow_layout():
+    small = register_map(PRESETS["nv_small"])
+    full = register_map(PRESETS["nv_full"])
+    f_small = small["SDP"]["D_DST_BASE_ADDR_LOW"]["DST_BASE_ADDR_LOW"]
+    f_full = full["SDP"]["D_DST_BASE_ADDR_LOW"]["DST_BASE_ADDR_LOW"]
+    assert (f_small.lsb, f_full.lsb) == (0, 5)
+    assert small["CDMA"]["D_BANK"]["DATA_BANK"].width == 5
+    assert full["CDMA"]["D_BANK"]["DATA_BANK"].width == 4
+
+
+def test_cfgrom_describes_the_build():
+    big = register_map(PRESETS["nv_large"])["CFGROM"]
+    assert big.registers[-1].name == "CFGROM_END_OF_LIST"
+    val = {r.name: r.reset for r in big.registers}
+    assert val["CFGROM_CDMA_BASE_ATOMIC_C"] == 64 and val["CFGROM_CDMA_BASE_ATOMIC_K"] == 32
+    assert val["CFGROM_CDMA_BASE_CBUF_BANK_NUM"] == 16
+    assert val["CFGROM_CDMA_MULTI_BATCH_MAX"] == 32
+    assert val["CFGROM_CIF1_CAP_COMPAT"] == 1          # the SRAMIF descriptor
+    assert val["CFGROM_SDP_CAP_COMPAT"] == 0x3F
+    assert val["CFGROM_BDMA_DESC"] & 0xFFFF == 14 and val["CFGROM_RUBIK_DESC"] & 0xFFFF == 15
+    no_pdp = register_map(PRESETS["nv_small"].replace(name="x", pdp_throughput=0))["CFGROM"]
+    assert not any(r.name.startswith("CFGROM_PDP") for r in no_pdp.registers)
+
+
+# -- RTL -------------------------------------------------------------------------------------
+
+RTL_TESTS = ["reset_values", "read_write_masks", "pingpong_groups", "interrupts",
+             "csb_order_and_throughput"]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_register_plane_rtl(preset):
+    from .runner import run_cocotb
+    assert run_cocotb(PRESETS[preset], "tb.cocotb_regs") == len(RTL_TESTS)
