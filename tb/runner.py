@@ -32,9 +32,18 @@ def simulator() -> str:
     return sim
 
 
+def _source_digest() -> str:
+    """Digest of the RTL sources, so that a changed generator never reuses a stale build."""
+    h = hashlib.sha1()
+    for path in sorted([*ROOT.glob("hw/**/*.py"), *ROOT.glob("arch/**/*.py"),
+                        *ROOT.glob("arch/*.txt")]):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:8]
+
+
 def _cfg_key(cfg) -> str:
     blob = json.dumps(cfg.as_dict(), sort_keys=True).encode()
-    return f"{cfg.name}-{hashlib.sha1(blob).hexdigest()[:10]}"
+    return f"{cfg.name}-{hashlib.sha1(blob).hexdigest()[:8]}-{_source_digest()}"
 
 
 def build_dir(cfg, sim=None) -> Path:
@@ -107,13 +116,13 @@ def _build(cfg, sim, bdir: Path, top_name: str, top=None):
 
 
 def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdla_core",
-               extra_env=None, seed=None):
+               extra_env=None, seed=None, sim=None):
     """Run ``test_module``'s cocotb tests on the Verilog of ``cfg``; raise on failure.
 
     ``top`` overrides the elaboratable (for unit benches); its build is keyed by
     ``top_name``. The configuration reaches the tests as ``NVDLA_CONFIG`` (JSON).
     """
-    sim = simulator()
+    sim = sim or simulator()
     bdir = build_dir(cfg, sim) / top_name
     env = {"NVDLA_CONFIG": json.dumps(cfg.as_dict())}
     if sim == "verilator":
@@ -122,15 +131,20 @@ def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdl
     with _EnvPatch(env):
         runner = _build(cfg, sim, bdir, top_name, top)
         tag = testcase if isinstance(testcase, str) else "all"
-        results = runner.test(
-            hdl_toplevel=top_name, hdl_toplevel_lang="verilog", test_module=test_module,
-            testcase=testcase,
-            build_dir=str(bdir / "sim"), test_dir=str(bdir / f"run-{test_module}-{tag}"),
-            results_xml=str(bdir / f"run-{test_module}-{tag}" / "results.xml"),
-            extra_env=env, seed=seed, timescale=("1ns", "1ps"))
+        run_dir = bdir / f"run-{test_module}-{tag}"
+        results = run_dir / "results.xml"
+        log = run_dir / "sim.log"
+        try:
+            runner.test(hdl_toplevel=top_name, hdl_toplevel_lang="verilog",
+                        test_module=test_module, testcase=testcase, build_dir=str(bdir / "sim"),
+                        test_dir=str(run_dir), results_xml=str(results), extra_env=env,
+                        seed=seed, timescale=("1ns", "1ps"), log_file=str(log))
+        except SystemExit:          # the runner exits on failing tests; report them below
+            pass
     from cocotb_tools.check_results import get_results
-    total, failed = get_results(Path(results))
+    total, failed = get_results(results)
     if failed or total == 0:
+        tail = "\n".join(log.read_text().splitlines()[-60:]) if log.exists() else ""
         raise AssertionError(f"{test_module}: {failed} of {total} cocotb tests failed "
-                             f"(log in {bdir})")
+                             f"(log {log}):\n{tail}")
     return total
