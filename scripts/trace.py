@@ -1,0 +1,134 @@
+"""``nvdla trace``: run NVDLA trace directories on the golden model or the RTL.
+
+    nvdla trace --engine golden ../shared/nvdla/traces/nv_small
+    nvdla trace --config my_build.toml -j 2 DIR...
+
+Each argument is a trace directory (holding ``<name>.cfg`` and its ``.dat`` images), a ``.cfg``
+file, or a directory of trace directories. One line per trace: name, PASS/FAIL, the failing
+checks' expected/actual CRC or the failure, simulated cycles (the golden model has no timing:
+it reports layer steps), wall time. The last line is ``N passed, M failed``; the exit status
+is 0 only when every trace passed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import time
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser):
+    parser.add_argument("dirs", nargs="+", metavar="DIR",
+                        help="trace directory, .cfg file, or directory of trace directories")
+    parser.add_argument("--config", default="nv_small",
+                        help="build: a preset name or a TOML file (default nv_small)")
+    parser.add_argument("--engine", choices=("golden", "rtl"), default="golden",
+                        help="golden numpy model or the generated RTL (default golden)")
+    parser.add_argument("--sim", choices=("icarus", "verilator"), default="verilator",
+                        help="HDL simulator of the rtl engine (default verilator)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="run N traces in parallel processes")
+
+
+def _run_one(path, config, engine, sim):
+    from arch.config import load_config
+    from sim.trace_run import run_trace
+    cfg = load_config(config)
+    return run_trace(path, cfg, engine=engine, sim=sim)
+
+
+def _line(r, width):
+    status = "PASS" if r.passed else "FAIL"
+    if r.cycle_unit == "cycles":
+        timing = f"cycles={r.cycles}"
+    else:
+        timing = f"cycles=0 layer-steps={r.cycles}"
+    text = f"{r.name:<{width}}  {status}  {timing}  {r.wall:.2f}s"
+    if not r.passed:
+        bad = r.failed_checks
+        if bad:
+            crcs = ", ".join(f"expected {c.expected:#010x} actual {c.actual:#010x}" for c in bad)
+            text += f"  crc {crcs}"
+        other = [m for m in r.message.split("; ") if m and "check_crc(" not in m]
+        if other:
+            text += "  " + "; ".join(other)
+    return text
+
+
+def run(args) -> int:
+    from arch.config import load_config
+    from sim.trace import TraceError, expand_trace_dirs
+    from sim.trace_run import ENGINES, EngineUnavailable, run_trace
+
+    load_config(args.config)                     # fail early on a bad --config
+    try:
+        paths = expand_trace_dirs(args.dirs)
+    except TraceError as e:
+        print(f"nvdla trace: {e}", file=sys.stderr)
+        return 2
+    if not paths:
+        print("nvdla trace: no traces given", file=sys.stderr)
+        return 2
+    if args.engine not in ENGINES:
+        print(f"nvdla trace: engine {args.engine!r} is not available", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print("nvdla trace: -j must be at least 1", file=sys.stderr)
+        return 2
+
+    names = [os.path.basename(os.path.normpath(p)) for p in paths]
+    width = max(len(n) for n in names)
+    if args.engine == "golden":
+        print(f"engine golden, config {args.config}: the golden model has no cycle timing; "
+              "layer-steps counts the layers it ran")
+    else:
+        print(f"engine rtl ({args.sim}), config {args.config}")
+    sys.stdout.flush()
+
+    t0 = time.perf_counter()
+    passed = failed = 0
+    try:
+        if args.jobs == 1:
+            cfg = load_config(args.config)
+            results = (run_trace(p, cfg, engine=args.engine, sim=args.sim) for p in paths)
+            for r in results:
+                print(_line(r, width), flush=True)
+                passed += r.passed
+                failed += not r.passed
+        else:
+            with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+                futs = [pool.submit(_run_one, p, args.config, args.engine, args.sim)
+                        for p in paths]
+                for f in futs:
+                    r = f.result()
+                    print(_line(r, width), flush=True)
+                    passed += r.passed
+                    failed += not r.passed
+    except EngineUnavailable as e:
+        print(f"nvdla trace: {e}", file=sys.stderr)
+        print(f"{passed} passed, {len(paths) - passed} failed")
+        return 2
+    print(f"total wall time {time.perf_counter() - t0:.1f}s")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def main(argv=None) -> int:
+    """``python -m scripts.trace ...`` (the same as ``nvdla trace ...``)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="nvdla trace", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    from arch.config import ConfigError
+    try:
+        return run(args)
+    except ConfigError as e:
+        print(f"nvdla trace: invalid configuration: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Running NVDLA traces on an engine: the golden model now, the RTL when it is plugged in.
+
+    result = run_trace("traces/nv_small/sdp_1x1x1_pass_through_int8", cfg)  # engine="golden"
+    result.passed, result.message, result.checks, result.cycles, result.wall
+
+An engine is a function ``engine(trace: Trace, cfg, **options) -> TraceResult``; engines are
+looked up by name in :data:`ENGINES` (:func:`register_engine` adds one). The golden engine
+executes the commands in order on a :class:`sim.core.GoldenCore`:
+
+- ``mem_init`` / ``mem_load`` write the memory directly (backdoor);
+- ``reg_write`` is a CSB write, after which every layer that can start runs to completion
+  (the hardware starts a layer as soon as its groups are enabled);
+- ``poll_reg_equal`` reads, stepping the model between reads, until equal; it fails when
+  the model can make no more progress or after ``max_steps``;
+- ``intr_notify`` waits the same way for the source's GLB ``S_INTR_STATUS`` bit, then
+  clears it by writing 1 to ``S_INTR_STATUS``;
+- ``check_crc`` compares ``zlib.crc32`` of the memory range (after that sync point, i.e.
+  after its ``intr_notify`` returned) with the expected value; ``check_nothing`` checks
+  nothing.
+
+The golden model has no cycle timing: its ``cycles`` are layer-level steps (``cycle_unit``
+says which). A CRC mismatch fails the trace but execution continues so every check is
+reported; a timeout or a unit model error ends the trace.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+import zlib
+from dataclasses import dataclass, field
+
+from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, PollRegEqual, RegWrite,
+                    Trace, TraceError, parse_trace)
+
+__all__ = ["CheckResult", "TraceResult", "EngineUnavailable", "ENGINES", "register_engine",
+           "run_trace", "run_golden", "run_rtl_unavailable"]
+
+
+class EngineUnavailable(RuntimeError):
+    """The requested engine cannot run here (not implemented yet, or its tools are missing)."""
+
+
+@dataclass
+class CheckResult:
+    where: str
+    sync_id: str
+    mem: str
+    addr: int
+    size: int
+    expected: int
+    actual: int
+
+    @property
+    def passed(self) -> bool:
+        return self.expected == self.actual
+
+    def describe(self) -> str:
+        return (f"{self.where}: check_crc({self.sync_id}) {self.mem} {self.addr:#x}+{self.size:#x}:"
+                f" expected {self.expected:#010x}, actual {self.actual:#010x}")
+
+
+@dataclass
+class TraceResult:
+    name: str
+    engine: str
+    passed: bool = False
+    message: str = ""                    #: why it failed ("" when it passed)
+    checks: list = field(default_factory=list)
+    cycles: int = 0                      #: simulated cycles, or layer steps (cycle_unit)
+    cycle_unit: str = "cycles"           #: "cycles" (RTL) or "layer-steps" (golden)
+    wall: float = 0.0                    #: seconds
+
+    @property
+    def failed_checks(self):
+        return [c for c in self.checks if not c.passed]
+
+
+ENGINES = {}
+
+
+def register_engine(name: str, fn) -> None:
+    """Plug in an engine: ``fn(trace: Trace, cfg, **options) -> TraceResult``."""
+    ENGINES[name] = fn
+
+
+def run_trace(trace, cfg, engine: str = "golden", **options) -> TraceResult:
+    """Run a trace (a :class:`Trace`, a trace directory or a ``.cfg``) on an engine.
+
+    Malformed traces give a failed result whose message is the :class:`TraceError`, and so
+    does an unexpected exception inside the engine (``internal error: ...``); an unknown or
+    unavailable engine raises :class:`EngineUnavailable`.
+    """
+    try:
+        fn = ENGINES[engine]
+    except KeyError:
+        raise EngineUnavailable(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}") \
+            from None
+    t0 = time.perf_counter()
+    if not isinstance(trace, Trace):
+        path = str(trace)
+        try:
+            trace = parse_trace(path, cfg)
+        except TraceError as e:
+            name = os.path.basename(os.path.normpath(path))
+            return TraceResult(name, engine, False, str(e), wall=time.perf_counter() - t0)
+    try:
+        result = fn(trace, cfg, **options)
+    except EngineUnavailable:
+        raise
+    except Exception as e:           # an engine or model bug: this trace fails, the run goes on
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        where = f" (at {os.path.basename(tb.filename)}:{tb.lineno})" if tb else ""
+        result = TraceResult(trace.name, engine, False,
+                             f"internal error: {type(e).__name__}: {e}{where}")
+    result.wall = time.perf_counter() - t0
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# golden engine
+# --------------------------------------------------------------------------------------------
+class _Stop(Exception):
+    pass
+
+
+def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) -> TraceResult:
+    """Execute ``trace`` on the golden model (``core``: a GoldenCore to use, e.g. with extra
+    unit models; default a fresh one). Options of other engines (``sim``) are ignored."""
+    from .core import GoldenCore, UnitError
+    if core is None:
+        core = GoldenCore(cfg)
+    res = TraceResult(trace.name, "golden", cycle_unit="layer-steps")
+    glb_status = None
+    if core.rmap is not None and "GLB" in core.rmap:
+        glb_status = core.rmap.address("GLB.S_INTR_STATUS") >> 2
+    failures = []
+
+    def stuck(what, cmd):
+        why = "; ".join(core.pending()) or "no layer is enabled"
+        return f"{cmd.where}: {what}: the golden model cannot make progress: {why}"
+
+    try:
+        for cmd in trace.commands:
+            if isinstance(cmd, RegWrite):
+                core.csb_write(cmd.addr, cmd.value)
+                core.run()
+            elif isinstance(cmd, MemLoad):
+                cmd.image.write_to(core.mem(cmd.mem), cmd.addr)
+            elif isinstance(cmd, MemInit):
+                core.mem(cmd.mem).fill(cmd.addr, cmd.size, cmd.fill)
+            elif isinstance(cmd, PollRegEqual):
+                for _ in range(max_steps + 1):
+                    if core.csb_read(cmd.addr) == cmd.value:
+                        break
+                    if not core.step():
+                        raise _Stop(stuck(f"poll_reg_equal({cmd.name}, {cmd.value:#x}) reads "
+                                          f"{core.csb_read(cmd.addr):#x}", cmd))
+                else:
+                    raise _Stop(f"{cmd.where}: poll_reg_equal({cmd.name}, {cmd.value:#x}): "
+                                f"still {core.csb_read(cmd.addr):#x} after {max_steps} steps")
+            elif isinstance(cmd, IntrNotify):
+                for _ in range(max_steps + 1):
+                    if core.intr_status & cmd.mask:
+                        core.csb_write(glb_status, cmd.mask)
+                        break
+                    if not core.step():
+                        raise _Stop(stuck(f"intr_notify({cmd.source}) never came", cmd))
+                else:
+                    raise _Stop(f"{cmd.where}: intr_notify({cmd.source}): no interrupt after "
+                                f"{max_steps} steps")
+            elif isinstance(cmd, CheckCrc):
+                data = core.mem(cmd.mem).read(cmd.addr, cmd.size)
+                chk = CheckResult(cmd.where, cmd.sync_id, cmd.mem, cmd.addr, cmd.size, cmd.crc,
+                                  zlib.crc32(data.tobytes()) & 0xFFFFFFFF)
+                res.checks.append(chk)
+                if not chk.passed:
+                    failures.append(chk.describe())
+            elif isinstance(cmd, CheckNothing):
+                pass
+            else:                                        # pragma: no cover
+                raise _Stop(f"{cmd.where}: the golden engine cannot run {type(cmd).__name__}")
+    except _Stop as e:
+        failures.append(str(e))
+    except UnitError as e:
+        failures.append(f"{cmd.where}: {e}")
+    res.cycles = core.layers
+    res.passed = not failures
+    res.message = "; ".join(failures)
+    return res
+
+
+def run_rtl_unavailable(trace: Trace, cfg, **options) -> TraceResult:
+    raise EngineUnavailable("the rtl engine is not available yet: the RTL trace harness has "
+                            "not been plugged in (use --engine golden)")
+
+
+register_engine("golden", run_golden)
+register_engine("rtl", run_rtl_unavailable)

@@ -1,0 +1,142 @@
+"""The unit registry of the golden core: which layers it can launch, and how.
+
+:func:`default_units` returns ``{name: UnitModel}`` for the unit models that exist in
+``sim/``. A unit whose model module is missing is simply not registered: its enabled groups
+stay pending (``GoldenCore.pending()`` says so) and the trace runner reports a failure
+instead of hanging.
+
+Layers and the blocks that must all be enabled for them to start (their consumer groups):
+
+- SDP offline (``D_FEATURE_MODE_CFG.FLYING_MODE=OFF``): SDP + SDP_RDMA; with
+  ``OUTPUT_DST=PDP`` also PDP, whose model then takes the SDP output on the fly.
+- SDP flying (input from CACC): launched by the convolution pipeline (CDMA, CSC, CMAC_A,
+  CMAC_B, CACC, SDP and, when it reads operands, SDP_RDMA) -- not modelled yet.
+- PDP, CDP (with their RDMA in offline mode) -- not modelled yet.
+
+Contracts for the models still to come:
+
+- A PDP model registered as ``"PDP"`` provides ``run_flying(core, cube) -> {block: {register:
+  {field: value}}}`` for SDP->PDP (the SDP launch lists PDP among its blocks, so PDP completes
+  and raises PDP_DONE with it); its own ``plan`` returns :class:`~sim.core.Wait` while PDP is
+  in flying mode.
+- A convolution model registered as ``"CONV"`` lists the SDP blocks in its :class:`Launch`
+  and calls ``core.units["SDP"].run_layer(core, pdp, flying_input=cube)`` with the CACC
+  output.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .core import Launch, UnitError, UnitModel, Wait
+
+__all__ = ["SdpUnit", "default_units", "MODEL_BLOCKS", "missing_models", "ro_fields"]
+
+# Which unit model owns which blocks (for diagnostics and for choosing tests).
+MODEL_BLOCKS = {
+    "SDP": ("SDP", "SDP_RDMA"),
+    "PDP": ("PDP", "PDP_RDMA"),
+    "CDP": ("CDP", "CDP_RDMA"),
+    "CONV": ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"),
+    "RUBIK": ("RBK",),
+}
+
+
+def _optional(module):
+    """Import ``sim.<module>`` if it exists (a missing model is not an error)."""
+    try:
+        return importlib.import_module(f"sim.{module}")
+    except ModuleNotFoundError as e:
+        if e.name in (f"sim.{module}",):
+            return None
+        raise
+
+
+class SdpUnit(UnitModel):
+    """SDP layers through ``sim.sdp.run_sdp`` (offline; SDP->PDP fused when PDP exists)."""
+
+    name = "SDP"
+    blocks = MODEL_BLOCKS["SDP"]
+
+    def __init__(self, sdp_module, lut_module=None):
+        self._sdp = sdp_module
+        self._lut = lut_module
+
+    def install(self, core):
+        core.sdp_lut = None
+        if self._lut is None or not core.cfg.sdp_lut or not core.has_block("SDP"):
+            return
+        lut = core.sdp_lut = self._lut.SdpLut()
+        # The LUT access port: the RAM pointer and data go through the LUT model.
+        for reg in ("S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA"):
+            core.add_register_hook("SDP", reg,
+                                   on_write=lambda word, r=reg: lut.csb_write(r, word),
+                                   on_read=lambda r=reg: lut.csb_read(r))
+
+    def plan(self, core):
+        if not core.enabled("SDP"):
+            return None
+        g = core.consumer("SDP")
+        sdp = core.view("SDP")
+        mode = sdp.D_FEATURE_MODE_CFG
+        if mode.FLYING_MODE:
+            conv = "" if "CONV" in core.units else " (the golden model has no convolution " \
+                "pipeline yet)"
+            return Wait(f"group {g}: D_FEATURE_MODE_CFG.FLYING_MODE=ON takes its input "
+                        f"from CACC; it runs with a convolution layer{conv}")
+        blocks = ["SDP", "SDP_RDMA"]
+        pdp = None
+        if mode.OUTPUT_DST:
+            pdp = core.units.get("PDP")
+            if pdp is None or not hasattr(pdp, "run_flying"):
+                return Wait(f"group {g}: D_FEATURE_MODE_CFG.OUTPUT_DST=PDP needs the PDP "
+                            f"golden model, which does not exist yet")
+            blocks.append("PDP")
+
+        def run():
+            return self.run_layer(core, pdp)
+
+        return Launch(tuple(blocks), run, "SDP layer")
+
+    def run_layer(self, core, pdp=None, flying_input=None):
+        """Run the SDP layer of the consumer groups; returns the hardware-written fields
+        (with the fused PDP's when ``pdp`` is given). ``flying_input`` is the accumulator
+        cube of a fused convolution."""
+        res = self._sdp.run_sdp(core.cfg, core.view("SDP_RDMA"), core.view("SDP"), core.dbb,
+                                lut=core.sdp_lut, flying_input=flying_input,
+                                sram=core.sram if core.cfg.sramif else None)
+        written = {b: ro_fields(core.rmap[b], regs)
+                   for b, regs in res.status_registers().items()}
+        if pdp is not None:
+            written.update(pdp.run_flying(core, res.output))
+        return written
+
+
+def ro_fields(block, registers):
+    """``{register: word}`` of hardware-written registers -> ``{register: {field: value}}`` of
+    their ro fields (what the hardware stores into the finished group)."""
+    out = {}
+    for name, word in registers.items():
+        reg = block[name]
+        fields = {f.name: (int(word) & f.mask) >> f.lsb for f in reg.fields if f.access == "ro"}
+        if not fields:
+            raise UnitError(f"model returned {block.name}.{name}, which has no hardware-written "
+                            f"(ro) field")
+        out[name] = fields
+    return out
+
+
+def default_units(cfg) -> dict:
+    """``{name: UnitModel}`` for the unit models present in ``sim/``."""
+    units = {}
+    sdp = _optional("sdp")
+    if sdp is not None and hasattr(sdp, "run_sdp"):
+        units["SDP"] = SdpUnit(sdp, _optional("sdp_lut"))
+    return units
+
+
+def missing_models(blocks, units) -> list:
+    """Unit models (MODEL_BLOCKS names) needed for ``blocks`` but absent from ``units``."""
+    need = {m for m, bs in MODEL_BLOCKS.items() for b in blocks if b in bs}
+    have = {n for n in units}
+    return sorted(need - have)

@@ -1,0 +1,412 @@
+"""The trace language (sim/trace.py), the trace runner (sim/trace_run.py, `nvdla trace`) and
+the golden engine on NVDLA's public nv_small traces (skipped when ../shared is absent)."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from arch.config import NvdlaConfig
+from arch.registers import register_map
+from sim.core import GoldenCore, Launch, UnitModel
+from sim.memory import SparseMemory
+from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, PollRegEqual,
+                       RegWrite, TraceError, expand_trace_dirs, find_trace_cfg, load_dat,
+                       parse_dat, parse_trace)
+from sim.trace_run import EngineUnavailable, run_golden, run_trace
+from sim.units import default_units, missing_models
+
+from .conftest import TRACES
+
+CFG = NvdlaConfig.preset("nv_small")
+RMAP = register_map(CFG)
+# nv_small with the SDP Y stage (EW + LUT): the build the EW/LUT traces' CRCs assume.
+CFG_EW_LUT = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True,
+                         sdp_ew_throughput=1)
+EW_LUT_TRACES = ("sdp_3x3x32_ew_lo_lin_int8", "sdp_3x3x33_ew_int8_reg_0",
+                 "sdp_3x3x33_ew_le_exp_int8")
+
+
+def make_trace(tmp_path, text, name="t", dats=None):
+    d = tmp_path / name
+    d.mkdir()
+    (d / f"{name}.cfg").write_text(text)
+    for fname, content in (dats or {}).items():
+        (d / fname).write_text(content)
+    return d
+
+
+DAT = """{
+{offset:0x0, size:4, payload:0x01 0x02 0x03 0x04} ,
+{offset:0x10, size:2, payload:0xAB 0xcd} ,
+}
+"""
+
+
+# -- parser -------------------------------------------------------------------------------------
+def test_every_command(tmp_path):
+    d = make_trace(tmp_path, """// a comment line
+mem_init(pri_mem, 0x80000000, 0x100, ALL_ZERO);
+mem_load(pri_mem, 0x80000000, "img.dat");   // trailing comment
+reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x7);
+reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0,0x1);
+reg_write(NVDLA_SDP.S_POINTER_0, 0);
+poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0,0x1);
+intr_notify(SDP_1, sync_id_0);
+intr_notify(CDMA_WT_0, other_sync);
+check_crc(sync_id_0, 1, 0x80000000, 0x20, 0xdeadbeef);
+check_crc(other_sync, pri_mem, 0x80000000, 0x20, 0x1);
+check_nothing(sync_id_0);
+""", dats={"img.dat": DAT})
+    tr = parse_trace(str(d), CFG)
+    assert tr.name == "t" and tr.path.endswith("t.cfg")
+    c = tr.commands
+    assert [type(x) for x in c] == [MemInit, MemLoad, RegWrite, RegWrite, RegWrite, PollRegEqual,
+                                   IntrNotify, IntrNotify, CheckCrc, CheckCrc, CheckNothing]
+    assert (c[0].mem, c[0].addr, c[0].size, c[0].pattern, c[0].line) == \
+        ("dbb", 0x80000000, 0x100, "ALL_ZERO", 2)
+    assert c[1].mem == "dbb" and c[1].addr == 0x80000000 and c[1].path.endswith("img.dat")
+    assert c[1].image.size == 6
+    w = c[2]
+    assert (w.block, w.register, w.value) == ("SDP", "D_DATA_CUBE_WIDTH", 7)
+    assert w.addr == RMAP.address("SDP.D_DATA_CUBE_WIDTH") >> 2
+    assert (c[3].block, c[3].register, c[3].value) == ("SDP_RDMA", "D_OP_ENABLE", 1)
+    assert c[4].value == 0
+    assert (c[5].block, c[5].register, c[5].value) == ("CDMA", "S_CBUF_FLUSH_STATUS", 1)
+    glb = RMAP["GLB"]["S_INTR_STATUS"]
+    assert (c[6].source, c[6].sync_id, c[6].status_field, c[6].mask) == \
+        ("SDP_1", "sync_id_0", "SDP_DONE_STATUS1", glb["SDP_DONE_STATUS1"].mask)
+    assert c[7].status_field == "CDMA_WT_DONE_STATUS0"
+    assert (c[8].sync_id, c[8].mem, c[8].addr, c[8].size, c[8].crc) == \
+        ("sync_id_0", "dbb", 0x80000000, 0x20, 0xDEADBEEF)
+    assert c[9].mem == "dbb"
+    assert c[10].sync_id == "sync_id_0"
+    assert c[10].where.endswith("t.cfg:12")
+    assert tr.enabled_blocks() == {"SDP_RDMA"}
+
+
+def test_dat_records():
+    img = parse_dat(DAT, "x.dat")
+    assert img.offsets.tolist() == [0, 1, 2, 3, 0x10, 0x11]
+    assert img.data.tolist() == [1, 2, 3, 4, 0xAB, 0xCD]
+    mem = SparseMemory()
+    img.write_to(mem, 0x80000100)
+    assert mem.read(0x80000100, 0x12).tolist() == [1, 2, 3, 4] + [0] * 12 + [0xAB, 0xCD]
+
+
+def test_dat_without_outer_braces_and_one_digit_bytes():
+    img = parse_dat("{offset:0x4, size:3, payload:0x0A 0x1 0xff},\n"
+                    "{offset:0x7, size:1, payload:0x10},\n", "x.dat")
+    assert img.offsets.tolist() == [4, 5, 6, 7]
+    assert img.data.tolist() == [10, 1, 255, 16]
+
+
+def test_dat_scattered_records_use_scatter():
+    text = "".join(f"{{offset:{hex(i * 8)}, size:1, payload:{hex(i % 256)}}},\n"
+                   for i in range(300))
+    img = parse_dat(text)
+    mem = SparseMemory()
+    img.write_to(mem, 0x1000)
+    assert mem.read(0x1000 + 8 * 299, 1)[0] == 299 % 256
+    assert mem.read(0x1001, 7).tolist() == [0] * 7
+
+
+def test_empty_dat():
+    assert parse_dat("{\n}\n").size == 0
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("{\n{offset:0x0, size:3, payload:0x01 0x02} ,\n}\n", 2, "size:3 but has 2"),
+    ("{\n{offset:0x0, size:1, payload:0x01},\ngarbage\n}\n", 3, "not a {offset"),
+    ("{offset:0x0, size:1, payload:0x01},\n{offset:0x1, size:2, payload:0x01 12}\n", 2,
+     "0xNN tokens"),
+    ("{offset:0x0, size:1, payload:0x123}\n", 1, "0xNN tokens"),
+])
+def test_dat_errors(text, line, message):
+    with pytest.raises(TraceError, match=rf"^img\.dat:{line}: .*{message}"):
+        parse_dat(text, "img.dat")
+
+
+def test_load_dat_missing_file(tmp_path):
+    with pytest.raises(TraceError, match="cannot read image"):
+        load_dat(str(tmp_path / "nope.dat"))
+
+
+@pytest.mark.parametrize("stmt, message", [
+    ("reg_write(NVDLA_SDP.D_NO_SUCH_0, 0x1);", r"unknown register NVDLA_SDP\.D_NO_SUCH_0"),
+    ("reg_write(NVDLA_NOPE.D_OP_ENABLE_0, 0x1);", r"unknown register .*no block 'NOPE'"),
+    ("reg_write(D_OP_ENABLE_0, 0x1);", "unknown register"),
+    ("poll_reg_equal(NVDLA_SDP.BOGUS_0, 1);", r"unknown register NVDLA_SDP\.BOGUS_0"),
+    ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x100000000);", "does not fit in 32 bits"),
+    ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, one);", "must be a number"),
+    ("reg_write(NVDLA_SDP.D_OP_ENABLE_0);", "reg_write takes 2 arguments, got 1"),
+    ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1)", "expected 'command"),
+    ("reg_read(NVDLA_SDP.D_OP_ENABLE_0, 0x1);", "unknown command 'reg_read'"),
+    ("mem_init(pri_mem, 0x0, 0x10, ALL_ONES);", "unknown fill pattern"),
+    ("mem_init(fast_mem, 0x0, 0x10, ALL_ZERO);", "unknown memory 'fast_mem'"),
+    ('mem_load(pri_mem, 0x0, "missing.dat");', "image \"missing.dat\" not found"),
+    ("mem_load(pri_mem, 0x0, img.dat);", "must be quoted"),
+    ("intr_notify(FOO_0, s);", "unknown interrupt source 'FOO_0'"),
+    ("intr_notify(SDP_2, s);", "unknown interrupt source 'SDP_2'"),
+    ("check_crc(never, 1, 0x0, 0x10, 0x0);", "sync id 'never' has no intr_notify"),
+    ("check_nothing(never);", "sync id 'never' has no intr_notify"),
+    ("check_crc(never, 3, 0x0, 0x10, 0x0);", "unknown memory '3'|sync id"),
+])
+def test_errors_name_file_and_line(tmp_path, stmt, message):
+    d = make_trace(tmp_path, f"// header\nmem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n\n{stmt}\n")
+    with pytest.raises(TraceError, match=rf"t\.cfg:4: .*(?:{message})"):
+        parse_trace(str(d), CFG)
+
+
+def test_register_of_a_block_the_build_lacks(tmp_path):
+    d = make_trace(tmp_path, "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);\n")
+    no_pdp = CFG.replace(name="no_pdp", pdp_throughput=0)
+    with pytest.raises(TraceError, match=r"t\.cfg:1: unknown register .*no block 'PDP'"):
+        parse_trace(str(d), no_pdp)
+
+
+def test_bad_dat_reports_the_dat_line(tmp_path):
+    d = make_trace(tmp_path, 'mem_load(pri_mem, 0x0, "bad.dat");\n',
+                   dats={"bad.dat": "{\n{offset:0x0, size:2, payload:0x01}\n}\n"})
+    with pytest.raises(TraceError, match=r"bad\.dat:2: record says size:2"):
+        parse_trace(str(d), CFG)
+
+
+def test_trace_dir_discovery(tmp_path):
+    a = make_trace(tmp_path, "", name="a")
+    b = make_trace(tmp_path, "", name="b")
+    (b / "extra.cfg").write_text("")
+    c = tmp_path / "c"
+    c.mkdir()
+    (c / "one.cfg").write_text("")
+    assert find_trace_cfg(str(a)).endswith("a.cfg")
+    assert find_trace_cfg(str(b)).endswith("b.cfg")      # <dir>.cfg wins
+    assert find_trace_cfg(str(c)).endswith("one.cfg")
+    assert expand_trace_dirs([str(tmp_path)]) == [str(a), str(b), str(c)]
+    assert expand_trace_dirs([str(a)]) == [str(a)]
+    with pytest.raises(TraceError, match="no such file"):
+        expand_trace_dirs([str(tmp_path / "zzz")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TraceError, match="no trace directories"):
+        expand_trace_dirs([str(empty)])
+
+
+# -- golden engine with a stand-in unit -------------------------------------------------------
+class CopyUnit(UnitModel):
+    """Stand-in SDP: copies D_DATA_CUBE_WIDTH+1 bytes from SDP_RDMA's source to SDP's
+    destination (enough to exercise the runner without the real SDP model)."""
+    name = "SDP"
+    blocks = ("SDP", "SDP_RDMA")
+
+    def plan(self, core):
+        if not core.enabled("SDP"):
+            return None
+
+        def run():
+            rdma, sdp = core.view("SDP_RDMA"), core.view("SDP")
+            n = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
+            src = core.memory(rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE)
+            dst = core.memory(sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")
+            dst.write(sdp.D_DST_BASE_ADDR_LOW.DST_BASE_ADDR_LOW,
+                      src.read(rdma.D_SRC_BASE_ADDR_LOW.SRC_BASE_ADDR_LOW, n))
+            return {"SDP": {"D_STATUS_NAN_INPUT_NUM": {"STATUS_NAN_INPUT_NUM": n}}}
+        return Launch(("SDP", "SDP_RDMA"), run, "copy")
+
+
+COPY_TRACE = """mem_init(pri_mem, 0x80000000, 0x100, ALL_ZERO);
+mem_load(pri_mem, 0x80000000, "in.dat");
+mem_init(pri_mem, 0x80001000, 0x10, ALL_ZERO);
+reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x0);
+poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0, 0x1);
+reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x5);
+reg_write(NVDLA_SDP.D_DST_BASE_ADDR_LOW_0, 0x80001000);
+reg_write(NVDLA_SDP.D_DST_DMA_CFG_0, 0x1);
+reg_write(NVDLA_SDP_RDMA.D_SRC_BASE_ADDR_LOW_0, 0x80000000);
+reg_write(NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0, 0x1);
+reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);
+reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);
+intr_notify(SDP_0, sync_id_0);
+check_crc(sync_id_0, 1, 0x80001000, 0x10, {crc});
+poll_reg_equal(NVDLA_SDP.D_STATUS_NAN_INPUT_NUM_0, 0x6);
+poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x0);
+"""
+IN_DAT = "{offset:0x0, size:8, payload:0x10 0x11 0x12 0x13 0x14 0x15 0x16 0x17},\n"
+GOOD_CRC = zlib.crc32(bytes(range(0x10, 0x16)) + bytes(10))
+
+
+def copy_core(cfg=CFG):
+    return GoldenCore(cfg, units={"SDP": CopyUnit()})
+
+
+def test_golden_runner_passes(tmp_path):
+    d = make_trace(tmp_path, COPY_TRACE.format(crc=hex(GOOD_CRC)), dats={"in.dat": IN_DAT})
+    tr = parse_trace(str(d), CFG)
+    r = run_golden(tr, CFG, core=copy_core())
+    assert r.passed, r.message
+    assert r.cycles == 1 and r.cycle_unit == "layer-steps"
+    assert [c.passed for c in r.checks] == [True]
+
+
+def test_golden_runner_reports_crc_mismatch_and_continues(tmp_path):
+    text = COPY_TRACE.format(crc="0x12345678") + \
+        "check_crc(sync_id_0, pri_mem, 0x80001000, 0x10, {});\n".format(hex(GOOD_CRC))
+    d = make_trace(tmp_path, text, dats={"in.dat": IN_DAT})
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=copy_core())
+    assert not r.passed
+    assert [c.passed for c in r.checks] == [False, True]
+    bad = r.failed_checks[0]
+    assert (bad.expected, bad.actual) == (0x12345678, GOOD_CRC)
+    assert "t.cfg:14: check_crc(sync_id_0)" in r.message
+    assert f"actual {GOOD_CRC:#010x}" in r.message
+
+
+def test_golden_runner_without_a_model_fails_naming_it(tmp_path):
+    d = make_trace(tmp_path, COPY_TRACE.format(crc=hex(GOOD_CRC)), dats={"in.dat": IN_DAT})
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=GoldenCore(CFG, units={}))
+    assert not r.passed
+    assert "t.cfg:13: intr_notify(SDP_0) never came" in r.message
+    assert "no SDP unit model" in r.message
+    assert r.cycles == 0
+
+
+def test_golden_runner_poll_timeout(tmp_path):
+    d = make_trace(tmp_path, "poll_reg_equal(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x3);\n")
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=copy_core())
+    assert not r.passed
+    assert "t.cfg:1: poll_reg_equal(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x3) reads 0x0" in r.message
+
+
+def test_golden_runner_unit_error_fails_the_trace(tmp_path):
+    text = COPY_TRACE.format(crc=hex(GOOD_CRC)).replace(
+        "reg_write(NVDLA_SDP.D_DST_DMA_CFG_0, 0x1);", "reg_write(NVDLA_SDP.D_DST_DMA_CFG_0, 0x0);")
+    d = make_trace(tmp_path, text, dats={"in.dat": IN_DAT})
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=copy_core())
+    assert not r.passed
+    assert "t.cfg:12: SDP layer (SDP group 0, SDP_RDMA group 0): " \
+        "SDP.D_DST_DMA_CFG.DST_RAM_TYPE=CV" in r.message
+
+
+def test_intr_notify_clears_only_its_bit(tmp_path):
+    d = make_trace(tmp_path, """reg_write(NVDLA_GLB.S_INTR_SET_0, 0x30);
+intr_notify(PDP_1, s);
+poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x10);
+""")
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=GoldenCore(CFG, units={}))
+    assert r.passed, r.message
+
+
+def test_run_trace_entry_points(tmp_path):
+    d = make_trace(tmp_path, "mem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n"
+                   "reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);\nintr_notify(SDP_0, s);\n"
+                   f"check_crc(s, 1, 0x0, 0x10, {zlib.crc32(bytes(16)):#x});\n")
+    r = run_trace(str(d), CFG)
+    assert r.passed and r.engine == "golden" and r.wall > 0
+    bad = make_trace(tmp_path, "oops;\n", name="bad")
+    r = run_trace(str(bad), CFG)
+    assert not r.passed and "bad.cfg:1:" in r.message
+    with pytest.raises(EngineUnavailable, match="rtl engine is not available yet"):
+        run_trace(str(d), CFG, engine="rtl", sim="icarus")
+    with pytest.raises(EngineUnavailable, match="unknown engine"):
+        run_trace(str(d), CFG, engine="spice")
+
+
+# -- the CLI -----------------------------------------------------------------------------------
+def test_cli_summary_and_exit_status(tmp_path, capsys):
+    from scripts.trace import main
+    head = ("mem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n"
+            "reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);\nintr_notify(SDP_0, s);\n")
+    make_trace(tmp_path, head + f"check_crc(s, 1, 0x0, 0x10, {zlib.crc32(bytes(16)):#x});\n",
+               name="good")
+    make_trace(tmp_path, head + "check_crc(s, 1, 0x0, 0x10, 0x1);\n", name="wrong")
+    assert main([str(tmp_path / "good")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "1 passed, 0 failed"
+    assert any(line.startswith("good ") and " PASS " in line for line in out)
+    for jobs in ("1", "2"):
+        assert main(["-j", jobs, str(tmp_path)]) == 1
+        out = capsys.readouterr().out.splitlines()
+        assert out[-1] == "1 passed, 1 failed"
+        wrong = next(line for line in out if line.startswith("wrong "))
+        assert " FAIL " in wrong
+        assert f"expected 0x00000001 actual {zlib.crc32(bytes(16)):#010x}" in wrong
+    assert main(["--engine", "rtl", str(tmp_path / "good")]) == 2
+    captured = capsys.readouterr()
+    assert "not available yet" in captured.err
+    assert captured.out.splitlines()[-1] == "0 passed, 1 failed"
+
+
+# -- NVDLA's public nv_small traces --------------------------------------------------------------
+NV_SMALL = TRACES / "nv_small"
+
+
+def _public_traces():
+    if not NV_SMALL.is_dir():
+        return []
+    return sorted(p.name for p in NV_SMALL.iterdir() if p.is_dir())
+
+
+def _needed_models(name):
+    tr = parse_trace(str(NV_SMALL / name), CFG, load_images=False)
+    return missing_models(tr.enabled_blocks(), default_units(CFG))
+
+
+def _golden_cases():
+    """Public traces whose unit models exist (others are left out until their model lands);
+    the EW/LUT traces run on nv_small with the SDP Y stage."""
+    cases = []
+    for name in _public_traces():
+        if _needed_models(name):
+            continue
+        cfg = CFG_EW_LUT if name in EW_LUT_TRACES else CFG
+        cases.append(pytest.param(name, cfg, id=name))
+    return cases
+
+
+def _require_public():
+    if not NV_SMALL.is_dir():
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+
+
+def test_public_traces_parse():
+    _require_public()
+    names = _public_traces()
+    assert len(names) >= 60
+    for name in names:
+        tr = parse_trace(str(NV_SMALL / name), CFG)
+        assert any(isinstance(c, (CheckCrc, CheckNothing)) for c in tr.commands), name
+        assert any(isinstance(c, IntrNotify) for c in tr.commands), name
+
+
+@pytest.mark.parametrize("name, cfg", _golden_cases() or
+                         [pytest.param(None, None, id="no-public-traces-or-models")])
+def test_golden_public_trace(name, cfg):
+    _require_public()
+    if name is None:
+        pytest.skip("no public trace has all its unit models in the golden core yet")
+    r = run_trace(str(NV_SMALL / name), cfg)
+    assert r.passed, r.message
+
+
+@pytest.mark.parametrize("name", EW_LUT_TRACES)
+def test_ew_lut_traces_fail_on_plain_nv_small(name):
+    _require_public()
+    if _needed_models(name):
+        pytest.skip("no golden SDP model yet")
+    r = run_trace(str(NV_SMALL / name), CFG)
+    assert not r.passed
+
+
+def test_engine_crash_is_a_failed_trace(tmp_path):
+    from sim.trace_run import ENGINES, register_engine
+
+    def broken(trace, cfg, **options):
+        raise KeyError("oops")
+    register_engine("broken", broken)
+    try:
+        d = make_trace(tmp_path, "mem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n")
+        r = run_trace(str(d), CFG, engine="broken")
+        assert not r.passed and "internal error: KeyError" in r.message
+    finally:
+        del ENGINES["broken"]
