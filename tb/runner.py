@@ -124,7 +124,8 @@ def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdl
     """
     sim = sim or simulator()
     bdir = build_dir(cfg, sim) / top_name
-    env = {"NVDLA_CONFIG": json.dumps(cfg.as_dict())}
+    env = {"NVDLA_CONFIG": json.dumps(cfg.as_dict()),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     if sim == "verilator":
         env.update(verilator_env())
     env.update(extra_env or {})
