@@ -115,8 +115,11 @@ async def read_write_masks(dut):
 async def pingpong_groups(dut):
     """Producer/consumer pointers, enable, dropped writes and S_STATUS on every ping-pong
     block. With no datapath attached nothing completes: layers stay RUNNING/PENDING and no
-    interrupt fires."""
-    tb = await CoreBench.start(dut, memory=False)
+    interrupt fires. Runs with cocotbext-axi memories on the DBBIF (and SRAMIF) under random
+    back-pressure: the idle core must not touch them."""
+    tb = await CoreBench.start(dut, memory=True, seed=4)
+    tb.set_backpressure(random.Random(4))
+    mem_before = (tb.dbb.read(0, 4096), tb.sram.read(0, 4096) if tb.sram else None)
     names = [n for n in PINGPONG_BLOCKS if n in tb.rmap]
     assert names, "build has no ping-pong blocks"
     for name in names:
@@ -155,6 +158,7 @@ async def pingpong_groups(dut):
     assert tb.interrupt == 0 and not tb.interrupt_edges
     glb_status = await tb.read_reg("GLB.S_INTR_STATUS")
     assert glb_status == 0, f"done status without a datapath: {glb_status:#x}"
+    assert (tb.dbb.read(0, 4096), tb.sram.read(0, 4096) if tb.sram else None) == mem_before
 
 
 @cocotb.test()

@@ -142,7 +142,10 @@ class CoreBench:
         class ARBus(AxiARBus):
             _signals = ["arid", "araddr", "arlen", "arvalid", "arready"]
 
-        from cocotbext.axi.axi_channels import AxiBBus, AxiRBus, AxiWBus
+        from cocotbext.axi.axi_channels import AxiARSink, AxiBBus, AxiAWSink, AxiRBus, AxiWBus
+        # NVDLA's awlen/arlen are 4 bits (spec tables), cocotbext-axi checks for AXI4's 8.
+        for sink, sig in ((AxiAWSink, "awlen"), (AxiARSink, "arlen")):
+            sink._signal_widths = {k: v for k, v in sink._signal_widths.items() if k != sig}
         rams = []
         for prefix in self._prefixes():
             d = self.dut
