@@ -109,6 +109,19 @@ def _as4(data, ncomp):
     return a
 
 
+
+def _operand_geometry(C, H, W, proc_precision, use, data_size, atom, line_stride,
+                      surface_stride):
+    """(operand precision, elements per atom, bytes per atom, line stride, surface stride);
+    strides default to the packed ones."""
+    prec = operand_precision(proc_precision, data_size)
+    epa = elements_per_atom(proc_precision, atom)
+    bpa = bytes_per_atom(proc_precision, use, data_size, atom)
+    p = operand_packed_strides(C, H, W, proc_precision, use, data_size, atom)
+    ls = p.line_stride if line_stride is None else line_stride
+    ss = H * ls if surface_stride is None else surface_stride
+    return prec, epa, bpa, ls, ss
+
 def pack_sdp_operand(data, proc_precision: str, use: str, data_size: int, atom: int = 32,
                      line_stride: int | None = None, surface_stride: int | None = None):
     """Lay per-element operand data [components, C, H, W] out in memory.
@@ -119,12 +132,8 @@ def pack_sdp_operand(data, proc_precision: str, use: str, data_size: int, atom: 
     ncomp = components_per_element(use)
     a = _as4(data, ncomp)
     _, C, H, W = a.shape
-    prec = operand_precision(proc_precision, data_size)
-    epa = elements_per_atom(proc_precision, atom)
-    bpa = bytes_per_atom(proc_precision, use, data_size, atom)
-    p = operand_packed_strides(C, H, W, proc_precision, use, data_size, atom)
-    ls = p.line_stride if line_stride is None else line_stride
-    ss = H * ls if surface_stride is None else surface_stride
+    prec, epa, bpa, ls, ss = _operand_geometry(C, H, W, proc_precision, use, data_size, atom,
+                                               line_stride, surface_stride)
     fmt = _ALIGN_FORMAT[use]
     if H * W > 1:  # a 1 x 1 x C operand has no strides to program
         check_alignments(fmt, atom=atom, line_stride=ls if fmt in ("bias", "eltwise") else None,
@@ -157,12 +166,8 @@ def unpack_sdp_operand(mem, base: int, C: int, H: int, W: int, proc_precision: s
                        surface_stride: int | None = None) -> np.ndarray:
     """Inverse of :func:`pack_sdp_operand`: returns [components, C, H, W] values."""
     ncomp = components_per_element(use)
-    prec = operand_precision(proc_precision, data_size)
-    epa = elements_per_atom(proc_precision, atom)
-    bpa = bytes_per_atom(proc_precision, use, data_size, atom)
-    p = operand_packed_strides(C, H, W, proc_precision, use, data_size, atom)
-    ls = p.line_stride if line_stride is None else line_stride
-    ss = H * ls if surface_stride is None else surface_stride
+    prec, epa, bpa, ls, ss = _operand_geometry(C, H, W, proc_precision, use, data_size, atom,
+                                               line_stride, surface_stride)
     check_alignments(_ALIGN_FORMAT[use], atom=atom, start_address=base)
     S = ceil_div(C, epa)
     starts = (base + np.arange(S, dtype=np.int64)[:, None, None] * ss

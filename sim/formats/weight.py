@@ -63,6 +63,17 @@ class WeightSurface:
     kind: str = "dc"
 
 
+
+def _kernel_grid(K, C, R, S, group_k):
+    """Broadcastable [K,C,R,S] index grids, plus each kernel's group, index in its group and
+    group size (the last group may be short)."""
+    k = np.arange(K, dtype=np.int64)[:, None, None, None]
+    c = np.arange(C, dtype=np.int64)[None, :, None, None]
+    r = np.arange(R, dtype=np.int64)[None, None, :, None]
+    s = np.arange(S, dtype=np.int64)[None, None, None, :]
+    g, kk = k // group_k, k % group_k
+    return k, c, r, s, g, kk, np.minimum(group_k, K - g * group_k)
+
 def default_group_k(precision: str) -> int:
     """Kernels per group: 32 for int8, 16 for int16 and fp16."""
     return 32 if check_precision(precision) == "int8" else 16
@@ -106,12 +117,7 @@ def dc_weight_offsets(K: int, C: int, R: int, S: int, group_k: int, cube_c: int,
     """
     if group_k < 1 or cube_c < 1:
         raise FormatError(f"group_k {group_k} and cube_c {cube_c} must be positive")
-    k = np.arange(K, dtype=np.int64)[:, None, None, None]
-    c = np.arange(C, dtype=np.int64)[None, :, None, None]
-    r = np.arange(R, dtype=np.int64)[None, None, :, None]
-    s = np.arange(S, dtype=np.int64)[None, None, None, :]
-    g, kk = k // group_k, k % group_k
-    gsize = np.minimum(group_k, K - g * group_k)
+    k, c, r, s, g, kk, gsize = _kernel_grid(K, C, R, S, group_k)
     j, ci = c // cube_c, c % cube_c
     csize = np.minimum(cube_c, C - j * cube_c)
     pos = ((R - 1 - r) * S + (S - 1 - s)) if reverse_spatial else (r * S + s)
@@ -228,12 +234,7 @@ def image_weight_offsets(K: int, C: int, R: int, S: int, group_k: int, cube_c: i
         s = np.arange(S)[None, :]
         return off[:, s * C + c, :].transpose(0, 1, 3, 2)                  # [K, C, R, S]
     p = post_extension
-    k = np.arange(K, dtype=np.int64)[:, None, None, None]
-    c = np.arange(C, dtype=np.int64)[None, :, None, None]
-    r = np.arange(R, dtype=np.int64)[None, None, :, None]
-    s = np.arange(S, dtype=np.int64)[None, None, None, :]
-    g, kk = k // group_k, k % group_k
-    gsize = np.minimum(group_k, K - g * group_k)
+    k, c, r, s, g, kk, gsize = _kernel_grid(K, C, R, S, group_k)
     rg, ri = r // p, r % p
     rows = np.minimum(p, R - rg * p)
     return g * group_k * Cpre * R + rg * p * Cpre * gsize + kk * rows * Cpre + ri * Cpre \
