@@ -42,7 +42,8 @@ __all__ = ["GoldenCore", "UnitModel", "Launch", "Wait", "UnitError", "DONE_INTER
 # field prefixes; the field is f"{prefix}_DONE_STATUS{g}"). RDMA blocks, CSC and CMAC raise
 # none.
 DONE_INTERRUPTS = {"SDP": ("SDP",), "PDP": ("PDP",), "CDP": ("CDP",),
-                   "CDMA": ("CDMA_DAT", "CDMA_WT"), "CACC": ("CACC",), "RBK": ("RUBIK",)}
+                   "CDMA": ("CDMA_DAT", "CDMA_WT"), "CACC": ("CACC",), "RBK": ("RUBIK",),
+                   "BDMA": ("BDMA",)}
 
 
 class UnitError(RuntimeError):
@@ -56,10 +57,15 @@ class Launch:
 
     ``run()`` computes the layer (reading and writing the core's memories) and returns the
     hardware-written D fields per block: ``{block: {register: {field: value}}}``.
+
+    Blocks without ping-pong groups (BDMA) take part too: they need no enable, ``groups``
+    gives the group their completion reports (its done interrupt), and their written fields
+    go to their single register group.
     """
     blocks: tuple
     run: Callable[[], dict]
     what: str = ""
+    groups: dict = field(default_factory=dict)   #: {block: group} of non-ping-pong blocks
 
 
 @dataclass
@@ -310,9 +316,9 @@ class GoldenCore:
         for unit, plan in self._plans():
             if not isinstance(plan, Launch):
                 continue
-            if not all(self.enabled(b) for b in plan.blocks):
+            if not all(self.enabled(b) for b in plan.blocks if self._pingpong(b)):
                 continue
-            groups = {b: self.consumer(b) for b in plan.blocks}
+            groups = self._groups(plan.blocks, plan.groups)
             try:
                 written = plan.run() or {}
             except UnitError as e:
@@ -322,29 +328,43 @@ class GoldenCore:
             except Exception as e:       # a model bug: still a failure of this layer
                 raise UnitError(f"{self._layer_name(unit, groups)}: "
                                 f"{type(e).__name__}: {e}") from e
-            self.complete(plan.blocks, written, plan.what or unit.name)
+            self.complete(plan.blocks, written, plan.what or unit.name, plan.groups)
             return True
         return False
+
+    def _pingpong(self, block: str) -> bool:
+        """Does ``block`` take part through ping-pong groups? (A block the build does not have
+        counts as one: it is never enabled.)"""
+        st = self._blocks.get(block)
+        return st is None or st.pingpong
+
+    def _groups(self, blocks, fixed=None) -> dict:
+        fixed = fixed or {}
+        return {b: self.consumer(b) if self._pingpong(b) else fixed.get(b, 0) for b in blocks}
 
     @staticmethod
     def _layer_name(unit, groups):
         return f"{unit.name} layer (" + ", ".join(f"{b} group {g}" for b, g in groups.items()) \
             + ")"
 
-    def complete(self, blocks, written=None, what="") -> None:
+    def complete(self, blocks, written=None, what="", groups=None) -> None:
         """Hardware completion of a layer on ``blocks`` (their consumer groups): store the
-        hardware-written D fields, clear OP_EN, flip CONSUMER, raise done interrupts."""
+        hardware-written D fields, clear OP_EN, flip CONSUMER, raise done interrupts.
+        Blocks without ping-pong groups complete ``groups[block]`` (default 0): their fields
+        are stored and their done interrupt raised, nothing else."""
         written = written or {}
         unknown = set(written) - set(blocks)
         if unknown:
             raise UnitError(f"{what}: model wrote fields of blocks not in the layer: "
                             f"{sorted(unknown)}")
-        groups = {b: self.consumer(b) for b in blocks}
+        groups = self._groups(blocks, groups)
         for b in blocks:
             g = groups[b]
             for reg, fields in written.get(b, {}).items():
                 for f, v in fields.items():
                     self.set_field(b, reg, f, int(v), group=g)
+            if not self._pingpong(b):
+                continue
             self.set_field(b, "D_OP_ENABLE", "OP_EN", 0, group=g)
             self.set_field(b, "S_POINTER", "CONSUMER", g ^ 1)
         for b in blocks:
@@ -370,7 +390,8 @@ class GoldenCore:
                 out.append(f"{unit.name}: {plan.reason}")
                 explained.update(b for b in unit.blocks if self.enabled(b))
             elif isinstance(plan, Launch):
-                missing = [b for b in plan.blocks if not self.enabled(b)]
+                missing = [b for b in plan.blocks
+                           if self._pingpong(b) and not self.enabled(b)]
                 if missing:
                     out.append(f"{plan.what or unit.name}: waiting for " + ", ".join(
                         f"{b} group {self.consumer(b)} D_OP_ENABLE" for b in missing))

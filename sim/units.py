@@ -12,6 +12,8 @@ Layers and the blocks that must all be enabled for them to start (their consumer
 - SDP flying (input from CACC): launched by the convolution pipeline (CDMA, CSC, CMAC_A,
   CMAC_B, CACC, SDP and, when it reads operands, SDP_RDMA) -- not modelled yet.
 - PDP, CDP (with their RDMA in offline mode) -- not modelled yet.
+- BDMA (``sim/bdma.py``, builds with ``cfg.bdma``): not ping-pong; a ``CFG_LAUNCH0/1`` write
+  makes the queued operations a batch, which runs as one step of block BDMA with its group.
 
 Contracts for the models still to come:
 
@@ -39,6 +41,7 @@ MODEL_BLOCKS = {
     "CDP": ("CDP", "CDP_RDMA"),
     "CONV": ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"),
     "RUBIK": ("RBK",),
+    "BDMA": ("BDMA",),
 }
 
 
@@ -132,6 +135,9 @@ def default_units(cfg) -> dict:
     sdp = _optional("sdp")
     if sdp is not None and hasattr(sdp, "run_sdp"):
         units["SDP"] = SdpUnit(sdp, _optional("sdp_lut"))
+    bdma = _optional("bdma")
+    if bdma is not None and cfg.bdma:
+        units["BDMA"] = bdma.BdmaUnit()
     return units
 
 
