@@ -1,0 +1,641 @@
+"""The SDP arithmetic datapath (spec: SDP -- X1/X2 ALU, MUL, PReLU, ReLU; Y operand converters,
+MUL, ALU, LUT; output converter). Integer (int8 / int16) only.
+
+One transfer of ``lanes`` elements per cycle flows through a fixed pipeline::
+
+    i -> [BS: 3] -> [BN: 3] -> [EW: 3] -> [LUT: 6] -> [CVT: 4] -> o
+
+Each bracket is one stage group and its number of registered steps; groups the build lacks
+(``cfg.sdp_bs`` / ``sdp_bn`` / ``sdp_ew`` / ``sdp_lut``) are not built at all. Latency from an
+accepted input transfer to its output transfer: nv_small (BS, BN) 10 cycles, a build with EW but
+no LUT 13, nv_full / nv_large 19. When a layer bypasses a stage its steps still take their
+cycles (the value passes through). Every step is one level of heavy arithmetic at most: a
+33x16 / 32x32 / 35x17 multiplier, a barrel shifter with rounding, a 32-bit add/compare.
+
+Arithmetic follows the bit-exact golden model :mod:`sim.sdp` (``x_stage``, ``y_operand_convert``,
+``y_stage``, ``lut_lookup``, ``output_convert``) composed as ``run_sdp`` does:
+
+* X stage (BS, BN): ALU operand ``saturate32(op16 << ALU_SHIFT)``, MAX / MIN / SUM (algo 3 is
+  SUM) on 33 bits; MUL ``a * op16`` (49 bits) rounded right by MUL_SHIFT to a saturated int32
+  (a bypassed MUL still applies MUL_SHIFT); PReLU keeps non-negative ``a`` (low 32 bits); ReLU.
+  A bypassed stage passes its input unchanged.
+* EW operand converters (only for MEM operands; run during the X steps): ``saturate32(round(
+  (op16 - OFFSET) * SCALE >> TRUNCATE))``, or ``op16`` when the converter is bypassed. REG
+  operands are the 32-bit ``EW_*_OPERAND`` fields.
+* EW: MUL ``x * op`` (64 bits) rounded right by EW_TRUNCATE to int32, PReLU; ALU MAX / MIN /
+  SUM / EQL (1 if unequal) saturated to int32.
+* LUT: LE (linear or exponent index) and LO (linear) indices, table choice by the
+  under/overflow/hybrid priorities, interpolation between two entries (35-bit fraction) or
+  extrapolation from the first / last entry with the slope scale and signed shift.
+* Output converter: ``(x - CVT_OFFSET) * CVT_SCALE`` rounded right by CVT_SHIFT into 17 bits
+  (that saturation is what ``o.sat`` counts) and saturated to OUT_PRECISION (int8 / int16). In
+  EQL mode (EW on, EW ALU on, algo EQL) the converter is bypassed: the output is ``x``
+  truncated to the output precision and nothing is counted as saturated.
+
+Rounding is round-half-away-from-zero everywhere, as in the golden model.
+
+Per-transfer statistics on ``o`` (all ``lanes`` lanes count, padding included): ``sat`` lanes
+whose converter saturated; with the LUT, ``lut_uflow`` / ``lut_oflow`` (chosen table under /
+overflowed), ``lut_hybrid`` (chosen table hit), ``lut_le_hit`` / ``lut_lo_hit`` (index inside
+that table), all 0 when the layer does not use the LUT; ``unequal``: any lane's output is
+non-zero -- the rule of the golden model and of NVDLA's write DMA, which ORs every output
+element into D_STATUS.STATUS_UNEQUAL; in EQL mode the outputs are the comparison results.
+The perf enables (D_PERF_ENABLE) are the unit's business: these counts are always produced.
+
+Flow control: the whole pipeline advances together when the output register is empty or
+being read (``i.ready = ~o.valid | o.ready``); input gaps travel as bubbles. One transfer per
+cycle while ``o.ready`` is high.
+
+LUT RAM access (``cfg.sdp_lut``): LE entries 0..64 and LO entries 0..256 share one 322-entry
+RAM (LO at 65). ``lut_we`` writes ``lut_wdata`` at ``lut_table`` / ``lut_addr`` on the clock
+edge; ``lut_rdata`` is combinational from ``lut_table`` / ``lut_addr`` (``lut_re`` only marks a
+read for the unit's pointer and is otherwise unused here). Addresses past a table's end read
+0 and ignore writes. Write the LUT only while no layer uses it.
+
+Not supported: fp16 processing or output precision (OUT_PRECISION=FP16 is treated as INT16;
+there is no fp16 logic), precision conversion layouts and Winograd / batch ordering (the
+unit's business; the arithmetic is per element).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from arch.registers import register_map
+from hw.regfile import fields_layout
+
+__all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS"]
+
+LE_DEPTH, LO_DEPTH = 65, 257          # same as sim.sdp_lut
+LUT_FRACTION_BITS = 35
+ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+# =========================================================================================
+# Arithmetic helpers (build combinational logic, return Values)
+# =========================================================================================
+def _comb(m, value, name):
+    """A named combinational signal holding ``value`` (keeps shared subexpressions shared)."""
+    value = Value.cast(value)
+    sig = Signal(value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def _clip(value, lo, hi):
+    return Mux(value > hi, hi, Mux(value < lo, lo, value))
+
+
+def _saturate(value, bits):
+    """Clamp a signed value to the signed ``bits``-bit range; result is signed(bits)."""
+    return _clip(value, -(1 << (bits - 1)), (1 << (bits - 1)) - 1).as_signed()[:bits].as_signed()
+
+
+def _round_shift_right(m, x, shift, out_bits, in_bits, name):
+    """``sim.sdp.round_shift_right`` in logic: arithmetic right shift of signed ``x`` by the
+    unsigned ``shift`` (a Value or an int), rounded half away from zero, saturated to
+    ``out_bits``; a shift of ``in_bits`` or more gives 0. Returns ``(value, saturated)``."""
+    x = Value.cast(x)
+    width = len(x)
+    cap = width + 1                       # every shift >= width + 1 rounds to 0 or -1 + 1 = 0
+    if isinstance(shift, int):
+        s_c = min(shift, cap)
+        beyond = Const(int(shift >= in_bits), 1)
+    else:
+        shift = Value.cast(shift)
+        smax = (1 << len(shift)) - 1
+        s_c = _comb(m, Mux(shift > cap, cap, shift), f"{name}_sc") if smax > cap else shift
+        beyond = (shift >= in_bits) if smax >= in_bits else Const(0, 1)
+    x2 = _comb(m, Cat(Const(0, 1), x).as_signed(), f"{name}_x2")        # 2x, width + 1 bits
+    t = _comb(m, x2 >> s_c, f"{name}_t")                                 # x >> (s - 1)
+    guard = t[0]
+    floor = t[1:].as_signed()                                            # x >> s
+    ones = Const((1 << (width + 1)) - 1, width + 1)
+    low_mask = ~(ones << s_c)[:width + 1]                                # bits below s_c
+    sticky = (x2.as_unsigned() & low_mask) != 0                          # x bits below s - 1
+    up = guard & (~x[-1] | sticky)
+    rounded = _comb(m, floor + up, f"{name}_r")
+    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    sat = (floor < lo) | (rounded > hi)
+    value = _saturate(rounded, out_bits)
+    return (_comb(m, Mux(beyond, 0, value).as_signed()[:out_bits].as_signed(), f"{name}_v"),
+            _comb(m, ~beyond & sat, f"{name}_s"))
+
+
+def _shift_left_saturate32(op16, shift6):
+    """``sim.sdp.shift_left_saturate(op16, shift, 32)`` for a 6-bit shift."""
+    op16 = Value.cast(op16)
+    wide = op16 << shift6[:5]                                           # 47 bits
+    big = Mux(op16 == 0, 0, Mux(op16[-1], _INT32_MIN, _INT32_MAX))
+    return Mux(shift6[5], big, _saturate(wide, 32)).as_signed()[:32].as_signed()
+
+
+def _highest_one(v):
+    """Index of the highest set bit of unsigned ``v`` (32 bits) and whether ``v`` is zero."""
+    bits, cur = [], v
+    for step in (16, 8, 4, 2, 1):
+        hi = cur[step:2 * step]
+        big = hi != 0
+        bits.append(big)
+        cur = Mux(big, hi, cur[:step])
+    return Cat(*reversed(bits)), v == 0
+
+
+def _popcount(flags):
+    total = Const(0, 1)
+    for f in flags:
+        total = total + f
+    return total
+
+
+class _Pipe:
+    """Registered steps that all advance on ``en``. The state is a dict name -> Value; at
+    every :meth:`step` each live entry becomes a register (entries set to None are dropped)."""
+
+    def __init__(self, m, en):
+        self.m, self.en = m, en
+        self.steps = 0
+
+    def step(self, state):
+        self.steps += 1
+        out = {}
+        for name, value in state.items():
+            if value is None:
+                continue
+            value = Value.cast(value)
+            reg = Signal(value.shape(), name=f"s{self.steps}_{name}")
+            with self.m.If(self.en):
+                self.m.d.sync += reg.eq(value)
+            out[name] = reg
+        return out
+
+
+# =========================================================================================
+# The datapath
+# =========================================================================================
+class SdpDatapath(wiring.Component):
+    """The SDP datapath of a build (see the module docstring).
+
+    Ports
+        ``regs``  In: the SDP D-group rw fields (``fields_layout(block.d_registers, ("rw",))``),
+                  constant while a layer runs.
+        ``s``     In (LUT builds): the SDP S-group rw fields (LUT configuration).
+        ``i``     In stream of ``in_layout``: ``data`` (T x int32), the memory operands
+                  ``bs_alu``/``bs_mul``/``bn_alu``/``bn_mul``/``ew_alu``/``ew_mul`` (T x int16,
+                  only for the stages the build has; ignored when the source is REG), ``last``.
+        ``o``     Out stream of ``out_layout``: ``data`` (T x int16, int8 or int16 range),
+                  ``last``, ``sat``, ``lut_uflow``/``lut_oflow``/``lut_hybrid``/``lut_le_hit``/
+                  ``lut_lo_hit`` (LUT builds), ``unequal``.
+        ``lut_we``/``lut_re``/``lut_table``/``lut_addr``/``lut_wdata``/``lut_rdata`` (LUT
+                  builds): LUT RAM access, write on the clock edge, combinational read.
+
+    Attributes: ``lanes`` (T, elements per transfer), ``in_layout`` / ``out_layout`` (stream
+    payloads), ``regs_layout`` / ``s_layout`` (register field views), ``latency`` (cycles from
+    an accepted input to its output when ``o.ready`` stays high).
+    """
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.lanes = T = cfg.sdp_bs_throughput if cfg.sdp_bs else max(cfg.sdp_bn_throughput, 1)
+        block = register_map(cfg)["SDP"]
+        self.regs_layout = fields_layout(block.d_registers, ("rw",))
+        self.s_layout = fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))
+        ops = data.ArrayLayout(signed(16), T)
+        fields = {"data": data.ArrayLayout(signed(32), T)}
+        for stage, present in (("bs", cfg.sdp_bs), ("bn", cfg.sdp_bn), ("ew", cfg.sdp_ew)):
+            if present:
+                fields[f"{stage}_alu"] = ops
+                fields[f"{stage}_mul"] = ops
+        fields["last"] = 1
+        self.in_layout = data.StructLayout(fields)
+        count = range(T + 1)
+        out = {"data": data.ArrayLayout(signed(16), T), "last": 1, "sat": count}
+        if cfg.sdp_lut:
+            out.update(lut_uflow=count, lut_oflow=count, lut_hybrid=count, lut_le_hit=count,
+                       lut_lo_hit=count)
+        out["unequal"] = 1
+        self.out_layout = data.StructLayout(out)
+        self.latency = (3 * cfg.sdp_bs + 3 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 4)
+        if cfg.sdp_ew and not (cfg.sdp_bs or cfg.sdp_bn):
+            self.latency += 3                     # the EW operand converters need 3 steps
+        members = {
+            "regs": In(self.regs_layout),
+            "i": In(stream.Signature(self.in_layout)),
+            "o": Out(stream.Signature(self.out_layout)),
+        }
+        if cfg.sdp_lut:
+            members.update({
+                "s": In(self.s_layout),
+                "lut_we": In(1), "lut_re": In(1), "lut_table": In(1), "lut_addr": In(10),
+                "lut_wdata": In(16), "lut_rdata": Out(16),
+            })
+        super().__init__(members)
+
+    # ------------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        m = Module()
+        cfg, T = self.cfg, self.lanes
+
+        out_valid = Signal()
+        en = Signal()
+        m.d.comb += [en.eq(~out_valid | self.o.ready), self.i.ready.eq(en)]
+        pipe = _Pipe(m, en)
+
+        p = self.i.payload
+        st = {"valid": self.i.valid, "last": p.last}
+        for lane in range(T):
+            st[f"x{lane}"] = p.data[lane]
+            for name in ("bs_alu", "bs_mul", "bn_alu", "bn_mul", "ew_alu", "ew_mul"):
+                if name in self.in_layout.members:
+                    st[f"{name}{lane}"] = p[name][lane]
+
+        # -- X stages and, in their first three steps, the EW operand converters ----------
+        x_steps = []
+        for prefix, present in (("BS", cfg.sdp_bs), ("BN", cfg.sdp_bn)):
+            if present:
+                x_steps += self._x_stage(m, prefix)
+        cvt_steps = self._ew_operand_steps(m) if cfg.sdp_ew else []
+        for k in range(max(len(x_steps), len(cvt_steps))):
+            new = dict(st)
+            for steps in (x_steps, cvt_steps):
+                if k < len(steps):
+                    steps[k](st, new)
+            st = pipe.step(new)
+
+        # -- Y stage -------------------------------------------------------------------------
+        if cfg.sdp_ew:
+            for fn in self._ew_steps(m):
+                new = dict(st)
+                fn(st, new)
+                st = pipe.step(new)
+        if cfg.sdp_lut:
+            for fn in self._lut_steps(m, pipe):
+                new = dict(st)
+                fn(st, new)
+                st = pipe.step(new)
+
+        # -- output converter ------------------------------------------------------------
+        for fn in self._cvt_steps(m):
+            new = dict(st)
+            fn(st, new)
+            st = pipe.step(new)
+        assert pipe.steps == self.latency
+
+        o = self.o.payload
+        m.d.comb += [self.o.valid.eq(out_valid), out_valid.eq(st["valid"]),
+                     o.last.eq(st["last"]), o.sat.eq(st["sat"]), o.unequal.eq(st["unequal"])]
+        for lane in range(T):
+            m.d.comb += o.data[lane].eq(st[f"out{lane}"])
+        if cfg.sdp_lut:
+            for name in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
+                m.d.comb += o[f"lut_{name}"].eq(st[f"lut_{name}"])
+        return m
+
+    # ------------------------------------------------------------------------------------
+    def _x_stage(self, m, prefix):
+        """The three steps of one X stage (BS or BN): ALU, multiplier, shift/PReLU/ReLU."""
+        r, T = self.regs, self.lanes
+        c = r[f"D_DP_{prefix}_CFG"]
+        low = prefix.lower()
+        on = _comb(m, ~c[f"{prefix}_BYPASS"], f"{low}_on")
+        alu_on = _comb(m, on & ~c[f"{prefix}_ALU_BYPASS"], f"{low}_alu_on")
+        algo = c[f"{prefix}_ALU_ALGO"]
+        alu_cfg, mul_cfg = r[f"D_DP_{prefix}_ALU_CFG"], r[f"D_DP_{prefix}_MUL_CFG"]
+        alu_shift = alu_cfg[f"{prefix}_ALU_SHIFT_VALUE"][:6]
+        alu_mem = alu_cfg[f"{prefix}_ALU_SRC"]
+        alu_reg = r[f"D_DP_{prefix}_ALU_SRC_VALUE"][f"{prefix}_ALU_OPERAND"].as_signed()
+        mul_on = _comb(m, on & ~c[f"{prefix}_MUL_BYPASS"], f"{low}_mul_on")
+        prelu = _comb(m, mul_on & c[f"{prefix}_MUL_PRELU"], f"{low}_prelu")
+        relu = _comb(m, on & ~c[f"{prefix}_RELU_BYPASS"], f"{low}_relu")
+        mul_shift = _comb(m, Mux(on, mul_cfg[f"{prefix}_MUL_SHIFT_VALUE"][:6], 0),
+                          f"{low}_mul_shift")
+        mul_mem = mul_cfg[f"{prefix}_MUL_SRC"]
+        mul_reg = r[f"D_DP_{prefix}_MUL_SRC_VALUE"][f"{prefix}_MUL_OPERAND"].as_signed()
+        one = Const(1, signed(16))
+
+        def alu(st, new):
+            for lane in range(T):
+                x = st[f"x{lane}"]
+                op = Mux(alu_mem, st[f"{low}_alu{lane}"], alu_reg)
+                opsh = _comb(m, _shift_left_saturate32(op, alu_shift), f"{low}_opsh{lane}")
+                res = Mux(algo == ALU_MAX, Mux(x > opsh, x, opsh),
+                          Mux(algo == ALU_MIN, Mux(x < opsh, x, opsh), x + opsh))
+                new[f"{low}_a{lane}"] = Mux(alu_on, res, x).as_signed()[:33].as_signed()
+                new[f"{low}_m{lane}"] = Mux(mul_on, Mux(mul_mem, st[f"{low}_mul{lane}"],
+                                                        mul_reg), one)
+                new[f"x{lane}"] = new[f"{low}_alu{lane}"] = new[f"{low}_mul{lane}"] = None
+
+        def mul(st, new):
+            for lane in range(T):
+                new[f"{low}_p{lane}"] = st[f"{low}_a{lane}"] * st[f"{low}_m{lane}"]  # 49 bits
+                new[f"{low}_m{lane}"] = None
+
+        def shift(st, new):
+            for lane in range(T):
+                a = st[f"{low}_a{lane}"]
+                y, _ = _round_shift_right(m, st[f"{low}_p{lane}"], mul_shift, 32, 49,
+                                          f"{low}_rsr{lane}")
+                y = Mux(prelu & ~a[-1], a[:32].as_signed(), y)
+                y = Mux(relu & y.as_signed()[-1], 0, y)
+                new[f"x{lane}"] = y.as_signed()[:32].as_signed()
+                new[f"{low}_a{lane}"] = new[f"{low}_p{lane}"] = None
+
+        return [alu, mul, shift]
+
+    # ------------------------------------------------------------------------------------
+    def _ew_operand_steps(self, m):
+        """Three steps turning the EW memory operands into int32 (subtract, multiply,
+        round-shift), choosing REG or MEM. Result: ``ew_aop{lane}``, ``ew_mop{lane}``."""
+        r, T = self.regs, self.lanes
+        units = {}
+        for unit in ("ALU", "MUL"):
+            ucfg = r[f"D_DP_EW_{unit}_CFG"]
+            units[unit.lower()] = dict(
+                mem=ucfg[f"EW_{unit}_SRC"], bypass=ucfg[f"EW_{unit}_CVT_BYPASS"],
+                reg=r[f"D_DP_EW_{unit}_SRC_VALUE"][f"EW_{unit}_OPERAND"].as_signed(),
+                offset=r[f"D_DP_EW_{unit}_CVT_OFFSET_VALUE"][f"EW_{unit}_CVT_OFFSET"].as_signed(),
+                scale=r[f"D_DP_EW_{unit}_CVT_SCALE_VALUE"][f"EW_{unit}_CVT_SCALE"].as_signed(),
+                trunc=r[f"D_DP_EW_{unit}_CVT_TRUNCATE_VALUE"][f"EW_{unit}_CVT_TRUNCATE"][:6])
+
+        def sub(st, new):
+            for u, c in units.items():
+                for lane in range(T):
+                    new[f"ew_{u}_d{lane}"] = st[f"ew_{u}{lane}"] - c["offset"]       # 33 bits
+
+        def mul(st, new):
+            for u, c in units.items():
+                for lane in range(T):
+                    new[f"ew_{u}_p{lane}"] = st[f"ew_{u}_d{lane}"] * c["scale"]      # 49 bits
+                    new[f"ew_{u}_d{lane}"] = None
+
+        def shift(st, new):
+            for u, c in units.items():
+                for lane in range(T):
+                    v, _ = _round_shift_right(m, st[f"ew_{u}_p{lane}"], c["trunc"], 32, 49,
+                                              f"ew_{u}_cvt{lane}")
+                    mem = Mux(c["bypass"], st[f"ew_{u}{lane}"], v)
+                    new[f"ew_{u[0]}op{lane}"] = Mux(c["mem"], mem, c["reg"]).as_signed()[:32] \
+                        .as_signed()
+                    new[f"ew_{u}{lane}"] = new[f"ew_{u}_p{lane}"] = None
+
+        return [sub, mul, shift]
+
+    # ------------------------------------------------------------------------------------
+    def _ew_steps(self, m):
+        """EW multiplier (32x32), its rounding shift and PReLU, then the ALU."""
+        r, T = self.regs, self.lanes
+        c = r.D_DP_EW_CFG
+        on = _comb(m, ~c.EW_BYPASS, "ew_on")
+        mul_on = _comb(m, on & ~c.EW_MUL_BYPASS, "ew_mul_on")
+        prelu = c.EW_MUL_PRELU
+        alu_on = _comb(m, on & ~c.EW_ALU_BYPASS, "ew_alu_on")
+        algo = c.EW_ALU_ALGO
+        trunc = r.D_DP_EW_TRUNCATE_VALUE.EW_TRUNCATE
+
+        def mul(st, new):
+            for lane in range(T):
+                new[f"ew_p{lane}"] = st[f"x{lane}"] * st[f"ew_mop{lane}"]          # 64 bits
+                new[f"ew_mop{lane}"] = None
+
+        def shift(st, new):
+            for lane in range(T):
+                x = st[f"x{lane}"]
+                v, _ = _round_shift_right(m, st[f"ew_p{lane}"], trunc, 32, 64, f"ew_rsr{lane}")
+                v = Mux(prelu & ~x[-1], x, v)
+                new[f"x{lane}"] = Mux(mul_on, v, x).as_signed()[:32].as_signed()
+                new[f"ew_p{lane}"] = None
+
+        def alu(st, new):
+            for lane in range(T):
+                x, op = st[f"x{lane}"], st[f"ew_aop{lane}"]
+                res = Mux(algo == ALU_MAX, Mux(x > op, x, op),
+                          Mux(algo == ALU_MIN, Mux(x < op, x, op),
+                              Mux(algo == ALU_EQL, x != op, _saturate(x + op, 32))))
+                new[f"x{lane}"] = Mux(alu_on, res, x).as_signed()[:32].as_signed()
+                new[f"ew_aop{lane}"] = None
+
+        return [mul, shift, alu]
+
+    # ------------------------------------------------------------------------------------
+    def _lut_ram(self, m):
+        """The LE + LO RAM with its CSB access port; returns the Memory."""
+        mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
+        m.submodules.lut_ram = mem
+        addr = self.lut_addr
+        inside = _comb(m, Mux(self.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
+        ram_addr = _comb(m, Mux(self.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
+        wp = mem.write_port()
+        m.d.comb += [wp.addr.eq(ram_addr), wp.data.eq(self.lut_wdata),
+                     wp.en.eq(self.lut_we & inside)]
+        rp = mem.read_port(domain="comb")
+        m.d.comb += [rp.addr.eq(ram_addr), self.lut_rdata.eq(Mux(inside, rp.data, 0))]
+        return mem
+
+    def _lut_steps(self, m, pipe):
+        """Six steps: differences, indices, table choice + RAM address, products, rounding
+        and slope shift, final select. ``x{lane}`` is replaced only when the layer uses the
+        LUT; the hit/flow flags become per-transfer counts in the converter steps."""
+        r, s, T = self.regs, self.s, self.lanes
+        mem = self._lut_ram(m)
+        c = r.D_DP_EW_CFG
+        lut_on = _comb(m, ~c.EW_BYPASS & ~c.EW_LUT_BYPASS, "lut_on")
+        lcfg, info = s.S_LUT_CFG, s.S_LUT_INFO
+        le_linear = lcfg.LUT_LE_FUNCTION
+        le_offset = info.LUT_LE_INDEX_OFFSET.as_signed()
+        le_select = info.LUT_LE_INDEX_SELECT.as_signed()
+        lo_select = info.LUT_LO_INDEX_SELECT.as_signed()
+        le_start = s.S_LUT_LE_START.LUT_LE_START.as_signed()
+        le_end = s.S_LUT_LE_END.LUT_LE_END.as_signed()
+        lo_start = s.S_LUT_LO_START.LUT_LO_START.as_signed()
+        lo_end = s.S_LUT_LO_END.LUT_LO_END.as_signed()
+        les, los = s.S_LUT_LE_SLOPE_SCALE, s.S_LUT_LO_SLOPE_SCALE
+        lesh, losh = s.S_LUT_LE_SLOPE_SHIFT, s.S_LUT_LO_SLOPE_SHIFT
+        # bias 2^LE_INDEX_OFFSET of an LE exponent-table underflow (0 for offsets outside 0..31)
+        bias_on = _comb(m, ~le_linear & (le_offset >= 0) & (le_offset < 32), "lut_bias_on")
+        bias = _comb(m, Mux(bias_on, (Const(1, 32) << le_offset.as_unsigned()[:5])[:32], 0),
+                     "lut_bias")
+        ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
+        F = LUT_FRACTION_BITS
+
+        def diff(st, new):
+            for lane in range(T):
+                x = st[f"x{lane}"]
+                new[f"lut_x{lane}"] = x
+                for t, start in (("le", le_start), ("lo", lo_start)):
+                    under = x <= start
+                    new[f"{t}_u{lane}"] = under
+                    new[f"{t}_d{lane}"] = Mux(under, 0, (x - start)[:32])
+
+        def linear(lane, d, sel, depth, name):
+            """Index / fraction / overflow of a linear table (sel: signed 8 bits)."""
+            q = _comb(m, Cat(Const(0, F), d) >> sel.as_unsigned()[:7], f"{name}_q{lane}")
+            whole = q[F:]
+            pos_over = whole >= depth - 1
+            left = _comb(m, d << Mux((-sel)[:8] > 8, 8, (-sel)[:8])[:4], f"{name}_l{lane}")
+            neg_over = left >= depth - 1
+            negative = sel[-1]
+            over = Mux(negative, neg_over, pos_over)
+            raw = Mux(negative, left[:9], whole[:9])
+            index = Mux(over, depth - 1, raw)
+            frac = Mux(negative, 0, q[:F])
+            return index, frac, over
+
+        def index(st, new):
+            for lane in range(T):
+                d = st[f"le_d{lane}"]
+                # LE exponent: log2 of the difference (a leading-sign detector on 32 bits)
+                neg = d[31]
+                hb, none = _highest_one(Mux(neg, ~d, d))
+                hb = _comb(m, hb, f"le_hb{lane}")
+                log2_9 = _comb(m, Mux(none, Mux(neg, 0x1FF, 0), hb), f"le_log2_{lane}")
+                e_under = st[f"le_u{lane}"] | (log2_9 < le_offset)
+                e_raw = Mux(e_under, 0, (log2_9 - le_offset)[:9])
+                e_over = e_raw >= LE_DEPTH - 1
+                e_index = Mux(e_over, LE_DEPTH - 1, e_raw)
+                safe = Mux(none, 0, hb)
+                e_frac = (Cat(Const(0, F), d) >> safe)[:F]
+                l_index, l_frac, l_over = linear(lane, d, le_select, LE_DEPTH, "le")
+                new[f"le_i{lane}"] = Mux(le_linear, l_index, e_index)[:7]
+                new[f"le_f{lane}"] = Mux(le_linear, l_frac, e_frac)
+                new[f"le_o{lane}"] = Mux(le_linear, l_over, e_over)
+                new[f"le_u{lane}"] = Mux(le_linear, st[f"le_u{lane}"], e_under)
+                i, f, o = linear(lane, st[f"lo_d{lane}"], lo_select, LO_DEPTH, "lo")
+                new[f"lo_i{lane}"], new[f"lo_f{lane}"], new[f"lo_o{lane}"] = i[:9], f, o
+                new[f"le_d{lane}"] = new[f"lo_d{lane}"] = None
+
+        def choose(st, new):
+            for lane in range(T):
+                le_u, le_o = st[f"le_u{lane}"], st[f"le_o{lane}"]
+                lo_u, lo_o = st[f"lo_u{lane}"], st[f"lo_o{lane}"]
+                le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
+                use_lo = _comb(m, Mux(le_u & lo_u, lcfg.LUT_UFLOW_PRIORITY,
+                                      Mux(le_o & lo_o, lcfg.LUT_OFLOW_PRIORITY,
+                                          Mux(le_hit == lo_hit, lcfg.LUT_HYBRID_PRIORITY,
+                                              ~le_hit))), f"lut_use_lo{lane}")
+                uflow = _comb(m, Mux(use_lo, lo_u, le_u), f"lut_uflow{lane}")
+                oflow = _comb(m, Mux(use_lo, lo_o, le_o), f"lut_oflow{lane}")
+                flow = uflow | oflow
+                a0 = _comb(m, Mux(use_lo, st[f"lo_i{lane}"] + LE_DEPTH, st[f"le_i{lane}"])[:9],
+                           f"lut_a0_{lane}")
+                rp0, rp1 = ports[lane]
+                m.d.comb += [rp0.addr.eq(a0), rp0.en.eq(pipe.en),
+                             rp1.addr.eq(Mux(flow, a0, a0 + 1)), rp1.en.eq(pipe.en)]
+                offset = Mux(use_lo, Mux(oflow, lo_end, lo_start), Mux(oflow, le_end, le_start))
+                scale = Mux(use_lo, Mux(oflow, los.LUT_LO_SLOPE_OFLOW_SCALE,
+                                        los.LUT_LO_SLOPE_UFLOW_SCALE),
+                            Mux(oflow, les.LUT_LE_SLOPE_OFLOW_SCALE, les.LUT_LE_SLOPE_UFLOW_SCALE))
+                shift = Mux(use_lo, Mux(oflow, losh.LUT_LO_SLOPE_OFLOW_SHIFT,
+                                        losh.LUT_LO_SLOPE_UFLOW_SHIFT),
+                            Mux(oflow, lesh.LUT_LE_SLOPE_OFLOW_SHIFT,
+                                lesh.LUT_LE_SLOPE_UFLOW_SHIFT))
+                b = Mux(~use_lo & uflow, bias, 0)
+                new[f"lut_dx{lane}"] = st[f"lut_x{lane}"] - (b + offset)          # 35 bits
+                new[f"lut_scale{lane}"] = scale.as_signed()[:16].as_signed()
+                new[f"lut_shift{lane}"] = shift.as_signed()[:5].as_signed()
+                new[f"lut_f{lane}"] = Mux(use_lo, st[f"lo_f{lane}"], st[f"le_f{lane}"])
+                new[f"lut_flow{lane}"] = flow
+                new[f"lut_fu{lane}"] = uflow
+                new[f"lut_fo{lane}"] = oflow
+                new[f"lut_le_hit{lane}"] = le_hit
+                new[f"lut_lo_hit{lane}"] = lo_hit
+                for k in ("le_i", "le_f", "le_o", "le_u", "lo_i", "lo_f", "lo_o", "lo_u",
+                          "lut_x"):
+                    new[f"{k}{lane}"] = None
+
+        def products(st, new):
+            for lane in range(T):
+                rp0, rp1 = ports[lane]
+                y0, y1 = rp0.data.as_signed(), rp1.data.as_signed()
+                # y0 * (2^35 - f) + y1 * f == y0 * 2^35 + (y1 - y0) * f
+                new[f"lut_ip{lane}"] = (Cat(Const(0, F), y0).as_signed()
+                                        + (y1 - y0) * st[f"lut_f{lane}"])          # 53 bits
+                new[f"lut_sp{lane}"] = st[f"lut_dx{lane}"] * st[f"lut_scale{lane}"]
+                new[f"lut_y0{lane}"] = y0
+                for k in ("lut_f", "lut_dx", "lut_scale"):
+                    new[f"{k}{lane}"] = None
+
+        def rounding(st, new):
+            for lane in range(T):
+                ip, _ = _round_shift_right(m, st[f"lut_ip{lane}"], F, 32, 53, f"lut_ip{lane}")
+                sp = st[f"lut_sp{lane}"]
+                sh = st[f"lut_shift{lane}"]
+                right, _ = _round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 50,
+                                              f"lut_sr{lane}")
+                left = _saturate(sp << (-sh).as_unsigned()[:5], 32)
+                new[f"lut_interp{lane}"] = ip
+                new[f"lut_slope{lane}"] = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
+                for k in ("lut_ip", "lut_sp", "lut_shift"):
+                    new[f"{k}{lane}"] = None
+
+        def select(st, new):
+            flags = {k: [] for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit")}
+            for lane in range(T):
+                extra = _saturate(st[f"lut_y0{lane}"] + st[f"lut_slope{lane}"], 32)
+                flow = st[f"lut_flow{lane}"]
+                value = Mux(flow, extra, st[f"lut_interp{lane}"])
+                new[f"x{lane}"] = Mux(lut_on, value, st[f"x{lane}"]).as_signed()[:32].as_signed()
+                flags["uflow"].append(st[f"lut_fu{lane}"])
+                flags["oflow"].append(st[f"lut_fo{lane}"])
+                flags["hybrid"].append(~flow)
+                flags["le_hit"].append(st[f"lut_le_hit{lane}"])
+                flags["lo_hit"].append(st[f"lut_lo_hit{lane}"])
+                for k in ("lut_y0", "lut_slope", "lut_flow", "lut_interp", "lut_fu", "lut_fo",
+                          "lut_le_hit", "lut_lo_hit"):
+                    new[f"{k}{lane}"] = None
+            for k, fl in flags.items():
+                new[f"lut_{k}"] = Mux(lut_on, _popcount(fl), 0)
+
+        return [diff, index, choose, products, rounding, select]
+
+    # ------------------------------------------------------------------------------------
+    def _cvt_steps(self, m):
+        """Output converter: subtract, multiply, round-shift into 17 bits, saturate to the
+        output precision (+ statistics)."""
+        r, T, cfg = self.regs, self.lanes, self.cfg
+        offset = r.D_CVT_OFFSET.CVT_OFFSET.as_signed()
+        scale = r.D_CVT_SCALE.CVT_SCALE.as_signed()
+        cvt_shift = r.D_CVT_SHIFT.CVT_SHIFT[:6]
+        int8 = _comb(m, r.D_DATA_FORMAT.OUT_PRECISION == 0, "out_int8")
+        if cfg.sdp_ew:
+            c = r.D_DP_EW_CFG
+            eql = _comb(m, ~c.EW_BYPASS & ~c.EW_ALU_BYPASS & (c.EW_ALU_ALGO == ALU_EQL), "eql")
+        else:
+            eql = Const(0, 1)
+
+        def sub(st, new):
+            for lane in range(T):
+                new[f"cvt_d{lane}"] = st[f"x{lane}"] - offset                      # 33 bits
+                new[f"xl{lane}"] = st[f"x{lane}"][:16]
+                new[f"x{lane}"] = None
+
+        def mul(st, new):
+            for lane in range(T):
+                new[f"cvt_p{lane}"] = st[f"cvt_d{lane}"] * scale                  # 49 bits
+                new[f"cvt_d{lane}"] = None
+
+        def shift(st, new):
+            for lane in range(T):
+                t, sat = _round_shift_right(m, st[f"cvt_p{lane}"], cvt_shift, 17, 49,
+                                            f"cvt_rsr{lane}")
+                new[f"cvt_t{lane}"], new[f"cvt_s{lane}"] = t, sat
+                new[f"cvt_p{lane}"] = None
+
+        def final(st, new):
+            sats, nonzero = [], []
+            for lane in range(T):
+                t = st[f"cvt_t{lane}"]
+                xl = st[f"xl{lane}"]
+                conv = Mux(int8, _saturate(t, 8), _saturate(t, 16))
+                wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
+                out = _comb(m, Mux(eql, wrap, conv).as_signed()[:16].as_signed(),
+                            f"out{lane}")
+                new[f"out{lane}"] = out
+                sats.append(st[f"cvt_s{lane}"] & ~eql)
+                nonzero.append(out != 0)
+                new[f"cvt_t{lane}"] = new[f"cvt_s{lane}"] = new[f"xl{lane}"] = None
+            new["sat"] = _popcount(sats)
+            new["unequal"] = Cat(*nonzero).any()
+
+        return [sub, mul, shift, final]
