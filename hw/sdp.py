@@ -1,0 +1,514 @@
+"""The SDP unit: SDP_RDMA, datapath, SDP_WDMA, counters and completion (spec: SDP, SDP_RDMA;
+golden model :mod:`sim.sdp`).
+
+One offline layer::
+
+    op_en & rdma_op_en -> CHECK (program rules, address ranges) -+-> invalid: done at once
+                                                                  +-> RUN: cube readers
+    (input, B/N/E operands) -> SdpFeeder -> SdpDatapath -> SdpAtomPacker -> CubeWriter,
+    done + rdma_done in the cycle after the writer reports every byte acknowledged.
+
+Output to PDP (``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``) streams the datapath's values on
+``pdp`` (:func:`hw.sdp_wdma.out_layout`: ``data`` = T signed 16-bit output values, channels
+``j*T .. j*T+T-1`` of the current atom's position, in the order of the input cube; ``last`` on
+the final transfer) and finishes after the last one is taken. EW EQL mode writes nothing and
+finishes after the last value (STATUS_UNEQUAL carries the result). Flying mode
+(``FLYING_MODE = ON``: input from the accumulator, which has no RTL yet) checks the program and
+then waits: a valid flying layer never finishes.
+
+Invalid programs
+    A layer the golden model rejects (``run_sdp`` raises SdpProgramError, or
+    NotImplementedError for the modes it does not cover) issues no DMA and finishes in the
+    cycle after its check (about 12 cycles). The rules (all checked, any one fails):
+
+    * SDP ``WINOGRAD`` on, ``BATCH_NUMBER != 0``, ``OUTPUT_DST = PDP`` on a build without PDP;
+    * precision: ``PROC_PRECISION`` must be INT8 or (int16 builds) INT16, ``OUT_PRECISION``
+      equal to it; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+      part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
+      ``IN_PRECISION`` = ``PROC_PRECISION``;
+    * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
+      LUT too);
+    * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
+      ALU/MUL with ``SRC = MEM`` needs its DMA; a DMA taking part needs such an operand, a
+      ``DATA_USE`` of MUL / ALU / BOTH matching the operands read from memory, ``TWO_BYTE``
+      unless int8, an atom-aligned base (and line / surface strides per element), RAM type MC
+      on builds without SRAMIF, and its data inside the address space;
+    * RDMA ``FLYING_MODE``, ``WINOGRAD`` and cube size equal to SDP's (when it takes part);
+    * offline: source RAM type, atom-aligned base / line / surface stride, cube inside the
+      address space;
+    * destination (written unless PDP or EQL): RAM type, alignment, lines and surfaces that
+      do not overlap (``H > 1``: line stride >= W atoms; ``S > 1``: surface stride >= (H - 1)
+      x line stride + W atoms; not for 1x1 cubes), inside the address space.
+
+Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
+    ``STATUS_UNEQUAL`` every layer; ``OUT_SATURATION`` when ``PERF_SAT_EN``; the five LUT
+    counters when ``PERF_LUT_EN``; the DMA stall counters when the block's ``PERF_DMA_EN``:
+    cycles a read request (``MRDMA`` input, ``BRDMA`` / ``NRDMA`` / ``ERDMA`` operands) or a
+    write request (``WDMA``) waited for the memory interface. Counters saturate at 2^32 - 1.
+    A counter whose enable is off keeps the value its register group already holds: the unit
+    mirrors both groups' values (it flips its group pointer on every ``done``, like the
+    register file's CONSUMER). NaN / Inf counters stay 0 (no fp16 datapath).
+
+LUT access (``cfg.sdp_lut``)
+    ``lut_cfg_we`` + ``lut_cfg_wdata``: a CSB write of S_LUT_ACCESS_CFG sets the pointer
+    (address, table, direction); ``lut_data_we`` + ``lut_data_wdata``: a write of
+    S_LUT_ACCESS_DATA stores LUT_DATA at the pointer when the direction is WRITE and the
+    address is inside the table, and advances the pointer; ``lut_data_re``: a read of
+    S_LUT_ACCESS_DATA, ``lut_data_rdata`` is the entry under the pointer in the same cycle (0
+    past the table's end), and the pointer advances. ``lut_cfg_rdata`` is the current pointer
+    (what a read of S_LUT_ACCESS_CFG returns, :mod:`sim.sdp_lut`).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from arch.registers import register_map
+
+from .cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
+from .dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from .regfile import fields_layout
+from .sdp_rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
+from .sdp_wdma import SdpAtomPacker, out_layout
+
+__all__ = ["Sdp"]
+
+INT8, INT16, FP16 = 0, 1, 2
+ALU_EQL = 3
+_COUNTER_MAX = (1 << 32) - 1
+_DMA_NAME = {"bs": "BRDMA", "bn": "NRDMA", "ew": "ERDMA"}
+_PORT = {"bs": "rd_sdp_b", "bn": "rd_sdp_n", "ew": "rd_sdp_e"}
+
+
+def _default_datapath(cfg):
+    from .sdp_datapath import SdpDatapath
+    return SdpDatapath(cfg)
+
+
+class Sdp(wiring.Component):
+    """The SDP + SDP_RDMA unit of one build (see the module docstring).
+
+    ``Sdp(cfg)``; ``datapath`` may replace the :class:`hw.sdp_datapath.SdpDatapath` factory
+    (tests). ``lanes`` is the datapath's T.
+    """
+
+    def __init__(self, cfg, datapath=None):
+        self._cfg = cfg
+        self._geom = geom = DmaGeometry(cfg)
+        self._rmap = rmap = register_map(cfg)
+        self._dp = (datapath or _default_datapath)(cfg)
+        self.lanes = T = self._dp.lanes
+        self._stages = tuple(st for st, on in zip(STAGES, (cfg.sdp_bs, cfg.sdp_bn, cfg.sdp_ew))
+                             if on)
+        rb, sb = rmap["SDP_RDMA"], rmap["SDP"]
+        members = {
+            "rdma_regs": In(fields_layout(rb.d_registers, ("rw",))),
+            "rdma_op_en": In(1), "rdma_done": Out(1),
+            "rdma_status": Out(fields_layout(rb.d_registers, ("ro",))),
+            "regs": In(fields_layout(sb.d_registers, ("rw",))),
+            "s": In(fields_layout(sb.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
+            "op_en": In(1), "done": Out(1),
+            "status": Out(fields_layout(sb.d_registers, ("ro",))),
+            "rd_sdp": Out(DmaReadPort(geom)),
+            "wr_sdp": Out(DmaWritePort(geom)),
+            "pdp": Out(stream.Signature(out_layout(T))),
+            "busy": Out(1),
+        }
+        for st in self._stages:
+            members[_PORT[st]] = Out(DmaReadPort(geom))
+        if cfg.sdp_lut:
+            members.update({
+                "lut_cfg_we": In(1), "lut_cfg_wdata": In(32), "lut_cfg_rdata": Out(32),
+                "lut_data_we": In(1), "lut_data_wdata": In(32),
+                "lut_data_re": In(1), "lut_data_rdata": Out(32),
+            })
+        super().__init__(members)
+
+    # ------------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        m = Module()
+        cfg, geom, T = self._cfg, self._geom, self.lanes
+        rb, sb = self._rmap["SDP_RDMA"], self._rmap["SDP"]
+        R, S = self.rdma_regs, self.regs
+        aw, ash = geom.addr_width, geom.atom_shift
+        int16_ok = "int16" in cfg.data_types
+
+        def byte_value(view, block, reg, fld):
+            f = block[reg][fld]
+            v = view[reg][fld]
+            return Cat(Const(0, f.lsb), v) if f.lsb else v
+
+        def address(view, block, name):
+            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
+            if aw > 32:
+                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
+            return low
+
+        def misaligned(v):
+            return v[:ash].any() if ash else Const(0)
+
+        def cv_bad(ram):
+            return (ram == RAM_CV) if not cfg.sramif else Const(0)
+
+        errs = []
+
+        # -- cube and precision ----------------------------------------------------------
+        fm, rfm = S.D_FEATURE_MODE_CFG, R.D_FEATURE_MODE_CFG
+        flying = fm.FLYING_MODE
+        to_pdp = fm.OUTPUT_DST
+        rdma_active = Signal()
+        m.d.comb += rdma_active.eq(~flying | self.rdma_op_en)
+        wm1 = S.D_DATA_CUBE_WIDTH.WIDTH
+        hm1 = S.D_DATA_CUBE_HEIGHT.HEIGHT
+        cm1 = S.D_DATA_CUBE_CHANNEL.CHANNEL
+        one_by_one = Signal()
+        m.d.comb += one_by_one.eq((wm1 == 0) & (hm1 == 0))
+        proc = S.D_DATA_FORMAT.PROC_PRECISION
+        out = S.D_DATA_FORMAT.OUT_PRECISION
+        is16 = Signal()
+        m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
+        prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
+        errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
+        if not cfg.pdp:
+            errs.append(to_pdp)
+        errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
+                 rdma_active & (rfm.PROC_PRECISION != proc),
+                 ~flying & (rfm.IN_PRECISION != proc)]
+        errs += [rdma_active & (rfm.FLYING_MODE != flying),
+                 rdma_active & (rfm.WINOGRAD != fm.WINOGRAD),
+                 rdma_active & (R.D_DATA_CUBE_WIDTH.WIDTH != wm1),
+                 rdma_active & (R.D_DATA_CUBE_HEIGHT.HEIGHT != hm1),
+                 rdma_active & (R.D_DATA_CUBE_CHANNEL.CHANNEL != cm1)]
+        # surfaces - 1 (channels per atom: atom >> precision)
+        sm1 = Signal(13)
+        m.d.comb += sm1.eq(Mux(is16, cm1 >> max(ash - 1, 0), cm1 >> ash))
+
+        # -- stages ------------------------------------------------------------------------
+        has = {"bs": cfg.sdp_bs, "bn": cfg.sdp_bn, "ew": cfg.sdp_ew}
+        ew_cfg = S.D_DP_EW_CFG
+        ew_on = ~ew_cfg.EW_BYPASS
+        eql = Signal()
+        m.d.comb += eql.eq(ew_on & ~ew_cfg.EW_ALU_BYPASS & (ew_cfg.EW_ALU_ALGO == ALU_EQL))
+        if not cfg.sdp_ew:
+            errs.append(ew_on)
+        if not cfg.sdp_lut:
+            errs.append(ew_on & ~ew_cfg.EW_LUT_BYPASS)
+        op_cfg = {}
+        cubes = []                               # (name, enabled, command)
+
+        def cube(name, enabled, base, ram, packed, line_atoms_packed, line_atoms, ls, ss):
+            c = Signal(cube_layout(geom), name=f"cube_{name}")
+            m.d.comb += [c.base.eq(base), c.ram_type.eq(ram), c.batches.eq(0)]
+            with m.If(packed):
+                m.d.comb += [c.line_atoms.eq(line_atoms_packed), c.lines.eq(0),
+                             c.surfaces.eq(0), c.line_stride.eq(0), c.surface_stride.eq(0)]
+            with m.Else():
+                m.d.comb += [c.line_atoms.eq(line_atoms), c.lines.eq(hm1),
+                             c.surfaces.eq(sm1), c.line_stride.eq(ls), c.surface_stride.eq(ss)]
+            cubes.append((name, enabled, c))
+            return c
+
+        for st in STAGES:
+            P = st.upper()
+            c = S[f"D_DP_{P}_CFG"]
+            on = ~c[f"{P}_BYPASS"]
+            if st != "ew":
+                if not has[st]:
+                    errs.append(on)
+                errs.append(on & ~c[f"{P}_ALU_BYPASS"] & (c[f"{P}_ALU_ALGO"] == ALU_EQL))
+            need_alu = Signal(name=f"{st}_need_alu")
+            need_mul = Signal(name=f"{st}_need_mul")
+            m.d.comb += [
+                need_alu.eq(on & ~c[f"{P}_ALU_BYPASS"] & S[f"D_DP_{P}_ALU_CFG"][f"{P}_ALU_SRC"]),
+                need_mul.eq(on & ~c[f"{P}_MUL_BYPASS"] & S[f"D_DP_{P}_MUL_CFG"][f"{P}_MUL_SRC"]),
+            ]
+            dname = _DMA_NAME[st]
+            dc = R[f"D_{dname}_CFG"]
+            en = Signal(name=f"{st}_dma_en")
+            m.d.comb += en.eq(rdma_active & ~dc[f"{dname}_DISABLE"])
+            use = dc[f"{dname}_DATA_USE"]
+            expected = Mux(need_alu & need_mul, USE_BOTH, Mux(need_alu, USE_ALU, USE_MUL))
+            per_el = dc[f"{dname}_DATA_MODE"]
+            two = dc[f"{dname}_DATA_SIZE"]
+            base = address(R, rb, P)
+            ls = byte_value(R, rb, f"D_{P}_LINE_STRIDE", f"{P}_LINE_STRIDE")
+            ss = byte_value(R, rb, f"D_{P}_SURFACE_STRIDE", f"{P}_SURFACE_STRIDE")
+            errs += [~en & (need_alu | need_mul), en & ~(need_alu | need_mul),
+                     en & (use == 3), en & (use != expected), en & ~two & (proc != INT8),
+                     en & misaligned(base), en & per_el & (misaligned(ls) | misaligned(ss)),
+                     en & cv_bad(dc[f"{dname}_RAM_TYPE"])]
+            if st not in self._stages:
+                continue
+            oc = Signal(operand_cfg_layout(), name=f"{st}_opcfg")
+            both = use == USE_BOTH
+            m.d.comb += [oc.en.eq(en), oc.per_element.eq(per_el), oc.both.eq(both),
+                         oc.two_byte.eq(two), oc.use.eq(use)]
+            op_cfg[st] = oc
+            ks = Signal(2, name=f"{st}_ks")       # log2(atoms per position)
+            m.d.comb += ks.eq(both + two - (is16 & two))
+            packed = ~per_el | one_by_one
+            cube(st, en, base, dc[f"{dname}_RAM_TYPE"], packed,
+                 ((sm1 + 1) << ks) - 1, ((wm1 + 1) << ks) - 1, ls, ss)
+
+        # -- input and output surfaces -----------------------------------------------------
+        src_base = address(R, rb, "SRC")
+        src_ls = byte_value(R, rb, "D_SRC_LINE_STRIDE", "SRC_LINE_STRIDE")
+        src_ss = byte_value(R, rb, "D_SRC_SURFACE_STRIDE", "SRC_SURFACE_STRIDE")
+        src_ram = R.D_SRC_DMA_CFG.SRC_RAM_TYPE
+        errs += [~flying & (cv_bad(src_ram) | misaligned(src_base) | misaligned(src_ls)
+                            | misaligned(src_ss))]
+        cube_src = cube("src", ~flying, src_base, src_ram, one_by_one, sm1, wm1, src_ls, src_ss)
+
+        writes = Signal()
+        m.d.comb += writes.eq(~to_pdp & ~eql)
+        dst_base = address(S, sb, "DST")
+        dst_ls = byte_value(S, sb, "D_DST_LINE_STRIDE", "DST_LINE_STRIDE")
+        dst_ss = byte_value(S, sb, "D_DST_SURFACE_STRIDE", "DST_SURFACE_STRIDE")
+        dst_ram = S.D_DST_DMA_CFG.DST_RAM_TYPE
+        errs += [writes & (cv_bad(dst_ram) | misaligned(dst_base) | misaligned(dst_ls)
+                           | misaligned(dst_ss))]
+        line_bytes = Signal(13 + ash + 1)
+        m.d.comb += line_bytes.eq((wm1 + 1) << ash)
+        errs.append(writes & ~one_by_one & (hm1 != 0) & (dst_ls < line_bytes))
+        cube_dst = cube("dst", writes, dst_base, dst_ram, one_by_one, sm1, wm1, dst_ls, dst_ss)
+
+        # -- the check sequence: one multiplier, two products per cube -------------------------
+        ew_ = aw + 18
+        steps = []
+        for name, enabled, c in cubes:
+            steps += [(c.surfaces, c.surface_stride), (c.lines, c.line_stride)]
+        step = Signal(range(len(steps) + 1))
+        prod = Signal(13 + aw)
+        sel_a = Signal(13)
+        sel_b = Signal(aw)
+        for i, (a, b) in enumerate(steps):
+            with m.If(step == i):
+                m.d.comb += [sel_a.eq(a), sel_b.eq(b)]
+        m.d.comb += prod.eq(sel_a * sel_b)
+        ends = [Signal(ew_, name=f"end_{name}") for name, _, _ in cubes]
+        dst_lines = Signal(13 + aw)              # (H - 1) x destination line stride
+        static_err = Signal()
+        m.d.comb += static_err.eq(Cat(*errs).any())
+
+        bad_range = []
+        for (name, enabled, c), end in zip(cubes, ends):
+            bad_range.append(enabled & (end > (1 << aw)))
+        dst_surf_need = Signal(ew_)
+        m.d.comb += dst_surf_need.eq(dst_lines + line_bytes)
+        overlap = writes & ~one_by_one & (sm1 != 0) & (dst_ss < dst_surf_need)
+        invalid = Signal()
+        m.d.comb += invalid.eq(static_err | Cat(*bad_range).any() | overlap)
+
+        # -- datapath and data movers -------------------------------------------------------------
+        m.submodules.datapath = dp = self._dp
+        m.submodules.feeder = feeder = SdpFeeder(geom, T, self._stages, int16_ok)
+        m.submodules.packer = packer = SdpAtomPacker(geom, T, int16_ok)
+        m.submodules.in_reader = in_reader = CubeReader(geom)
+        m.submodules.in_ser = in_ser = AtomSerializer(geom)
+        wiring.connect(m, flipped(self.rd_sdp), in_reader.dma)
+        wiring.connect(m, in_reader.data, in_ser.i)
+        wiring.connect(m, in_ser.o, feeder.feat)
+        readers = {}
+        for st in self._stages:
+            rd = CubeReader(geom)
+            ser = AtomSerializer(geom)
+            m.submodules[f"{st}_reader"] = rd
+            m.submodules[f"{st}_ser"] = ser
+            wiring.connect(m, flipped(getattr(self, _PORT[st])), rd.dma)
+            wiring.connect(m, rd.data, ser.i)
+            wiring.connect(m, ser.o, getattr(feeder, f"op_{st}"))
+            m.d.comb += getattr(feeder, f"cfg_{st}").eq(op_cfg[st])
+            readers[st] = rd
+        m.submodules.writer = writer = CubeWriter(geom)
+        m.submodules.apack = apack = AtomPacker(geom)
+        wiring.connect(m, flipped(self.wr_sdp), writer.dma)
+        wiring.connect(m, packer.o, apack.i)
+        wiring.connect(m, apack.o, writer.data)
+        m.d.comb += [feeder.int16.eq(is16), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
+                     packer.int16.eq(is16), packer.width_m1.eq(wm1),
+                     packer.packed.eq(one_by_one)]
+
+        # feeder -> datapath (fields by name), datapath configuration
+        dpi = dp.i.payload
+        for name in dpi.shape().members:
+            if name in feeder.o.payload.shape().members:
+                m.d.comb += dpi[name].eq(feeder.o.payload[name])
+        m.d.comb += [dp.i.valid.eq(feeder.o.valid), feeder.o.ready.eq(dp.i.ready)]
+        m.d.comb += dp.regs.eq(S)
+        if hasattr(dp, "s"):
+            m.d.comb += dp.s.eq(self.s)
+
+        # datapath -> PDP / packer / drop
+        o = dp.o
+        o_fire = Signal()
+        m.d.comb += [self.pdp.payload.data.eq(o.payload.data),
+                     self.pdp.payload.last.eq(o.payload.last),
+                     packer.i.payload.data.eq(o.payload.data),
+                     packer.i.payload.last.eq(o.payload.last)]
+
+        # -- control -----------------------------------------------------------------------------
+        running = Signal()
+        start = Signal()
+        m.d.comb += start.eq(self.op_en & (flying | self.rdma_op_en))
+        cmd_pend = {name: Signal(name=f"pend_{name}") for name, _, _ in cubes}
+        cmd_port = {"src": in_reader.cmd, "dst": writer.cmd,
+                    **{st: readers[st].cmd for st in self._stages}}
+        for name, enabled, c in cubes:
+            port = cmd_port[name]
+            m.d.comb += [port.valid.eq(cmd_pend[name]), port.payload.eq(c)]
+            with m.If(port.valid & port.ready):
+                m.d.sync += cmd_pend[name].eq(0)
+        clear = Signal()
+        m.d.comb += [feeder.clear.eq(clear), packer.clear.eq(clear)]
+
+        finish = Signal()
+        m.d.comb += [self.done.eq(finish), self.rdma_done.eq(finish & rdma_active)]
+        with m.FSM(name="ctl"):
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.sync += [step.eq(0), dst_lines.eq(0)]
+                    for end, (name, _, c) in zip(ends, cubes):
+                        m.d.sync += end.eq(c.base + ((c.line_atoms + 1) << ash))
+                    m.d.comb += clear.eq(1)
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                m.d.sync += step.eq(step + 1)
+                for i in range(len(steps)):
+                    with m.If(step == i):
+                        m.d.sync += ends[i // 2].eq(ends[i // 2] + prod)
+                        if cubes[i // 2][0] == "dst" and i % 2 == 1:
+                            m.d.sync += dst_lines.eq(prod)
+                with m.If(step == len(steps) - 1):
+                    m.next = "DECIDE"
+            with m.State("DECIDE"):
+                with m.If(invalid):
+                    m.next = "FINISH"
+                with m.Elif(flying):
+                    m.next = "FLYING"
+                with m.Else():
+                    for name, enabled, c in cubes:
+                        m.d.sync += cmd_pend[name].eq(enabled)
+                    m.next = "RUN"
+            with m.State("FLYING"):
+                pass                               # no accumulator input in RTL yet
+            with m.State("RUN"):
+                m.d.comb += running.eq(1)
+                with m.If(writes):
+                    with m.If(writer.done):
+                        m.next = "FINISH"
+                with m.Elif(o_fire & o.payload.last):
+                    m.next = "FINISH"
+            with m.State("FINISH"):
+                m.d.comb += finish.eq(1)
+                m.next = "IDLE"
+        m.d.comb += self.busy.eq(running)
+
+        # output routing (only while running)
+        with m.If(to_pdp):
+            m.d.comb += [self.pdp.valid.eq(o.valid & running), o.ready.eq(self.pdp.ready & running)]
+        with m.Elif(eql):
+            m.d.comb += o.ready.eq(running)
+        with m.Else():
+            m.d.comb += [packer.i.valid.eq(o.valid & running),
+                         o.ready.eq(packer.i.ready & running)]
+        m.d.comb += o_fire.eq(o.valid & o.ready)
+
+        # -- counters ------------------------------------------------------------------------
+        self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer)
+        if cfg.sdp_lut:
+            self._lut_access(m, dp)
+        return m
+
+    # ------------------------------------------------------------------------------------
+    def _counters(self, m, o, o_fire, clear, finish, running, readers, in_reader, writer):
+        S, R = self.regs, self.rdma_regs
+        pe, rpe = S.D_PERF_ENABLE, R.D_PERF_ENABLE
+
+        def counter(name, inc, when):
+            c = Signal(32, name=name)
+            nxt = Signal(33, name=f"{name}_next")
+            m.d.comb += nxt.eq(c + inc)
+            with m.If(clear):
+                m.d.sync += c.eq(0)
+            with m.Elif(when):
+                m.d.sync += c.eq(Mux(nxt[32], _COUNTER_MAX, nxt[:32]))
+            return c
+
+        live_s, live_r = {}, {}
+        unequal = Signal()
+        with m.If(clear):
+            m.d.sync += unequal.eq(0)
+        with m.Elif(o_fire & o.payload.unequal):
+            m.d.sync += unequal.eq(1)
+        live_s[("D_STATUS", "STATUS_UNEQUAL")] = (unequal, None)
+        live_s[("D_PERF_OUT_SATURATION", "OUT_SATURATION")] = (
+            counter("out_sat", o.payload.sat, o_fire), pe.PERF_SAT_EN)
+        if self._cfg.sdp_lut:
+            for reg, fld, port in (("D_PERF_LUT_UFLOW", "LUT_UFLOW", "lut_uflow"),
+                                   ("D_PERF_LUT_OFLOW", "LUT_OFLOW", "lut_oflow"),
+                                   ("D_PERF_LUT_HYBRID", "LUT_HYBRID", "lut_hybrid"),
+                                   ("D_PERF_LUT_LE_HIT", "LUT_LE_HIT", "lut_le_hit"),
+                                   ("D_PERF_LUT_LO_HIT", "LUT_LO_HIT", "lut_lo_hit")):
+                live_s[(reg, fld)] = (counter(port, o.payload[port], o_fire), pe.PERF_LUT_EN)
+        else:
+            # no LUT: PERF_LUT_EN reports zeros (the golden model's counts without a LUT pass)
+            for reg, fld in (("D_PERF_LUT_UFLOW", "LUT_UFLOW"), ("D_PERF_LUT_OFLOW", "LUT_OFLOW"),
+                             ("D_PERF_LUT_HYBRID", "LUT_HYBRID"),
+                             ("D_PERF_LUT_LE_HIT", "LUT_LE_HIT"),
+                             ("D_PERF_LUT_LO_HIT", "LUT_LO_HIT")):
+                live_s[(reg, fld)] = (Const(0, 32), pe.PERF_LUT_EN)
+        live_s[("D_PERF_WDMA_WRITE_STALL", "WDMA_STALL")] = (
+            counter("wdma_stall", 1, running & writer.stall), pe.PERF_DMA_EN)
+        live_r[("D_PERF_MRDMA_READ_STALL", "MRDMA_STALL")] = (
+            counter("mrdma_stall", 1, running & in_reader.stall), rpe.PERF_DMA_EN)
+        for st, reg, fld in (("bs", "D_PERF_BRDMA_READ_STALL", "BRDMA_STALL"),
+                             ("bn", "D_PERF_NRDMA_READ_STALL", "NRDMA_STALL"),
+                             ("ew", "D_PERF_ERDMA_READ_STALL", "ERDMA_STALL")):
+            if st in readers:
+                live_r[(reg, fld)] = (counter(f"{st}_stall", 1, running & readers[st].stall),
+                                      rpe.PERF_DMA_EN)
+            else:
+                live_r[(reg, fld)] = (Const(0, 32), rpe.PERF_DMA_EN)
+
+        # Both register groups' current values, to report an unchanged counter.
+        for port, live, done in ((self.status, live_s, finish),
+                                 (self.rdma_status, live_r, finish & self.rdma_done)):
+            layout = port.shape()
+            grp = Signal(name=f"{'sdp' if port is self.status else 'rdma'}_group")
+            banks = [Signal(layout, name=f"{'sdp' if port is self.status else 'rdma'}_bank{g}")
+                     for g in range(2)]
+            held = Signal(layout)
+            m.d.comb += held.eq(Mux(grp, banks[1], banks[0]))
+            for reg, reg_layout in layout:
+                for fld, _ in reg_layout.shape:
+                    if (reg, fld) not in live:
+                        continue                         # NaN / Inf: stay 0
+                    value, enable = live[(reg, fld)]
+                    if enable is None:
+                        m.d.comb += port[reg][fld].eq(value)
+                    else:
+                        m.d.comb += port[reg][fld].eq(Mux(enable, value, held[reg][fld]))
+            with m.If(done):
+                m.d.sync += grp.eq(~grp)
+                for g in range(2):
+                    with m.If(grp == g):
+                        m.d.sync += banks[g].eq(port)
+
+    # ------------------------------------------------------------------------------------
+    def _lut_access(self, m, dp):
+        """The S_LUT_ACCESS_CFG / _DATA pointer (sim/sdp_lut.py) driving the LUT RAM port."""
+        addr = Signal(10)
+        table = Signal()
+        write = Signal()
+        m.d.comb += self.lut_cfg_rdata.eq(Cat(addr, Const(0, 6), table, write))
+        in_range = Mux(table, addr < 257, addr < 65)
+        m.d.comb += [dp.lut_table.eq(table), dp.lut_addr.eq(addr),
+                     dp.lut_wdata.eq(self.lut_data_wdata[:16]),
+                     dp.lut_we.eq(self.lut_data_we & write & in_range),
+                     dp.lut_re.eq(self.lut_data_re),
+                     self.lut_data_rdata.eq(Mux(in_range, dp.lut_rdata, 0))]
+        with m.If(self.lut_cfg_we):
+            m.d.sync += [addr.eq(self.lut_cfg_wdata[:10]), table.eq(self.lut_cfg_wdata[16]),
+                         write.eq(self.lut_cfg_wdata[17])]
+        with m.Elif(self.lut_data_we | self.lut_data_re):
+            m.d.sync += addr.eq(addr + 1)

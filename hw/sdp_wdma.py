@@ -1,0 +1,86 @@
+"""SDP_WDMA data side: datapath output transfers back into memory atoms (spec: SDP, write
+DMA; data-format spec: Feature Data Format).
+
+:class:`SdpAtomPacker` is the inverse of the feeder's input split: ``atom / bytes / T``
+transfers of T output channels (int8: 1 byte, int16: 2 bytes little endian per channel) make
+one atom of the output cube, channel ``j*T + l`` from lane ``l`` of transfer ``j``. Atoms leave
+in cube order with ``last_line`` after every ``W`` atoms (or only at the end for a 1x1 cube,
+which is written as one line of surfaces) and ``last`` on the cube's final atom, ready for
+:class:`hw.cube.AtomPacker` / :class:`hw.cube.CubeWriter`. One transfer per cycle: the finished
+atom waits in an output register while the next one is assembled.
+"""
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .cube import atom_layout
+
+__all__ = ["out_layout", "SdpAtomPacker"]
+
+
+def out_layout(lanes):
+    """Output values of one datapath transfer (also the ``pdp`` stream payload)."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(16), lanes), "last": 1})
+
+
+class SdpAtomPacker(wiring.Component):
+    """T-lane output values -> memory atoms (see the module docstring).
+
+    Ports: ``i`` (:func:`out_layout`), ``o`` (:func:`hw.sdp_rdma.atom_layout`), ``int16``
+    (output precision int16, else int8), ``width_m1`` (W - 1), ``packed`` (1x1 cube: one
+    line), ``clear`` (reset between layers).
+    """
+
+    def __init__(self, geom, lanes, int16=False):
+        self._geom, self._lanes, self._int16 = geom, lanes, int16
+        super().__init__({
+            "i": In(stream.Signature(out_layout(lanes))),
+            "o": Out(stream.Signature(atom_layout(geom))),
+            "int16": In(1), "width_m1": In(13), "packed": In(1), "clear": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        geom, T = self._geom, self._lanes
+        atom = geom.atom_bytes
+        chunks8 = atom // T
+        chunks16 = atom // 2 // T if self._int16 else chunks8
+        j = Signal(range(max(chunks8, 2)))
+        j_last = Signal()
+        m.d.comb += j_last.eq(j == Mux(self.int16, chunks16 - 1, chunks8 - 1))
+        w = Signal(13)
+
+        acc = Signal(geom.atom_bits)             # the atom being assembled
+        full = Signal(geom.atom_bits)            # acc with this transfer's channels merged
+        m.d.comb += full.eq(acc)
+        for lane in range(T):
+            c = j * T + lane
+            v = self.i.payload.data[lane]
+            if self._int16:
+                with m.If(self.int16):
+                    m.d.comb += full.word_select(c, 16).eq(v)
+                with m.Else():
+                    m.d.comb += full.word_select(c, 8).eq(v[:8])
+            else:
+                m.d.comb += full.word_select(c, 8).eq(v[:8])
+
+        ob = Signal(atom_layout(geom))
+        ob_valid = Signal()
+        m.d.comb += [self.o.valid.eq(ob_valid), self.o.payload.eq(ob)]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += ob_valid.eq(0)
+
+        m.d.comb += self.i.ready.eq(~j_last | ~ob_valid | self.o.ready)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [acc.eq(full), j.eq(Mux(j_last, 0, j + 1))]
+            with m.If(j_last):
+                line_end = self.i.payload.last | (~self.packed & (w == self.width_m1))
+                m.d.sync += [
+                    ob.data.eq(full), ob.last.eq(self.i.payload.last),
+                    ob.last_line.eq(line_end), ob_valid.eq(1),
+                    w.eq(Mux(w == self.width_m1, 0, w + 1)),
+                ]
+        with m.If(self.clear):
+            m.d.sync += [j.eq(0), w.eq(0), ob_valid.eq(0)]
+        return m

@@ -1,0 +1,387 @@
+"""Constrained-random SDP programs, written as NVDLA trace directories.
+
+Each program is an offline SDP layer (or two, ping-ponged through both register groups) with a
+random cube, random strides, random stage configuration and random operands from registers or
+from the B/N/E read DMAs (per kernel or per element, 1 or 2 bytes, ALU/MUL/BOTH), drawn within
+what the build allows. The expected CRCs come from the golden model; the same directory then
+runs on any engine (``nvdla trace``), so golden and RTL are compared on identical programs:
+
+    dirs = write_random_traces(cfg, out_dir, count=100, seed=1)
+
+A check covers the destination surfaces plus a guard band before and after (zero-initialised),
+so a write outside the programmed surfaces changes the CRC.
+
+:func:`write_invalid_traces` makes programs the golden model rejects (each mutation names the
+rule it breaks); on the RTL they must finish (the interrupt still comes) without writing: their
+check is the all-zero destination window.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+
+from arch.registers import register_map
+
+from .trace import parse_trace
+from .trace_run import run_golden
+
+__all__ = ["random_program", "write_trace", "write_random_traces", "write_invalid_traces",
+           "INVALID_MUTATIONS"]
+
+_BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
+          "dst": 0x9000_0000}
+_GUARD = 64
+_MEM = {1: "pri_mem", 0: "sec_mem"}
+_BYTES = {0: 1, 1: 2}           # INT8, INT16
+
+
+class _Regs:
+    """Register words of one block, built field by field from the register table."""
+
+    def __init__(self, block):
+        self.block = block
+        self.words = {}
+
+    def set(self, reg, **fields):
+        r = self.block[reg]
+        word = self.words.get(reg, r.reset)
+        for name, value in fields.items():
+            f = r[name]
+            word = (word & ~f.mask) | ((int(value) << f.lsb) & f.mask)
+        self.words[reg] = word
+
+    def addr(self, reg, value):
+        """An address/stride register holding a byte value (low bits dropped by the field)."""
+        r = self.block[reg]
+        self.words[reg] = int(value) & r.mask()
+
+
+def _pick(rng, *options, p=None):
+    return options[int(rng.choice(len(options), p=p))]
+
+
+def random_program(cfg, rng, max_elems: int = 1200) -> dict:
+    """One random valid-looking SDP layer for ``cfg`` (the golden model has the last word).
+
+    Returns ``{"sdp": {reg: word}, "rdma": {reg: word}, "images": [(addr, bytes, ram)],
+    "window": (addr, size, ram)}``; ``ram`` is the register enum (1 = MC / DBBIF =
+    ``pri_mem``, 0 = CV / SRAMIF = ``sec_mem``, only on builds with an SRAMIF).
+    """
+    rmap = register_map(cfg)
+    sdp, rdma = _Regs(rmap["SDP"]), _Regs(rmap["SDP_RDMA"])
+    atom = cfg.memory_atom
+    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    prec = int(rng.choice(precs))
+    nbytes = _BYTES[prec]
+    group = atom // nbytes
+
+    # -- cube ------------------------------------------------------------------------------
+    while True:
+        shape = _pick(rng, "tiny", "line", "column", "block", p=[0.15, 0.2, 0.15, 0.5])
+        if shape == "tiny":
+            W, H = 1, 1
+        elif shape == "line":
+            W, H = int(rng.integers(1, 40)), 1
+        elif shape == "column":
+            W, H = 1, int(rng.integers(1, 40))
+        else:
+            W, H = int(rng.integers(1, 10)), int(rng.integers(1, 10))
+        C = int(rng.integers(1, 4 * group + 1))
+        surfaces = -(-C // group)
+        if W * H * surfaces * group <= max_elems:
+            break
+
+    def strides():
+        line = W * atom + atom * int(rng.integers(0, 3)) * int(rng.random() < 0.5)
+        surf = H * line + atom * int(rng.integers(0, 4)) * int(rng.random() < 0.5)
+        return line, surf
+
+    def extent(line, surf):
+        return W * H * surfaces * atom if (W == 1 and H == 1) else surfaces * surf
+
+    def ram():
+        """RAM type of one surface: MC (1), or CV (0) on builds with an SRAMIF."""
+        return int(rng.random() < 0.7) if cfg.sramif else 1
+
+    images = []
+    src_ram, dst_ram = ram(), ram()
+    src_off = atom * int(rng.integers(0, 64))
+    src_line, src_surf = strides()
+    src = _BASES["src"] + src_off
+    images.append((src, rng.integers(0, 256, extent(src_line, src_surf), dtype=np.uint8),
+                   src_ram))
+    dst = _BASES["dst"] + _GUARD + atom * int(rng.integers(0, 64))
+    dst_line, dst_surf = strides()
+    window = (dst - _GUARD, extent(dst_line, dst_surf) + 2 * _GUARD, dst_ram)
+
+    for regs in (sdp, rdma):
+        regs.set("D_DATA_CUBE_WIDTH", WIDTH=W - 1)
+        regs.set("D_DATA_CUBE_HEIGHT", HEIGHT=H - 1)
+        regs.set("D_DATA_CUBE_CHANNEL", CHANNEL=C - 1)
+    rdma.addr("D_SRC_BASE_ADDR_LOW", src)
+    rdma.addr("D_SRC_LINE_STRIDE", src_line)
+    rdma.addr("D_SRC_SURFACE_STRIDE", src_surf)
+    rdma.set("D_SRC_DMA_CFG", SRC_RAM_TYPE=src_ram)
+    rdma.set("D_FEATURE_MODE_CFG", FLYING_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
+             OUT_PRECISION=prec)
+    sdp.addr("D_DST_BASE_ADDR_LOW", dst)
+    sdp.addr("D_DST_LINE_STRIDE", dst_line)
+    sdp.addr("D_DST_SURFACE_STRIDE", dst_surf)
+    sdp.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
+    sdp.set("D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0)
+    sdp.set("D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=prec)
+    sdp.set("D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)), PERF_LUT_EN=int(rng.integers(2)),
+            PERF_SAT_EN=int(rng.integers(2)))
+
+    tame = rng.random() < 0.6
+
+    def s16():
+        return int(rng.integers(-8, 9)) if tame else int(rng.integers(-(1 << 15), 1 << 15))
+
+    # -- X stages (BS, BN) ----------------------------------------------------------------
+    mem_units = {}
+    for prefix, dma, present in (("BS", "B", cfg.sdp_bs), ("BN", "N", cfg.sdp_bn)):
+        on = present and rng.random() < 0.75
+        alu_on, mul_on = rng.random() < 0.7, rng.random() < 0.7
+        sdp.set(f"D_DP_{prefix}_CFG", **{
+            f"{prefix}_BYPASS": int(not on), f"{prefix}_ALU_BYPASS": int(not alu_on),
+            f"{prefix}_ALU_ALGO": int(rng.integers(0, 3)),
+            f"{prefix}_MUL_BYPASS": int(not mul_on),
+            f"{prefix}_MUL_PRELU": int(rng.random() < 0.3),
+            f"{prefix}_RELU_BYPASS": int(rng.random() < 0.6)})
+        alu_mem = on and alu_on and rng.random() < 0.5
+        mul_mem = on and mul_on and rng.random() < 0.5
+        sdp.set(f"D_DP_{prefix}_ALU_CFG", **{
+            f"{prefix}_ALU_SRC": int(alu_mem),
+            f"{prefix}_ALU_SHIFT_VALUE": int(rng.integers(0, 8 if tame else 64))})
+        sdp.set(f"D_DP_{prefix}_MUL_CFG", **{
+            f"{prefix}_MUL_SRC": int(mul_mem),
+            f"{prefix}_MUL_SHIFT_VALUE": int(rng.integers(0, 10 if tame else 64))})
+        sdp.set(f"D_DP_{prefix}_ALU_SRC_VALUE", **{f"{prefix}_ALU_OPERAND": s16() & 0xFFFF})
+        sdp.set(f"D_DP_{prefix}_MUL_SRC_VALUE", **{f"{prefix}_MUL_OPERAND": s16() & 0xFFFF})
+        if alu_mem or mul_mem:
+            mem_units[dma] = (alu_mem, mul_mem)
+
+    # -- Y stage (EW) ----------------------------------------------------------------------
+    ew_on = cfg.sdp_ew and rng.random() < 0.6
+    if cfg.sdp_ew:
+        alu_on, mul_on = rng.random() < 0.7, rng.random() < 0.7
+        sdp.set("D_DP_EW_CFG", EW_BYPASS=int(not ew_on), EW_ALU_BYPASS=int(not alu_on),
+                EW_ALU_ALGO=int(rng.integers(0, 3)), EW_MUL_BYPASS=int(not mul_on),
+                EW_MUL_PRELU=int(rng.random() < 0.3), EW_LUT_BYPASS=1)
+        alu_mem = ew_on and alu_on and rng.random() < 0.5
+        mul_mem = ew_on and mul_on and rng.random() < 0.5
+        for unit, m in (("ALU", alu_mem), ("MUL", mul_mem)):
+            sdp.set(f"D_DP_EW_{unit}_CFG", **{f"EW_{unit}_SRC": int(m),
+                                               f"EW_{unit}_CVT_BYPASS": int(rng.random() < 0.5)})
+            sdp.set(f"D_DP_EW_{unit}_SRC_VALUE", **{
+                f"EW_{unit}_OPERAND": int(rng.integers(-40, 41) if tame else
+                                          rng.integers(-(1 << 31), 1 << 31)) & 0xFFFFFFFF})
+            sdp.set(f"D_DP_EW_{unit}_CVT_OFFSET_VALUE", **{
+                f"EW_{unit}_CVT_OFFSET": int(rng.integers(-20, 21)) & 0xFFFFFFFF})
+            sdp.set(f"D_DP_EW_{unit}_CVT_SCALE_VALUE", **{f"EW_{unit}_CVT_SCALE": s16() & 0xFFFF})
+            sdp.set(f"D_DP_EW_{unit}_CVT_TRUNCATE_VALUE", **{
+                f"EW_{unit}_CVT_TRUNCATE": int(rng.integers(0, 6 if tame else 64))})
+        sdp.set("D_DP_EW_TRUNCATE_VALUE", EW_TRUNCATE=int(rng.integers(0, 12 if tame else 1024)))
+        if alu_mem or mul_mem:
+            mem_units["E"] = (alu_mem, mul_mem)
+
+    # -- operand DMAs ----------------------------------------------------------------------
+    for dma in ("B", "N", "E"):
+        reg = f"D_{dma}RDMA_CFG"
+        if reg not in rdma.block:
+            continue
+        if dma not in mem_units:
+            rdma.set(reg, **{f"{dma}RDMA_DISABLE": 1})
+            continue
+        alu_mem, mul_mem = mem_units[dma]
+        use = 2 if alu_mem and mul_mem else (1 if alu_mem else 0)
+        size = int(rng.integers(0, 2))
+        per_element = rng.random() < 0.5
+        op_ram = ram()
+        rdma.set(reg, **{f"{dma}RDMA_DISABLE": 0, f"{dma}RDMA_DATA_USE": use,
+                         f"{dma}RDMA_DATA_SIZE": size, f"{dma}RDMA_DATA_MODE": int(per_element),
+                         f"{dma}RDMA_RAM_TYPE": op_ram})
+        elem = (2 if use == 2 else 1) * (size + 1)
+        prefix = {"B": "BS", "N": "BN", "E": "EW"}[dma]
+        base = _BASES[dma] + atom * int(rng.integers(0, 16))
+        if per_element and not (W == 1 and H == 1):
+            line = W * group * elem + atom * int(rng.integers(0, 3))
+            surf = H * line + atom * int(rng.integers(0, 3))
+            nbytes_region = surfaces * surf
+        else:
+            line = surf = 0
+            nbytes_region = surfaces * group * elem * (W * H if per_element else 1)
+        rdma.addr(f"D_{prefix}_BASE_ADDR_LOW", base)
+        rdma.addr(f"D_{prefix}_LINE_STRIDE", line)
+        rdma.addr(f"D_{prefix}_SURFACE_STRIDE", surf)
+        data = rng.integers(0, 256, nbytes_region, dtype=np.uint8)
+        if tame:    # small operands keep the outputs away from saturation
+            data = (rng.integers(-6, 7, nbytes_region) & 0xFF).astype(np.uint8)
+            if size:
+                data[1::2] = np.where(data[0::2] >= 128, 0xFF, 0)[: data[1::2].size]
+        images.append((base, data, op_ram))
+
+    # -- output converter ------------------------------------------------------------------
+    if tame:
+        sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(-16, 17)) & 0xFFFFFFFF)
+        sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(1, 5)))
+        sdp.set("D_CVT_SHIFT", CVT_SHIFT=int(rng.integers(0, 4)))
+    else:
+        sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(0, 1 << 32)))
+        sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(0, 1 << 16)))
+        sdp.set("D_CVT_SHIFT", CVT_SHIFT=int(rng.integers(0, 64)))
+    return {"sdp": sdp.words, "rdma": rdma.words, "images": images, "window": window,
+            "shape": (W, H, C, prec)}
+
+
+# ------------------------------------------------------------------------------------------
+# Trace files
+# ------------------------------------------------------------------------------------------
+def _dat_text(data: np.ndarray) -> str:
+    out = ["{"]
+    for off in range(0, data.size, 32):
+        chunk = data[off:off + 32]
+        out.append(f"{{offset:{off:#x}, size:{chunk.size}, payload:"
+                   + " ".join(f"0x{b:02x}" for b in chunk.tolist()) + "} ,")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
+    """Write ``layers`` (programs of :func:`random_program`, group 0, 1, 0, ...) as the trace
+    directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown)."""
+    path = os.path.join(directory, name)
+    os.makedirs(path, exist_ok=True)
+    lines = []
+    for i, prog in enumerate(layers):
+        for j, (addr, data, ram) in enumerate(prog["images"]):
+            fname = f"l{i}_m{j}.dat"
+            with open(os.path.join(path, fname), "w") as f:
+                f.write(_dat_text(data))
+            lines.append(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
+            lines.append(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
+        waddr, wsize, wram = prog["window"]
+        lines.append(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+    for i, prog in enumerate(layers):
+        g = i % 2
+        for block, key in (("SDP", "sdp"), ("SDP_RDMA", "rdma")):
+            lines.append(f"reg_write(NVDLA_{block}.S_POINTER_0, {g:#x});")
+            for reg, word in prog[key].items():
+                lines.append(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
+        lines.append("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);")
+        lines.append("reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);")
+    for i, prog in enumerate(layers):
+        lines.append(f"intr_notify(SDP_{i % 2}, sync_id_{i});")
+        waddr, wsize, wram = prog["window"]
+        crc = crcs[i] if crcs else 0
+        lines.append(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, "
+                     f"{crc:#010x});")
+    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _golden_crcs(cfg, path, layers):
+    """Run the trace on the golden model; returns (crcs, error message or None)."""
+    res = run_golden(parse_trace(path, cfg), cfg)
+    if len(res.checks) != layers:        # a layer was rejected or never finished
+        return None, res.message or "incomplete"
+    return [c.actual for c in res.checks], None
+
+
+def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
+                        two_layer_share: float = 0.25, max_elems: int = 1200) -> list:
+    """``count`` random valid programs as trace directories with golden CRCs; returns paths.
+
+    Programs the golden model rejects are redrawn (the generator is constrained, not exact).
+    """
+    rng = np.random.default_rng(seed)
+    paths = []
+    while len(paths) < count:
+        n_layers = 2 if rng.random() < two_layer_share else 1
+        layers = [random_program(cfg, rng, max_elems) for _ in range(n_layers)]
+        name = f"sdp_random_{seed}_{len(paths):04d}"
+        path = write_trace(directory, name, layers)
+        crcs, err = _golden_crcs(cfg, path, n_layers)
+        if crcs is None:
+            _rmtree(path)
+            continue
+        write_trace(directory, name, layers, crcs)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------------------------
+# Invalid programs
+# ------------------------------------------------------------------------------------------
+def _m_in_precision(cfg, p, rmap):
+    if "fp16" in cfg.data_types:
+        return None                    # valid there (fp16 is a supported precision)
+    word = p["rdma"]["D_FEATURE_MODE_CFG"]
+    f = rmap["SDP_RDMA"]["D_FEATURE_MODE_CFG"]["IN_PRECISION"]
+    p["rdma"]["D_FEATURE_MODE_CFG"] = (word & ~f.mask) | (2 << f.lsb)       # fp16 input
+    return "SDP_RDMA.D_FEATURE_MODE_CFG.IN_PRECISION"
+
+
+def _m_misaligned_dst(cfg, p, rmap):
+    if cfg.register_layout == "full":
+        return None                    # the full layout has no low address bits to misalign
+    p["sdp"]["D_DST_BASE_ADDR_LOW"] += 4
+    return "SDP.D_DST_BASE_ADDR_LOW"
+
+
+def _m_misaligned_src_stride(cfg, p, rmap):
+    if cfg.register_layout == "full":
+        return None
+    p["rdma"]["D_SRC_LINE_STRIDE"] += 3
+    return "SDP_RDMA.D_SRC_LINE_STRIDE"
+
+
+def _m_out_precision(cfg, p, rmap):
+    word = p["sdp"]["D_DATA_FORMAT"]
+    f = rmap["SDP"]["D_DATA_FORMAT"]["OUT_PRECISION"]
+    p["sdp"]["D_DATA_FORMAT"] = (word & ~f.mask) | (3 << f.lsb)              # reserved
+    return "SDP.D_DATA_FORMAT.OUT_PRECISION"
+
+
+def _m_x_alu_eql(cfg, p, rmap):
+    b = rmap["SDP"]["D_DP_BS_CFG"]
+    word = 0
+    for name, v in (("BS_BYPASS", 0), ("BS_ALU_BYPASS", 0), ("BS_ALU_ALGO", 3),
+                    ("BS_MUL_BYPASS", 1), ("BS_RELU_BYPASS", 1)):
+        word |= (v << b[name].lsb) & b[name].mask
+    p["sdp"]["D_DP_BS_CFG"] = word
+    return "SDP.D_DP_BS_CFG.BS_ALU_ALGO"
+
+
+INVALID_MUTATIONS = {"in_precision_fp16": _m_in_precision, "misaligned_dst": _m_misaligned_dst,
+                     "misaligned_src_stride": _m_misaligned_src_stride,
+                     "reserved_out_precision": _m_out_precision, "x_alu_eql": _m_x_alu_eql}
+
+
+def write_invalid_traces(cfg, directory: str, seed: int = 0) -> list:
+    """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
+    must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC
+    is that of the untouched (all-zero) destination window."""
+    rng = np.random.default_rng(seed)
+    rmap = register_map(cfg)
+    out = []
+    for name, mutate in INVALID_MUTATIONS.items():
+        prog = random_program(cfg, rng, 400)
+        prog = {**prog, "sdp": dict(prog["sdp"]), "rdma": dict(prog["rdma"])}
+        fld = mutate(cfg, prog, rmap)
+        if fld is None:
+            continue
+        crc = zlib.crc32(bytes(prog["window"][1]))
+        out.append((write_trace(directory, f"sdp_invalid_{name}", [prog], [crc]), fld))
+    return out
+
+
+def _rmtree(path):
+    for f in os.listdir(path):
+        os.remove(os.path.join(path, f))
+    os.rmdir(path)
