@@ -30,7 +30,11 @@ def add_arguments(parser):
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="verilator",
                         help="HDL simulator of the rtl engine (default verilator)")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
-                        help="run N traces in parallel processes")
+                        help="run N traces in parallel processes (rtl: N batches, each one "
+                             "simulator run)")
+    parser.add_argument("--max-cycles", type=int, default=2_000_000, metavar="N",
+                        help="rtl: give up a wait (intr_notify, poll_reg_equal) after N cycles "
+                             "(default 2000000)")
 
 
 def _run_one(path, config, engine, sim):
@@ -38,6 +42,56 @@ def _run_one(path, config, engine, sim):
     from sim.trace_run import run_trace
     cfg = load_config(config)
     return run_trace(path, cfg, engine=engine, sim=sim)
+
+
+def _run_pool(paths, args):
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+        futs = [pool.submit(_run_one, p, args.config, args.engine, args.sim) for p in paths]
+        for f in futs:
+            yield f.result()
+
+
+def _rtl_batch(batch, config, sim, max_cycles, queue):
+    """One worker of ``--engine rtl -j N``: a batch of traces in one simulator run."""
+    from arch.config import load_config
+    from tb.trace_rtl import run_rtl_batch
+    try:
+        run_rtl_batch(batch, load_config(config), sim=sim, max_cycles=max_cycles,
+                      on_result=queue.put)
+    except Exception as e:                       # EngineUnavailable, or a bug: re-raised
+        queue.put(e)
+
+
+def _run_rtl(paths, args):
+    """The rtl engine: the traces split into ``-j`` batches, each one simulator run in its
+    own process (one build per configuration and simulator, shared); results are yielded
+    as traces finish."""
+    import multiprocessing
+    import threading
+    from tb.trace_rtl import split_batches
+    batches = split_batches(list(paths), args.jobs)
+    ctx = multiprocessing.get_context("spawn")
+    with multiprocessing.Manager() as manager:
+        queue = manager.Queue()
+        if len(batches) == 1:
+            workers = [threading.Thread(target=_rtl_batch,
+                                        args=(batches[0], args.config, args.sim,
+                                              args.max_cycles, queue))]
+        else:
+            workers = [ctx.Process(target=_rtl_batch,
+                                   args=(b, args.config, args.sim, args.max_cycles, queue))
+                       for b in batches]
+        for w in workers:
+            w.start()
+        for _ in range(len(paths)):
+            item = queue.get()
+            if isinstance(item, Exception):
+                for w in workers:
+                    w.join()
+                raise item
+            yield item
+        for w in workers:
+            w.join()
 
 
 def _line(r, width):
@@ -62,6 +116,7 @@ def run(args) -> int:
     from arch.config import load_config
     from sim.trace import TraceError, expand_trace_dirs
     from sim.trace_run import ENGINES, EngineUnavailable, run_trace
+    import tb.trace_rtl  # noqa: F401  (registers the rtl engine)
 
     load_config(args.config)                     # fail early on a bad --config
     try:
@@ -91,22 +146,17 @@ def run(args) -> int:
     t0 = time.perf_counter()
     passed = failed = 0
     try:
-        if args.jobs == 1:
+        if args.engine == "rtl":
+            results = _run_rtl(paths, args)
+        elif args.jobs == 1:
             cfg = load_config(args.config)
             results = (run_trace(p, cfg, engine=args.engine, sim=args.sim) for p in paths)
-            for r in results:
-                print(_line(r, width), flush=True)
-                passed += r.passed
-                failed += not r.passed
         else:
-            with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-                futs = [pool.submit(_run_one, p, args.config, args.engine, args.sim)
-                        for p in paths]
-                for f in futs:
-                    r = f.result()
-                    print(_line(r, width), flush=True)
-                    passed += r.passed
-                    failed += not r.passed
+            results = _run_pool(paths, args)
+        for r in results:
+            print(_line(r, width), flush=True)
+            passed += r.passed
+            failed += not r.passed
     except EngineUnavailable as e:
         print(f"nvdla trace: {e}", file=sys.stderr)
         print(f"{passed} passed, {len(paths) - passed} failed")

@@ -14,13 +14,15 @@ import os
 import random
 
 import cocotb
+import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import First, RisingEdge
 
 from arch.config import NvdlaConfig
 from arch.registers import register_map
 
-__all__ = ["CoreBench", "CsbDriver", "config_from_env"]
+__all__ = ["CoreBench", "CsbDriver", "SparseAxiMemory", "config_from_env"]
 
 
 def config_from_env() -> NvdlaConfig:
@@ -33,52 +35,64 @@ class CsbDriver:
 
     Requests are issued one per cycle while the core is ready; read data and write
     completions are matched to requests in order, which checks the spec's ordering rule.
+    Responses are sampled only while a burst is in flight (no per-cycle Python otherwise);
+    ``cycle`` is the clock cycle number derived from simulation time.
     """
 
-    def __init__(self, dut):
+    def __init__(self, dut, period_ns=10):
         self.dut = dut
+        self.period_ns = period_ns
         self.reads = []                 # read data in arrival order
         self.completions = 0            # non-posted write completions seen
-        self.cycle = 0
         self.accepted = 0
-        cocotb.start_soon(self._monitor())
+        self._h = {n: getattr(dut, n) for n in (
+            "csb2nvdla_valid", "csb2nvdla_addr", "csb2nvdla_wdat", "csb2nvdla_write",
+            "csb2nvdla_nposted", "csb2nvdla_ready", "nvdla2csb_valid", "nvdla2csb_data",
+            "nvdla2csb_wr_complete")}
+        self._edge = RisingEdge(dut.clk)
 
-    async def _monitor(self):
-        dut = self.dut
-        while True:
-            await RisingEdge(dut.clk)
-            self.cycle += 1
-            if dut.nvdla2csb_valid.value:
-                self.reads.append(int(dut.nvdla2csb_data.value))
-            if dut.nvdla2csb_wr_complete.value:
-                self.completions += 1
+    @property
+    def cycle(self) -> int:
+        return int(get_sim_time("ns") // self.period_ns)
+
+    def _sample(self):
+        h = self._h
+        if h["nvdla2csb_valid"].value:
+            self.reads.append(int(h["nvdla2csb_data"].value))
+        if h["nvdla2csb_wr_complete"].value:
+            self.completions += 1
 
     async def burst(self, ops):
         """Issue ``ops`` = [("r", word, None) | ("w", word, data) | ("wn", word, data)] back
         to back. Returns (read values in order, cycles from first to last acceptance)."""
-        dut = self.dut
+        h, edge = self._h, self._edge
         n_reads = sum(1 for op in ops if op[0] == "r")
         n_np = sum(1 for op in ops if op[0] == "wn")
         reads0, comp0 = len(self.reads), self.completions
         first = last = None
+        prev = (None, None, None, None)
         for kind, addr, data in ops:
-            dut.csb2nvdla_valid.value = 1
-            dut.csb2nvdla_addr.value = addr
-            dut.csb2nvdla_wdat.value = data or 0
-            dut.csb2nvdla_write.value = int(kind != "r")
-            dut.csb2nvdla_nposted.value = int(kind == "wn")
+            cur = (addr, data or 0, int(kind != "r"), int(kind == "wn"))
+            h["csb2nvdla_valid"].value = 1
+            for name, v, p in zip(("csb2nvdla_addr", "csb2nvdla_wdat", "csb2nvdla_write",
+                                   "csb2nvdla_nposted"), cur, prev):
+                if v != p:
+                    h[name].value = v
+            prev = cur
             while True:
-                await RisingEdge(dut.clk)
-                if dut.csb2nvdla_ready.value:
+                await edge
+                self._sample()
+                if h["csb2nvdla_ready"].value:
                     break
             self.accepted += 1
-            first = self.cycle if first is None else first
             last = self.cycle
-        dut.csb2nvdla_valid.value = 0
+            first = last if first is None else first
+        h["csb2nvdla_valid"].value = 0
         for _ in range(8):
             if len(self.reads) - reads0 >= n_reads and self.completions - comp0 >= n_np:
                 break
-            await RisingEdge(dut.clk)
+            await edge
+            self._sample()
         got = self.reads[reads0:]
         assert len(got) == n_reads, f"expected {n_reads} read responses, got {len(got)}"
         assert self.completions - comp0 == n_np, \
@@ -93,27 +107,215 @@ class CsbDriver:
         return value
 
 
+class SparseAxiMemory:
+    """AXI4 slave on one of the core's memory ports (``nvdla_core2dbb`` / ``nvdla_core2sram``)
+    backed by a sparse byte memory (:class:`sim.memory.SparseMemory`; 64 KiB pages on first
+    touch, so 0x80000000+ addresses cost nothing). Spec: DBBIF / SRAMIF (full-width INCR
+    bursts of up to 16 beats, byte strobes).
+
+    Event driven: while the port is idle it waits for ``arvalid`` / ``awvalid`` / ``wvalid``
+    to rise and runs no per-cycle Python. With ``rng`` given, every ready/valid it drives is
+    randomly withheld with probability ``busy`` (back-pressure) and each burst's read data or
+    write response comes ``latency`` = (lo, hi) cycles after its address (uniform). Up to
+    ``outstanding`` addresses are accepted ahead. Protocol problems (wlast misplaced, a 4 KiB
+    crossing) are collected in ``errors``.
+
+    ``mem`` is the backdoor: ``mem.write``, ``mem.fill``, ``mem.read`` (numpy, bulk).
+    """
+
+    def __init__(self, dut, prefix, width_bits, *, rng=None, busy=0.0, latency=(1, 1),
+                 outstanding=16, period_ns=10):
+        from sim.memory import SparseMemory
+        self.dut, self.prefix = dut, prefix
+        self.bytes = width_bits // 8
+        self.mem = SparseMemory()
+        self.rng, self.busy, self.latency = rng, busy, latency
+        self.outstanding = outstanding
+        self.period_ns = period_ns
+        self.errors = []
+        self.reads = self.writes = 0            # bursts served
+        self._h = {n: getattr(dut, f"{prefix}_{n}") for n in (
+            "ar_arvalid", "ar_arready", "ar_araddr", "ar_arlen", "ar_arid",
+            "r_rvalid", "r_rready", "r_rdata", "r_rlast", "r_rid",
+            "aw_awvalid", "aw_awready", "aw_awaddr", "aw_awlen", "aw_awid",
+            "w_wvalid", "w_wready", "w_wdata", "w_wstrb", "w_wlast",
+            "b_bvalid", "b_bready", "b_bid")}
+        self._edge = RisingEdge(dut.clk)
+        self._tasks = []
+        self._idle_outputs()
+
+    def _idle_outputs(self):
+        h = self._h
+        for n in ("ar_arready", "r_rvalid", "r_rlast", "r_rid", "r_rdata", "aw_awready",
+                  "w_wready", "b_bvalid", "b_bid"):
+            h[n].value = 0
+
+    def start(self):
+        self._tasks = [cocotb.start_soon(self._read_loop()),
+                       cocotb.start_soon(self._write_loop())]
+
+    def stop(self):
+        """Drop every transaction in flight (for a core reset) and drive the port idle."""
+        for t in self._tasks:
+            t.cancel()
+        self._tasks = []
+        self._idle_outputs()
+
+    def clear(self):
+        from sim.memory import SparseMemory
+        self.mem = SparseMemory()
+
+    def _now(self):
+        return int(get_sim_time("ns") // self.period_ns)
+
+    def _go(self):
+        return self.rng is None or self.rng.random() >= self.busy
+
+    def _delay(self):
+        lo, hi = self.latency
+        return lo if self.rng is None or hi <= lo else self.rng.randint(lo, hi)
+
+    def _burst_ok(self, kind, addr, beats):
+        start = addr - addr % self.bytes
+        if (start & 0xFFF) + beats * self.bytes > 0x1000:
+            self.errors.append(f"{self.prefix} {kind} burst at {addr:#x} of {beats} beats "
+                               "crosses a 4 KiB boundary")
+
+    async def _read_loop(self):
+        h, edge, nb = self._h, self._edge, self.bytes
+        arvalid, rready = h["ar_arvalid"], h["r_rready"]
+        bursts = []                     # [due cycle, id, beat addresses' base, beats, data]
+        ar_ready = r_valid = 0
+        beat = 0
+        while True:
+            if not bursts and not r_valid:
+                if ar_ready:
+                    h["ar_arready"].value = ar_ready = 0
+                if not arvalid.value:
+                    await RisingEdge(arvalid)
+            # drive for the coming edge
+            want = int(len(bursts) < self.outstanding and self._go())
+            if want != ar_ready:
+                h["ar_arready"].value = ar_ready = want
+            if not r_valid and bursts and bursts[0][0] <= self._now() and self._go():
+                b = bursts[0]
+                if b[4] is None:
+                    b[4] = self.mem.read(b[2], b[3] * nb).tobytes()
+                h["r_rdata"].value = int.from_bytes(b[4][beat * nb:(beat + 1) * nb], "little")
+                h["r_rlast"].value = int(beat == b[3] - 1)
+                h["r_rid"].value = b[1]
+                h["r_rvalid"].value = r_valid = 1
+            await edge
+            if r_valid and rready.value:
+                beat += 1
+                h["r_rvalid"].value = r_valid = 0
+                if beat == bursts[0][3]:
+                    bursts.pop(0)
+                    beat = 0
+                    self.reads += 1
+            if ar_ready and arvalid.value:
+                addr = int(h["ar_araddr"].value)
+                beats = int(h["ar_arlen"].value) + 1
+                self._burst_ok("read", addr, beats)
+                bursts.append([self._now() + self._delay(), int(h["ar_arid"].value),
+                               addr - addr % nb, beats, None])
+
+    async def _write_loop(self):
+        h, edge, nb = self._h, self._edge, self.bytes
+        awvalid, wvalid, bready = h["aw_awvalid"], h["w_wvalid"], h["b_bready"]
+        full = (1 << nb) - 1
+        aws, wbursts, wbeats, resps = [], [], [], []   # addresses, complete data, current, B
+        aw_ready = w_ready = b_valid = 0
+        while True:
+            if not aws and not wbeats and not wbursts and not resps and not b_valid:
+                if aw_ready:
+                    h["aw_awready"].value = aw_ready = 0
+                if w_ready:
+                    h["w_wready"].value = w_ready = 0
+                if not awvalid.value and not wvalid.value:
+                    await First(RisingEdge(awvalid), RisingEdge(wvalid))
+            want = int(len(aws) < self.outstanding and self._go())
+            if want != aw_ready:
+                h["aw_awready"].value = aw_ready = want
+            want = int(self._go())
+            if want != w_ready:
+                h["w_wready"].value = w_ready = want
+            if not b_valid and resps and resps[0][0] <= self._now() and self._go():
+                h["b_bid"].value = resps[0][1]
+                h["b_bvalid"].value = b_valid = 1
+            await edge
+            if b_valid and bready.value:
+                resps.pop(0)
+                h["b_bvalid"].value = b_valid = 0
+            if aw_ready and awvalid.value:
+                addr = int(h["aw_awaddr"].value)
+                beats = int(h["aw_awlen"].value) + 1
+                self._burst_ok("write", addr, beats)
+                aws.append((int(h["aw_awid"].value), addr - addr % nb, beats))
+            if w_ready and wvalid.value:
+                wbeats.append((int(h["w_wdata"].value), int(h["w_wstrb"].value)))
+                if h["w_wlast"].value:
+                    wbursts.append(wbeats)
+                    wbeats = []
+            while aws and wbursts:
+                (bid, base, beats), data = aws.pop(0), wbursts.pop(0)
+                if len(data) != beats:
+                    self.errors.append(f"{self.prefix} write burst at {base:#x}: awlen says "
+                                       f"{beats} beats, wlast after {len(data)}")
+                for i, (word, strb) in enumerate(data):
+                    self._store(base + i * nb, word, strb, full)
+                self.writes += 1
+                resps.append((self._now() + self._delay(), bid))
+
+    def _store(self, addr, word, strb, full):
+        nb = self.bytes
+        raw = word.to_bytes(nb, "little")
+        if strb == full:
+            self.mem.write(addr, np.frombuffer(raw, np.uint8))
+            return
+        i = 0
+        while strb:                      # contiguous runs of strobed bytes
+            if strb & 1:
+                j = i
+                while strb & 1:
+                    strb >>= 1
+                    j += 1
+                self.mem.write(addr + i, np.frombuffer(raw, np.uint8, j - i, i))
+                i = j
+            else:
+                strb >>= 1
+                i += 1
+
+
 class CoreBench:
-    """Owns the clock, reset and bus models of one NvdlaCore simulation."""
+    """Owns the clock, reset and bus models of one NvdlaCore simulation.
+
+    ``memory``: True = cocotbext-axi ``AxiRam``s (``dbb`` / ``sram``), "sparse" =
+    :class:`SparseAxiMemory` slaves (``dbb`` / ``sram``; ``mem_options`` go to them), False =
+    the memory ports tied idle.
+    """
 
     def __init__(self, dut, cfg):
         self.dut, self.cfg = dut, cfg
         self.rmap = register_map(cfg)
         self.csb = CsbDriver(dut)
-        self.interrupt_edges = []       # CSB-monitor cycle numbers of interrupt rising edges
+        self.interrupt_edges = []       # cycle numbers of interrupt rising edges
         self.dbb = self.sram = None
 
     @classmethod
-    async def start(cls, dut, cfg=None, *, memory=True, seed=None):
+    async def start(cls, dut, cfg=None, *, memory=True, seed=None, mem_options=None,
+                    clock_impl=None):
         tb = cls(dut, cfg or config_from_env())
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns", impl=clock_impl).start())
         dut.csb2nvdla_valid.value = 0
         dut.csb2nvdla_addr.value = 0
         dut.csb2nvdla_wdat.value = 0
         dut.csb2nvdla_write.value = 0
         dut.csb2nvdla_nposted.value = 0
         dut.rst.value = 1
-        if memory:
+        if memory == "sparse":
+            tb._attach_sparse(random.Random(seed), **(mem_options or {}))
+        elif memory:
             tb._attach_memories(random.Random(seed))
         else:
             tb._tie_memories()
@@ -121,12 +323,42 @@ class CoreBench:
             await RisingEdge(dut.clk)
         dut.rst.value = 0
         await RisingEdge(dut.clk)
+        for m in tb._sparse():
+            m.start()
         cocotb.start_soon(tb._watch_interrupt())
         return tb
 
+    def _sparse(self):
+        return [m for m in (self.dbb, self.sram) if isinstance(m, SparseAxiMemory)]
+
+    def _attach_sparse(self, rng, backpressure=True, busy=0.3, latency=(1, 16)):
+        widths = {"nvdla_core2dbb": self.cfg.dbbif_width, "nvdla_core2sram": self.cfg.sramif_width}
+        mems = [SparseAxiMemory(self.dut, p, widths[p], rng=rng if backpressure else None,
+                                busy=busy, latency=latency,
+                                outstanding=max(1, min(self.cfg.outstanding, 64)))
+                for p in self._prefixes()]
+        self.dbb = mems[0]
+        self.sram = mems[1] if len(mems) > 1 else None
+
+    async def reset(self, cycles=3):
+        """Reset the core (``rst`` for ``cycles`` cycles); sparse memories drop what they
+        have in flight (their contents stay: ``clear()`` them for a fresh memory)."""
+        for m in self._sparse():
+            m.stop()
+        self.dut.csb2nvdla_valid.value = 0
+        self.dut.rst.value = 1
+        for _ in range(cycles):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        await RisingEdge(self.dut.clk)
+        for m in self._sparse():
+            m.start()
+        self.interrupt_edges.clear()
+
     def _tie_memories(self):
         for prefix in self._prefixes():
-            for sig in ("aw_awready", "w_wready", "b_bvalid", "ar_arready", "r_rvalid"):
+            for sig in ("aw_awready", "w_wready", "b_bvalid", "ar_arready", "r_rvalid",
+                        "b_bid", "r_rid", "r_rlast", "r_rdata"):
                 getattr(self.dut, f"{prefix}_{sig}").value = 0
 
     def _prefixes(self):
@@ -156,6 +388,10 @@ class CoreBench:
                 read=AxiReadBus(ar=ARBus.from_prefix(d, f"{prefix}_ar"),
                                 r=AxiRBus.from_prefix(d, f"{prefix}_r")))
             rams.append(AxiRam(bus, self.dut.clk, self.dut.rst, size=2 ** 32))
+            # cocotbext-axi drives X on idle R/B payloads; the core's MCIF looks at rid/bid
+            # while rvalid/bvalid are low (ready steered by ID), so start them at 0.
+            for sig in ("r_rid", "r_rlast", "r_rdata", "b_bid"):
+                getattr(d, f"{prefix}_{sig}").value = 0
         self.dbb = rams[0]
         self.sram = rams[1] if len(rams) > 1 else None
 
@@ -172,13 +408,10 @@ class CoreBench:
                 ch.set_pause_generator(gen())
 
     async def _watch_interrupt(self):
-        prev = 0
+        pin = self.dut.nvdla2core_interrupt       # a register output: no glitches
         while True:
-            await RisingEdge(self.dut.clk)
-            now = int(self.dut.nvdla2core_interrupt.value)
-            if now and not prev:
-                self.interrupt_edges.append(self.csb.cycle)
-            prev = now
+            await RisingEdge(pin)
+            self.interrupt_edges.append(self.csb.cycle)
 
     @property
     def interrupt(self) -> int:

@@ -36,7 +36,7 @@ def _source_digest() -> str:
     """Digest of the RTL sources, so that a changed generator never reuses a stale build."""
     h = hashlib.sha1()
     for path in sorted([*ROOT.glob("hw/**/*.py"), *ROOT.glob("arch/**/*.py"),
-                        *ROOT.glob("arch/*.txt")]):
+                        *ROOT.glob("arch/*.txt"), ROOT / "scripts" / "generate.py"]):
         h.update(path.read_bytes())
     return h.hexdigest()[:8]
 
@@ -54,11 +54,12 @@ def generate_verilog(cfg, out_dir: Path, top=None, name="nvdla_core") -> Path:
     """Write ``<name>.v`` for the core (or ``top``) of ``cfg`` into ``out_dir``."""
     from amaranth.back import verilog
     from hw.core import NvdlaCore
+    from scripts.generate import time0_safe
     out_dir.mkdir(parents=True, exist_ok=True)
     top = top if top is not None else NvdlaCore(cfg)
     path = out_dir / f"{name}.v"
     tmp = path.with_suffix(".v.tmp")
-    tmp.write_text(verilog.convert(top, name=name, emit_src=False))
+    tmp.write_text(time0_safe(verilog.convert(top, name=name, emit_src=False)))
     tmp.replace(path)
     return path
 
@@ -104,7 +105,10 @@ def _build(cfg, sim, bdir: Path, top_name: str, top=None):
         if not stamp.exists():
             src = generate_verilog(cfg, bdir, top=top, name=top_name)
             runner = get_runner(sim)
-            build_args = []
+            # Icarus: Verilog-2005 semantics (cocotb passes -g2012; a later -g wins). Under
+            # -g2012 a declaration initialiser raises no event at time 0, so the always @*
+            # blocks Yosys keys on such a register (scripts.generate.time0_safe) never run.
+            build_args = ["-g2005"] if sim == "icarus" else []
             if sim == "verilator":
                 build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
                               "--x-initial", "0", "-O2"]
@@ -116,11 +120,13 @@ def _build(cfg, sim, bdir: Path, top_name: str, top=None):
 
 
 def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdla_core",
-               extra_env=None, seed=None, sim=None):
+               extra_env=None, seed=None, sim=None, run_dir=None):
     """Run ``test_module``'s cocotb tests on the Verilog of ``cfg``; raise on failure.
 
     ``top`` overrides the elaboratable (for unit benches); its build is keyed by
     ``top_name``. The configuration reaches the tests as ``NVDLA_CONFIG`` (JSON).
+    ``run_dir``: where the run's log and results go (default ``run-<module>-<testcase>`` in
+    the build directory; give distinct ones to runs that may be simultaneous).
     """
     sim = sim or simulator()
     bdir = build_dir(cfg, sim) / top_name
@@ -132,7 +138,7 @@ def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdl
     with _EnvPatch(env):
         runner = _build(cfg, sim, bdir, top_name, top)
         tag = testcase if isinstance(testcase, str) else "all"
-        run_dir = bdir / f"run-{test_module}-{tag}"
+        run_dir = Path(run_dir) if run_dir else bdir / f"run-{test_module}-{tag}"
         results = run_dir / "results.xml"
         log = run_dir / "sim.log"
         try:

@@ -1,0 +1,189 @@
+"""cocotb side of the RTL trace engine (driven by :mod:`tb.trace_rtl`).
+
+One simulator run executes a *batch* of parsed NVDLA traces (spec: the trace language of
+``sim/trace.py``) on the generated ``NvdlaCore``, one after the other, resetting the core and
+clearing the memories in between. The batch arrives as a pickle named by
+``NVDLA_TRACE_BATCH`` (``{"traces": [Trace, ...], "options": {...}}``); one JSON line per
+finished trace is appended to ``NVDLA_TRACE_RESULTS``.
+
+Command semantics mirror the golden engine (:func:`sim.trace_run.run_golden`):
+
+- ``mem_init`` / ``mem_load``: backdoor writes into the sparse AXI memories (DBBIF =
+  ``pri_mem``, SRAMIF = ``sec_mem``);
+- runs of consecutive ``reg_write``: one CSB burst, one request per cycle, in order (posted
+  writes, or non-posted with ``nposted``);
+- ``poll_reg_equal``: CSB reads every ``poll_interval`` cycles until equal;
+- ``intr_notify``: waits for ``nvdla2core_interrupt`` (and, in case the source is masked, reads
+  GLB ``S_INTR_STATUS`` every ``status_interval`` cycles) until the source's bit is set, then
+  writes that bit to ``S_INTR_STATUS`` (write-1-to-clear);
+- ``check_crc``: ``zlib.crc32`` of the range read through the backdoor.
+
+Each wait gives up after ``max_cycles`` cycles and ends the trace with ``timeout waiting for
+... after N cycles``; a CRC mismatch fails the trace but the trace goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+import traceback
+import zlib
+
+import cocotb
+from cocotb.triggers import First, RisingEdge, Timer
+
+from sim.trace import CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, PollRegEqual, RegWrite
+
+from .harness import CoreBench
+
+PERIOD_NS = 10
+
+
+class _Stop(Exception):
+    pass
+
+
+class _TraceExec:
+    """Executes one trace's commands on a running :class:`CoreBench`."""
+
+    def __init__(self, tb, opts):
+        self.tb, self.opts = tb, opts
+        self.max_cycles = int(opts.get("max_cycles", 2_000_000))
+        self.poll_interval = max(1, int(opts.get("poll_interval", 16)))
+        self.status_interval = max(1, int(opts.get("status_interval", 1024)))
+        self.wkind = "wn" if opts.get("nposted") else "w"
+        self.glb_status = tb.rmap.address("GLB.S_INTR_STATUS") >> 2
+        self.checks, self.failures = [], []
+
+    async def wait_cycles(self, n):
+        """Sleep ``n`` cycles from a clock edge; returns half a cycle before an edge."""
+        await Timer(n * PERIOD_NS - PERIOD_NS // 2, unit="ns")
+
+    def mem(self, cmd):
+        m = self.tb.dbb if cmd.mem == "dbb" else self.tb.sram
+        if m is None:
+            raise _Stop(f"{cmd.where}: this build has no {cmd.mem.upper()}IF memory")
+        return m.mem
+
+    async def run(self, commands):
+        cmds = list(commands)
+        i = 0
+        try:
+            while i < len(cmds):
+                cmd = cmds[i]
+                if isinstance(cmd, RegWrite):
+                    j = i
+                    while j < len(cmds) and isinstance(cmds[j], RegWrite):
+                        j += 1
+                    await self.tb.csb.burst([(self.wkind, c.addr, c.value) for c in cmds[i:j]])
+                    i = j
+                    continue
+                if isinstance(cmd, MemLoad):
+                    cmd.image.write_to(self.mem(cmd), cmd.addr)
+                elif isinstance(cmd, MemInit):
+                    self.mem(cmd).fill(cmd.addr, cmd.size, cmd.fill)
+                elif isinstance(cmd, PollRegEqual):
+                    await self.poll(cmd)
+                elif isinstance(cmd, IntrNotify):
+                    await self.intr(cmd)
+                elif isinstance(cmd, CheckCrc):
+                    data = self.mem(cmd).read(cmd.addr, cmd.size)
+                    actual = zlib.crc32(data.tobytes()) & 0xFFFFFFFF
+                    chk = dict(where=cmd.where, sync_id=cmd.sync_id, mem=cmd.mem, addr=cmd.addr,
+                               size=cmd.size, expected=cmd.crc, actual=actual)
+                    self.checks.append(chk)
+                    if actual != cmd.crc:
+                        self.failures.append(
+                            f"{cmd.where}: check_crc({cmd.sync_id}) {cmd.mem} {cmd.addr:#x}+"
+                            f"{cmd.size:#x}: expected {cmd.crc:#010x}, actual {actual:#010x}")
+                elif isinstance(cmd, CheckNothing):
+                    pass
+                else:                                            # pragma: no cover
+                    raise _Stop(f"{cmd.where}: the rtl engine cannot run {type(cmd).__name__}")
+                i += 1
+        except _Stop as e:
+            self.failures.append(str(e))
+
+    async def poll(self, cmd):
+        csb = self.tb.csb
+        start = csb.cycle
+        while True:
+            value = await csb.read(cmd.addr)
+            if value == cmd.value:
+                return
+            waited = csb.cycle - start
+            if waited >= self.max_cycles:
+                raise _Stop(f"{cmd.where}: timeout waiting for poll_reg_equal({cmd.name}, "
+                            f"{cmd.value:#x}) after {waited} cycles: reads {value:#x}")
+            await self.wait_cycles(min(self.poll_interval, self.max_cycles - waited))
+
+    async def intr(self, cmd):
+        tb, csb = self.tb, self.tb.csb
+        pin = tb.dut.nvdla2core_interrupt
+        start = csb.cycle
+        status = 0
+        while True:
+            status = await csb.read(self.glb_status)
+            if status & cmd.mask:
+                await csb.burst([(self.wkind, self.glb_status, cmd.mask)])
+                return
+            waited = csb.cycle - start
+            if waited >= self.max_cycles:
+                traffic = ", ".join(f"{m.prefix[11:].upper()}IF {m.reads} read / {m.writes} "
+                                    f"write bursts" for m in _memories(tb))
+                raise _Stop(f"{cmd.where}: timeout waiting for intr_notify({cmd.source}) after "
+                            f"{waited} cycles (GLB.S_INTR_STATUS={status:#x}, interrupt pin "
+                            f"{int(pin.value)}; {traffic})")
+            left = self.max_cycles - waited
+            if int(pin.value):          # another source holds the pin: poll the status
+                await self.wait_cycles(min(self.poll_interval, left))
+            else:
+                await First(RisingEdge(pin),
+                            Timer(min(self.status_interval, left) * PERIOD_NS - PERIOD_NS // 2,
+                                  unit="ns"))
+
+
+def _memories(tb):
+    return [m for m in (tb.dbb, tb.sram) if m is not None]
+
+
+@cocotb.test()
+async def run_traces(dut):
+    """Run every trace of the batch; results go to NVDLA_TRACE_RESULTS as JSON lines."""
+    with open(os.environ["NVDLA_TRACE_BATCH"], "rb") as f:
+        batch = pickle.load(f)
+    opts = batch["options"]
+    out_path = os.environ["NVDLA_TRACE_RESULTS"]
+    mem_options = dict(backpressure=bool(opts.get("backpressure", True)),
+                       busy=float(opts.get("busy", 0.3)),
+                       latency=tuple(opts.get("latency", (1, 16))))
+    tb = await CoreBench.start(dut, memory="sparse", seed=opts.get("seed", 1),
+                               mem_options=mem_options, clock_impl=opts.get("clock_impl", "gpi"))
+    with open(out_path, "a") as out:
+        for n, trace in enumerate(batch["traces"]):
+            t0 = time.perf_counter()
+            if n:
+                await tb.reset()
+                for m in _memories(tb):
+                    m.clear()
+                    m.errors.clear()
+            ex = _TraceExec(tb, opts)
+            c0 = tb.csb.cycle
+            try:
+                await ex.run(trace.commands)
+            except Exception as e:      # a bench problem: this trace fails, the batch goes on
+                tbk = traceback.extract_tb(e.__traceback__)[-1]
+                ex.failures.append(f"internal error: {type(e).__name__}: {e} "
+                                   f"(at {os.path.basename(tbk.filename)}:{tbk.lineno})")
+            cycles = tb.csb.cycle - c0
+            for m in _memories(tb):
+                ex.failures.extend(m.errors)
+            res = dict(name=trace.name, passed=not ex.failures,
+                       message="; ".join(ex.failures), checks=ex.checks, cycles=cycles,
+                       wall=time.perf_counter() - t0)
+            out.write(json.dumps(res) + "\n")
+            out.flush()
+            dut._log.info(f"{trace.name}: {'PASS' if res['passed'] else 'FAIL'} "
+                          f"cycles={cycles} {res['wall']:.2f}s {res['message']}")
