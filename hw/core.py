@@ -6,29 +6,55 @@ build has a second memory bus, the SRAMIF ``nvdla_core2sram_*``. Clock ``clk``, 
 active-high reset ``rst``.
 
 Inside: the CSB slave, GLB, the CFGROM (small layout) and one register file per block of the
-build, all generated from the register table. Sub-units without a datapath yet have real
-register files but never report completion (see README's feature table).
+build, all generated from the register table; the memory side (:class:`hw.dmaif.DmaInterfaces`:
+MCIF on the DBBIF, CVIF on the SRAMIF) with its weights and outstanding limits from the MCIF /
+CVIF registers; and the units that have a datapath: the SDP with its read DMAs
+(:class:`hw.sdp.Sdp`) and, when the build has one, the BDMA (:class:`hw.bdma.Bdma`).
+Sub-units without a datapath yet have real register files but never report completion (see
+README's feature table).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from arch.registers import STATIC_STATUS, register_map
 
 from .axi import axi_members
+from .bdma import Bdma
 from .csb import CsbSlave
+from .dmaif import DmaInterfaces, weight_field
 from .glb import Glb, done_bit
 from .regfile import RegisterFile
+from .sdp import Sdp
 
-__all__ = ["NvdlaCore", "DONE_SOURCES"]
+__all__ = ["NvdlaCore", "DONE_SOURCES", "rtl_units", "dma_clients"]
 
 # Ping-pong block -> GLB done source(s) raised when one of its layers completes.
 DONE_SOURCES = {"SDP": ("SDP",), "PDP": ("PDP",), "CDP": ("CDP",), "CACC": ("CACC",),
                 "CDMA": ("CDMA_DAT", "CDMA_WT"), "RBK": ("RUBIK",)}
 
+
+# Status fields driven by a unit instead of a constant.
+_UNIT_STATUS = {"MCIF", "CVIF", "BDMA"}
+
+
+def rtl_units(cfg) -> set:
+    """The unit datapaths this build's RTL has (keys of :data:`sim.units.MODEL_BLOCKS`)."""
+    return {"SDP"}
+
+
+def dma_clients(cfg):
+    """(read clients, write clients) of the memory interfaces in this build."""
+    reads = ["sdp"] + [n for n, on in (("sdp_b", cfg.sdp_bs), ("sdp_n", cfg.sdp_bn),
+                                       ("sdp_e", cfg.sdp_ew)) if on]
+    writes = ["sdp"]
+    if cfg.bdma:
+        reads.append("bdma")
+        writes.append("bdma")
+    return reads, writes
 
 
 class NvdlaCore(wiring.Component):
@@ -66,27 +92,98 @@ class NvdlaCore(wiring.Component):
         m.submodules.glb = glb = Glb(glb_block)
         m.d.comb += self.nvdla2core_interrupt.eq(glb.interrupt)
         buses = {"GLB": glb.bus}
-        self.regfiles = {}
+        self.regfiles = rfs = {}
         done = Signal(32)
         for block in rmap:
             if block.name == "GLB":
                 continue
             rf = RegisterFile(block)
             m.submodules[f"rf_{block.name.lower()}"] = rf
-            self.regfiles[block.name] = rf
+            rfs[block.name] = rf
             buses[block.name] = rf.bus
-            if "status" in rf.signature.members:
+            if "status" in rf.signature.members and block.name not in _UNIT_STATUS:
                 for (bname, reg, fld), value in STATIC_STATUS.items():
                     if bname == block.name:
                         m.d.comb += rf.status[reg][fld].eq(value)
             if block.pingpong:
-                m.d.comb += rf.done.eq(0)          # no datapath yet: layers stay pending
                 for source in DONE_SOURCES.get(block.name, ()):
                     for g in range(2):
                         m.d.comb += done[done_bit(glb_block, source, g)].eq(rf.intr[g])
+
+        # -- memory interfaces ------------------------------------------------------------
+        reads, writes = dma_clients(cfg)
+        m.submodules.dmaif = dmaif = DmaInterfaces(cfg, reads, writes)
+        ifaces = (("mcif", "MCIF", "nvdla_core2dbb", "dbb"),) + (
+            (("cvif", "CVIF", "nvdla_core2sram", "sram"),) if cfg.sramif else ())
+        for iface, bname, port, prefix in ifaces:
+            s = rfs[bname].s
+            for i, c in enumerate(reads):
+                reg = next(r for r in ("CFG_RD_WEIGHT_0", "CFG_RD_WEIGHT_1", "CFG_RD_WEIGHT_2")
+                           if weight_field(c) in s[r].shape().members)
+                m.d.comb += getattr(dmaif, f"{iface}_rd_weight")[i].eq(s[reg][weight_field(c)])
+            for i, c in enumerate(writes):
+                reg = next(r for r in ("CFG_WR_WEIGHT_0", "CFG_WR_WEIGHT_1")
+                           if weight_field(c, True) in s[r].shape().members)
+                m.d.comb += getattr(dmaif, f"{iface}_wr_weight")[i].eq(
+                    s[reg][weight_field(c, True)])
+            m.d.comb += [
+                getattr(dmaif, f"{iface}_rd_os_cnt").eq(s.CFG_OUTSTANDING_CNT.RD_OS_CNT),
+                getattr(dmaif, f"{iface}_wr_os_cnt").eq(s.CFG_OUTSTANDING_CNT.WR_OS_CNT),
+                rfs[bname].status.STATUS.IDLE.eq(getattr(dmaif, f"{iface}_idle")),
+            ]
+            for name, member in axi_members(prefix, cfg.address_width,
+                                            cfg.dbbif_width if prefix == "dbb"
+                                            else cfg.sramif_width).items():
+                inner = getattr(dmaif, name)
+                outer = getattr(self, port + name[len(prefix):])
+                if member.flow == Out:
+                    m.d.comb += outer.eq(inner)
+                else:
+                    m.d.comb += inner.eq(outer)
+
+        # -- SDP + SDP_RDMA ---------------------------------------------------------------
+        m.submodules.sdp = sdp = Sdp(cfg)
+        rf_sdp, rf_rdma = rfs["SDP"], rfs["SDP_RDMA"]
+        m.d.comb += [
+            sdp.regs.eq(rf_sdp.d), sdp.s.eq(rf_sdp.s), sdp.op_en.eq(rf_sdp.op_en),
+            rf_sdp.done.eq(sdp.done), rf_sdp.d_status.eq(sdp.status),
+            sdp.rdma_regs.eq(rf_rdma.d), sdp.rdma_op_en.eq(rf_rdma.op_en),
+            rf_rdma.done.eq(sdp.rdma_done), rf_rdma.d_status.eq(sdp.rdma_status),
+            sdp.pdp.ready.eq(1),             # no PDP datapath yet: SDP->PDP output is dropped
+        ]
+        for c in reads:
+            if c.startswith("sdp"):
+                wiring.connect(m, getattr(sdp, f"rd_{c}"), getattr(dmaif, f"rd_{c}"))
+        wiring.connect(m, sdp.wr_sdp, dmaif.wr_sdp)
+        driven = {"SDP", "SDP_RDMA"}
+
+        # -- BDMA -------------------------------------------------------------------------
+        if cfg.bdma:
+            m.submodules.bdma = bdma = Bdma(cfg)
+            rf = rfs["BDMA"]
+            bus = rf.bus
+            m.d.comb += [
+                bdma.s.eq(rf.s), rf.status.eq(bdma.status),
+                bdma.csb_we.eq(bus.sel & bus.we), bdma.csb_addr.eq(bus.addr),
+                bdma.csb_wdata.eq(bus.wdata),
+            ]
+            for g in range(2):
+                m.d.comb += done[done_bit(glb_block, "BDMA", g)].eq(bdma.intr[g])
+            wiring.connect(m, bdma.rd_bdma, dmaif.rd_bdma)
+            wiring.connect(m, bdma.wr_bdma, dmaif.wr_bdma)
+
+        for name, rf in rfs.items():
+            if rf.block.pingpong and name not in driven:
+                m.d.comb += rf.done.eq(0)          # no datapath yet: layers stay pending
         m.d.comb += glb.done.eq(done)
 
-        # CSB decode: one 4 KiB slot per block; holes read 0.
+        # CSB decode: one 4 KiB slot per block; holes read 0. The SDP's LUT access registers
+        # read back from the unit (its address pointer and the LUT RAM).
+        lut_regs = {}
+        if cfg.sdp_lut:
+            sb = rmap["SDP"]
+            lut_regs = {sb["S_LUT_ACCESS_CFG"].offset >> 2: ("cfg", sdp.lut_cfg_rdata),
+                        sb["S_LUT_ACCESS_DATA"].offset >> 2: ("data", sdp.lut_data_rdata)}
         rdata = 0
         for name, bus in buses.items():
             slot = rmap[name].base >> 12
@@ -94,11 +191,19 @@ class NvdlaCore(wiring.Component):
                 bus.sel.eq(csb.access & (csb.slot == slot)),
                 bus.addr.eq(csb.offset), bus.we.eq(csb.we), bus.wdata.eq(csb.wdata),
             ]
-            rdata = rdata | bus.rdata
+            value = bus.rdata
+            if name == "SDP" and lut_regs:
+                for word, (kind, unit_rdata) in lut_regs.items():
+                    hit = bus.sel & (bus.addr == word)
+                    value = Mux(bus.addr == word, unit_rdata, value)
+                    if kind == "cfg":
+                        m.d.comb += [sdp.lut_cfg_we.eq(hit & bus.we),
+                                     sdp.lut_cfg_wdata.eq(bus.wdata)]
+                    else:
+                        m.d.comb += [sdp.lut_data_we.eq(hit & bus.we),
+                                     sdp.lut_data_wdata.eq(bus.wdata),
+                                     sdp.lut_data_re.eq(hit & ~bus.we)]
+            rdata = rdata | Mux(bus.sel, value, 0) if name == "SDP" and lut_regs else \
+                rdata | bus.rdata
         m.d.comb += csb.rdata.eq(rdata)
-
-        # Memory interfaces: idle until the DMA engines are in place.
-        for prefix in ("nvdla_core2dbb", "nvdla_core2sram") if cfg.sramif else ("nvdla_core2dbb",):
-            m.d.comb += [getattr(self, f"{prefix}_b_bready").eq(1),
-                         getattr(self, f"{prefix}_r_rready").eq(1)]
         return m

@@ -140,7 +140,7 @@ class RegisterFile(wiring.Component):
             # Completion: capture hardware fields, clear enable, flip consumer, interrupt.
             op_en = Signal()
             m.d.sync += op_en.eq(Mux(consumer, enabled[1], enabled[0]) & ~self.done)
-            m.d.comb += self.op_en.eq(op_en & ~self.done)
+            m.d.comb += self.op_en.eq(op_en)        # registered: low the cycle after done
             with m.If(self.done):
                 m.d.sync += consumer.eq(~consumer)
                 for g in range(2):
