@@ -152,7 +152,7 @@ UNIT_BLOCKS = {
 # every other ro field reads 0 after reset. Shared by the RTL, the golden model and the tests.
 STATIC_STATUS = {
     ("MCIF", "STATUS", "IDLE"): 1, ("CVIF", "STATUS", "IDLE"): 1,
-    ("BDMA", "STATUS", "IDLE"): 1,
+    ("BDMA", "STATUS", "IDLE"): 1, ("BDMA", "STATUS", "FREE_SLOT"): 20,   # empty command FIFO
     ("CDMA", "S_CBUF_FLUSH_STATUS", "FLUSH_DONE"): 1,     # CBUF is ready after reset
 }
 

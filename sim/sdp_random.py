@@ -34,6 +34,7 @@ __all__ = ["random_program", "write_trace", "write_random_traces", "write_invali
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
           "dst": 0x9000_0000}
 _GUARD = 64
+_SLOT = 0x0040_0000           # address offset between the layers of one trace
 _MEM = {1: "pri_mem", 0: "sec_mem"}
 _BYTES = {0: 1, 1: 2}           # INT8, INT16
 
@@ -63,14 +64,17 @@ def _pick(rng, *options, p=None):
     return options[int(rng.choice(len(options), p=p))]
 
 
-def random_program(cfg, rng, max_elems: int = 1200) -> dict:
+def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
     """One random valid-looking SDP layer for ``cfg`` (the golden model has the last word).
 
     Returns ``{"sdp": {reg: word}, "rdma": {reg: word}, "images": [(addr, bytes, ram)],
     "window": (addr, size, ram)}``; ``ram`` is the register enum (1 = MC / DBBIF =
-    ``pri_mem``, 0 = CV / SRAMIF = ``sec_mem``, only on builds with an SRAMIF).
+    ``pri_mem``, 0 = CV / SRAMIF = ``sec_mem``, only on builds with an SRAMIF). Programs
+    with different ``slot`` use disjoint memory (layers of one trace must not overlap: the
+    check of an earlier layer runs when its own interrupt arrives).
     """
     rmap = register_map(cfg)
+    bases = {k: v + slot * _SLOT for k, v in _BASES.items()}
     sdp, rdma = _Regs(rmap["SDP"]), _Regs(rmap["SDP_RDMA"])
     atom = cfg.memory_atom
     precs = [0] + ([1] if "int16" in cfg.data_types else [])
@@ -110,10 +114,10 @@ def random_program(cfg, rng, max_elems: int = 1200) -> dict:
     src_ram, dst_ram = ram(), ram()
     src_off = atom * int(rng.integers(0, 64))
     src_line, src_surf = strides()
-    src = _BASES["src"] + src_off
+    src = bases["src"] + src_off
     images.append((src, rng.integers(0, 256, extent(src_line, src_surf), dtype=np.uint8),
                    src_ram))
-    dst = _BASES["dst"] + _GUARD + atom * int(rng.integers(0, 64))
+    dst = bases["dst"] + _GUARD + atom * int(rng.integers(0, 64))
     dst_line, dst_surf = strides()
     window = (dst - _GUARD, extent(dst_line, dst_surf) + 2 * _GUARD, dst_ram)
 
@@ -207,7 +211,7 @@ def random_program(cfg, rng, max_elems: int = 1200) -> dict:
                          f"{dma}RDMA_RAM_TYPE": op_ram})
         elem = (2 if use == 2 else 1) * (size + 1)
         prefix = {"B": "BS", "N": "BN", "E": "EW"}[dma]
-        base = _BASES[dma] + atom * int(rng.integers(0, 16))
+        base = bases[dma] + atom * int(rng.integers(0, 16))
         if per_element and not (W == 1 and H == 1):
             line = W * group * elem + atom * int(rng.integers(0, 3))
             surf = H * line + atom * int(rng.integers(0, 3))
@@ -303,7 +307,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     paths = []
     while len(paths) < count:
         n_layers = 2 if rng.random() < two_layer_share else 1
-        layers = [random_program(cfg, rng, max_elems) for _ in range(n_layers)]
+        layers = [random_program(cfg, rng, max_elems, slot=i) for i in range(n_layers)]
         name = f"sdp_random_{seed}_{len(paths):04d}"
         path = write_trace(directory, name, layers)
         crcs, err = _golden_crcs(cfg, path, n_layers)

@@ -300,7 +300,7 @@ def run_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, pdp_read
                 await lut_write(ctx, 1, prog["lut"][1])
                 await lut_readback(ctx, 0, 60, 8)          # crosses the end of LE
                 await lut_readback(ctx, 1, 3, 4)
-            for addr, data in prog["images"]:
+            for addr, data, *_ in prog["images"]:
                 mem.write(addr, data)
             ref = SparseMemory()
             for base, page in memory_pages(mem).items():
@@ -433,7 +433,7 @@ def make_layers(cfg, seed, count, max_elems, invalid=(), want=None):
 
 def _image(prog):
     mem = SparseMemory()
-    for addr, data in prog["images"]:
+    for addr, data, *_ in prog["images"]:
         mem.write(addr, data)
     return mem
 

@@ -229,3 +229,15 @@ def test_public_trace_needs_missing_units(name, reason):
     if name is None:
         pytest.skip("every public trace has its units in the RTL (or no public traces)")
     pytest.skip(f"{name}: {reason}")
+
+
+@pytest.mark.rtl
+def test_public_ew_lut_traces_rtl_on_an_ew_lut_build():
+    """The three EW/LUT traces pass on an nv_small build with the EW stage and the LUT."""
+    if not NV_SMALL.is_dir():
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    cfg = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
+    results = _run(run_rtl_batch, [str(NV_SMALL / n) for n in EW_LUT_TRACES], cfg,
+                   max_cycles=PUBLIC_MAX_CYCLES)
+    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
+    assert len(results) == len(EW_LUT_TRACES) and not bad, "\n".join(bad)
