@@ -287,6 +287,26 @@ class SparseAxiMemory:
                 i += 1
 
 
+def _full_width_incr(ram):
+    """Make a cocotbext-axi RAM treat every burst as full-width INCR.
+
+    NVDLA's AW/AR channels have no ``*size``/``*burst`` signals (spec: DBBIF / SRAMIF: every
+    burst is full bus width, INCR). cocotbext-axi builds each address transaction with absent
+    fields at 0, i.e. 1-byte beats of a FIXED burst; give this RAM's sinks a transaction type
+    whose absent fields default to the bus width and INCR instead.
+    """
+    size = (ram.write_if.byte_lanes - 1).bit_length()
+    for ch, pre in ((ram.write_if.aw_channel, "aw"), (ram.read_if.ar_channel, "ar")):
+        base = ch._transaction_obj
+
+        def init(self, *args, _base=base, _pre=pre, **kwargs):
+            kwargs.setdefault(f"{_pre}size", size)
+            kwargs.setdefault(f"{_pre}burst", 1)             # INCR
+            _base.__init__(self, *args, **kwargs)
+
+        ch._transaction_obj = type(base.__name__, (base,), {"__init__": init})
+
+
 class CoreBench:
     """Owns the clock, reset and bus models of one NvdlaCore simulation.
 
@@ -394,6 +414,8 @@ class CoreBench:
                 getattr(d, f"{prefix}_{sig}").value = 0
         self.dbb = rams[0]
         self.sram = rams[1] if len(rams) > 1 else None
+        for ram in rams:
+            _full_width_incr(ram)
 
     def set_backpressure(self, rng, busy=0.3):
         """Random pauses on every channel of every memory (AXI back-pressure)."""

@@ -752,3 +752,17 @@ def test_rtl_end_to_end_axi(seq):
     """Bdma -> DmaInterfaces -> AXI memory models of the DBBIF and SRAMIF (random latency and
     back-pressure): the same checks as above, stall counters included in sequential mode."""
     check_run(40 + seq, rounds=2, seq=seq, stall_en=1, e2e=True)
+
+
+@pytest.mark.rtl
+def test_bdma_core_axi_memories():
+    """The generated nv_large core under cocotb (Icarus by default): BDMA programmed over the
+    CSB, cocotbext-axi memories with random back-pressure on the DBBIF and SRAMIF, both
+    memories compared with the golden model (tb/cocotb_bdma.py)."""
+    import shutil
+    from .runner import run_cocotb, simulator
+    for mod in ("cocotb", "cocotb_tools", "cocotbext.axi"):
+        pytest.importorskip(mod)
+    if simulator() == "icarus" and not (shutil.which("iverilog") and shutil.which("vvp")):
+        pytest.skip("iverilog / vvp not on PATH")
+    assert run_cocotb(NvdlaConfig.preset("nv_large"), "tb.cocotb_bdma") == 2
