@@ -20,7 +20,7 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from arch.config import PRESETS
+from arch.config import PRESETS, NvdlaConfig
 from arch.registers import register_map
 from hw.dmaif import DmaInterfaces
 from hw.sdp import Sdp
@@ -450,6 +450,14 @@ def test_nv_small_invalid_programs_finish_without_memory_traffic():
     names = [n for n in INVALID if n not in ("ew_missing",)] + ["ew_missing"]
     layers = make_layers(SMALL, 2, 2, 64, invalid=names)
     run_layers(SMALL, layers, seed=2)
+
+
+def test_nv_full_random_programs():
+    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16, LUT, CV (SRAMIF) and MC memories."""
+    cfg = NvdlaConfig.preset("nv_full")
+    layers = make_layers(cfg, 11, 12, 600)
+    assert {p["images"][0][2] for p in layers} == {0, 1}, "both RAM types drawn"
+    run_layers(cfg, layers, seed=11)
 
 
 def test_ew_lut_int16_build_random_programs():
