@@ -19,6 +19,7 @@ check is the all-zero destination window.
 from __future__ import annotations
 
 import os
+import shutil
 import zlib
 
 import numpy as np
@@ -312,7 +313,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
         path = write_trace(directory, name, layers)
         crcs, err = _golden_crcs(cfg, path, n_layers)
         if crcs is None:
-            _rmtree(path)
+            shutil.rmtree(path)
             continue
         write_trace(directory, name, layers, crcs)
         paths.append(path)
@@ -383,9 +384,3 @@ def write_invalid_traces(cfg, directory: str, seed: int = 0) -> list:
         crc = zlib.crc32(bytes(prog["window"][1]))
         out.append((write_trace(directory, f"sdp_invalid_{name}", [prog], [crc]), fld))
     return out
-
-
-def _rmtree(path):
-    for f in os.listdir(path):
-        os.remove(os.path.join(path, f))
-    os.rmdir(path)

@@ -320,6 +320,18 @@ def run_reader(g, cubes, seed, p_cmd_gap=0.3, p_out=0.7, model_kw=None, max_cycl
     return end, sink, src
 
 
+def _every_lane_cubes(g, rng):
+    """Cubes of 1, 2, ~1 word and ~2 words per line starting at every lane of a word."""
+    cubes = []
+    for lane in range(g.atoms_per_word):
+        for la in (0, 1, g.atoms_per_word - 1, g.atoms_per_word, 2 * g.atoms_per_word + 1):
+            c = random_cube(g, rng)
+            c.update(base=0x1000 + lane * g.atom_bytes, line_atoms=la,
+                     line_stride=(la + 1 + lane) * g.atom_bytes)
+            cubes.append(c)
+    return cubes
+
+
 @pytest.mark.parametrize("name", list(GEOMS))
 def test_reader_random(name):
     g = GEOMS[name]
@@ -334,13 +346,7 @@ def test_reader_back_to_back_every_lane(name):
     """Single-line and single-atom cubes at every start lane, no gaps between commands."""
     g = GEOMS[name]
     rng = random.Random(7)
-    cubes = []
-    for lane in range(g.atoms_per_word):
-        for la in (0, 1, g.atoms_per_word - 1, g.atoms_per_word, 2 * g.atoms_per_word + 1):
-            c = random_cube(g, rng)
-            c.update(base=0x1000 + lane * g.atom_bytes, line_atoms=la,
-                     line_stride=(la + 1 + lane) * g.atom_bytes)
-            cubes.append(c)
+    cubes = _every_lane_cubes(g, rng)
     run_reader(g, cubes, 1, p_cmd_gap=0.0, p_out=0.8,
                model_kw=dict(p_req=1.0, max_lat=0, p_gap=0.0))
 
@@ -406,13 +412,7 @@ def test_writer_random(name):
 def test_writer_back_to_back_every_lane(name):
     g = GEOMS[name]
     rng = random.Random(8)
-    cubes = []
-    for lane in range(g.atoms_per_word):
-        for la in (0, 1, g.atoms_per_word - 1, g.atoms_per_word, 2 * g.atoms_per_word + 1):
-            c = random_cube(g, rng)
-            c.update(base=0x1000 + lane * g.atom_bytes, line_atoms=la,
-                     line_stride=(la + 1 + lane) * g.atom_bytes)
-            cubes.append(c)
+    cubes = _every_lane_cubes(g, rng)
     run_writer(g, cubes, 2, p_cmd_gap=0.0, p_in_gap=0.0,
                model_kw=dict(p_req=1.0, p_dat=0.9, max_done=0))
 

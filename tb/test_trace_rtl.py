@@ -19,6 +19,7 @@ from sim.trace_run import ENGINES, EngineUnavailable
 
 from . import trace_rtl
 from .conftest import TRACES
+from .test_trace import make_trace
 from .trace_rtl import RTL_UNITS, expected_to_pass, needed_units, run_rtl_batch, split_batches
 
 CFG = NvdlaConfig.preset("nv_small")
@@ -31,12 +32,7 @@ PUBLIC_MAX_CYCLES = 300_000
 
 
 def _make(tmp_path, name, text, dats=None):
-    d = tmp_path / name
-    d.mkdir()
-    (d / f"{name}.cfg").write_text(text)
-    for fname, content in (dats or {}).items():
-        (d / fname).write_text(content)
-    return d
+    return make_trace(tmp_path, text, name, dats)
 
 
 def _dat(data: bytes, offset=0) -> str:
