@@ -1,7 +1,7 @@
-"""Sustained DBBIF bandwidth of the memory interface (hw/dmaif.py + hw/mcif.py).
+"""Sustained DBBIF bandwidth of the memory interface (hw/mem/dmaif.py + hw/mem/mcif.py).
 
 One read client (or one write client) moves long lines (4 KiB requests, several thousand
-words) through :class:`hw.dmaif.DmaInterfaces` to the AXI memory model of tb/axi_model.py,
+words) through :class:`hw.mem.dmaif.DmaInterfaces` to the AXI memory model of tb/axi_model.py,
 which never back-pressures and answers every burst after a fixed latency (read data, and the
 write response after the last W beat). Reported per case: data beats on the bus, the cycles
 from the first to the last data beat, their ratio (the fraction of the bus width used while
@@ -20,9 +20,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from amaranth.sim import Simulator  # noqa: E402
 
 from arch.config import NvdlaConfig  # noqa: E402
-from hw.dma import RAM_MC, DmaGeometry  # noqa: E402
-from hw.dmaif import DmaInterfaces  # noqa: E402
-from hw.mcif import burst_plan, response_fifo_depth  # noqa: E402
+from hw.mem.dma import RAM_MC, DmaGeometry  # noqa: E402
+from hw.mem.dmaif import DmaInterfaces  # noqa: E402
+from hw.mem.mcif import burst_plan, response_fifo_depth  # noqa: E402
 from tb.axi_model import AxiMemoryModel  # noqa: E402
 
 BASE = 0x8000_0000

@@ -3,8 +3,8 @@
 Copies memory between the DBBIF (MC) and the SRAMIF (CV) in either direction, or within one
 of them. An operation is ``SURF_REPEAT+1`` surfaces of ``LINE_REPEAT+1`` lines of
 ``LINE.SIZE+1`` 32-byte units with separate source / destination line and surface strides,
-i.e. exactly one cube (:func:`hw.dma.cube_layout`): a :class:`hw.cube.CubeReader` reads the
-source cube and feeds its atoms straight into a :class:`hw.cube.CubeWriter` writing the
+i.e. exactly one cube (:func:`hw.mem.dma.cube_layout`): a :class:`hw.mem.cube.CubeReader` reads the
+source cube and feeds its atoms straight into a :class:`hw.mem.cube.CubeWriter` writing the
 destination cube, so nothing outside the destination lines is written.
 
 Programming (the behaviour of the NVDLA v1 BDMA; the golden model is :mod:`sim.bdma`):
@@ -39,8 +39,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 
-from .cube import CubeReader, CubeWriter
-from .dma import DmaGeometry, DmaReadPort, DmaWritePort
+from .mem.cube import CubeReader, CubeWriter
+from .mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
 from .regfile import fields_layout
 
 __all__ = ["Bdma", "FIFO_DEPTH", "op_layout"]
@@ -72,7 +72,7 @@ class Bdma(wiring.Component):
     Ports: ``s`` (in) the BDMA register file's stored (rw) fields; ``status`` (out) its ro
     fields; ``csb_we`` / ``csb_addr`` / ``csb_wdata`` (in) the register-write snoop; ``intr``
     (out) one-cycle done pulses of group 0 / 1 (GLB BDMA_DONE_0/1); ``rd_bdma`` / ``wr_bdma``
-    the DMA client ports (client name "bdma" of :class:`hw.dmaif.DmaInterfaces`).
+    the DMA client ports (client name "bdma" of :class:`hw.mem.dmaif.DmaInterfaces`).
     """
 
     def __init__(self, cfg):

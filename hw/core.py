@@ -6,7 +6,7 @@ build has a second memory bus, the SRAMIF ``nvdla_core2sram_*``. Clock ``clk``, 
 active-high reset ``rst``.
 
 Inside: the CSB slave, GLB, the CFGROM (small layout) and one register file per block of the
-build, all generated from the register table; the memory side (:class:`hw.dmaif.DmaInterfaces`:
+build, all generated from the register table; the memory side (:class:`hw.mem.dmaif.DmaInterfaces`:
 MCIF on the DBBIF, CVIF on the SRAMIF) with its weights and outstanding limits from the MCIF /
 CVIF registers; and the units that have a datapath: the SDP with its read DMAs
 (:class:`hw.sdp.Sdp`) and, when the build has one, the BDMA (:class:`hw.bdma.Bdma`).
@@ -22,10 +22,10 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import STATIC_STATUS, register_map
 
-from .axi import axi_members
+from .mem.axi import axi_members
 from .bdma import Bdma
 from .csb import CsbSlave
-from .dmaif import DmaInterfaces, weight_field
+from .mem.dmaif import DmaInterfaces, weight_field
 from .glb import Glb, done_bit
 from .regfile import RegisterFile
 from .sdp import Sdp

@@ -65,8 +65,8 @@ from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
 
-from .cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
-from .dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from .mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
+from .mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from .regfile import fields_layout
 from .sdp_rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
 from .sdp_wdma import SdpAtomPacker, out_layout

@@ -28,7 +28,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cube import atom_layout
+from .mem.cube import atom_layout
 
 __all__ = ["feeder_layout", "operand_cfg_layout", "SdpFeeder", "STAGES", "USE_MUL", "USE_ALU",
            "USE_BOTH"]
@@ -55,7 +55,7 @@ def operand_cfg_layout():
 class SdpFeeder(wiring.Component):
     """Input atoms + operand atoms -> datapath input transfers (see the module docstring).
 
-    Parameters: ``geom`` (:class:`hw.dma.DmaGeometry`), ``lanes`` (T), ``stages`` (the build's
+    Parameters: ``geom`` (:class:`hw.mem.dma.DmaGeometry`), ``lanes`` (T), ``stages`` (the build's
     operand stages, a subset of ``("bs", "bn", "ew")``), ``int16`` (the build has int16).
 
     Ports

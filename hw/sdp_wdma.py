@@ -6,15 +6,15 @@ transfers of T output channels (int8: 1 byte, int16: 2 bytes little endian per c
 one atom of the output cube, channel ``j*T + l`` from lane ``l`` of transfer ``j``. Atoms leave
 in cube order with ``last_line`` after every ``W`` atoms (or only at the end for a 1x1 cube,
 which is written as one line of surfaces) and ``last`` on the cube's final atom, ready for
-:class:`hw.cube.AtomPacker` / :class:`hw.cube.CubeWriter`. One transfer per cycle: the finished
-atom waits in an output register while the next one is assembled.
+:class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`. One transfer per cycle: the
+finished atom waits in an output register while the next one is assembled.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cube import atom_layout
+from .mem.cube import atom_layout
 
 __all__ = ["out_layout", "SdpAtomPacker"]
 

@@ -1,6 +1,6 @@
 """An AXI4 slave memory for Amaranth simulation testbenches (DBBIF / SRAMIF of the DUT).
 
-The model answers the flat NVDLA-style AXI ports of :func:`hw.axi.axi_members` (``awlen`` /
+The model answers the flat NVDLA-style AXI ports of :func:`hw.mem.axi.axi_members` (``awlen`` /
 ``arlen`` 4 bits, no size/burst ports: every beat is the full data width, INCR) from a sparse
 byte memory (:class:`sim.memory.SparseMemory`), with random back-pressure and latency, and
 checks the master's side of the protocol, raising :class:`AxiProtocolError` on a violation.

@@ -20,7 +20,7 @@ from amaranth.sim import Simulator
 
 from arch.config import NvdlaConfig
 from arch.registers import register_map
-from hw.dma import DmaGeometry, word_layout
+from hw.mem.dma import DmaGeometry, word_layout
 from sim.bdma import FIFO_DEPTH, BdmaOp, execute, program_writes
 from sim.core import GoldenCore, UnitError
 from sim.memory import SparseMemory
@@ -475,7 +475,7 @@ class _E2E(_Top):
     """Register file + Bdma + DmaInterfaces (MCIF and CVIF) with AXI ports."""
 
     def __init__(self, cfg):
-        from hw.dmaif import DmaInterfaces
+        from hw.mem.dmaif import DmaInterfaces
         super().__init__(cfg)
         self.dmaif = DmaInterfaces(cfg, ["bdma"], ["bdma"])
 

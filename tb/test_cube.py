@@ -1,4 +1,4 @@
-"""CubeReader / CubeWriter / AtomSerializer / AtomPacker (hw/cube.py) against a port-level
+"""CubeReader / CubeWriter / AtomSerializer / AtomPacker (hw/mem/cube.py) against a port-level
 DMA model (random back-pressure, latency, gaps, completion delays) and numpy references."""
 
 import random
@@ -10,9 +10,9 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from arch.config import PRESETS
-from hw.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter, atom_layout
-from hw.dma import DmaGeometry, atom_words_layout, cube_layout, word_layout
-from hw.dmaif import DmaInterfaces
+from hw.mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter, atom_layout
+from hw.mem.dma import DmaGeometry, atom_words_layout, cube_layout, word_layout
+from hw.mem.dmaif import DmaInterfaces
 from sim.memory import SparseMemory
 from tb.axi_model import AxiMemoryModel
 

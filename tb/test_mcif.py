@@ -1,5 +1,5 @@
-"""DmaInterfaces / Mcif (hw/dmaif.py, hw/mcif.py) in Amaranth simulation against the AXI slave
-model of tb/axi_model.py: random requests from several clients at once, random back-pressure
+"""DmaInterfaces / Mcif (hw/mem/dmaif.py, hw/mem/mcif.py) in Amaranth simulation against the
+AXI slave model of tb/axi_model.py: random requests from several clients at once, random back-pressure
 and latency on the bus and on the client streams; read data, written memory, done counts,
 idle, arbitration weights and outstanding limits checked exactly.
 """
@@ -10,9 +10,9 @@ import pytest
 from amaranth.sim import Simulator
 
 from arch.config import NvdlaConfig
-from hw.dma import RAM_CV, RAM_MC, DmaGeometry
-from hw.dmaif import DmaInterfaces
-from hw.mcif import burst_plan
+from hw.mem.dma import RAM_CV, RAM_MC, DmaGeometry
+from hw.mem.dmaif import DmaInterfaces
+from hw.mem.mcif import burst_plan
 from tb.axi_model import AxiMemoryModel
 from sim.memory import SparseMemory
 
@@ -196,7 +196,7 @@ class DmaBench:
 
     # -- run -----------------------------------------------------------------------------
     def dut_mcif_depth(self):
-        from hw.mcif import response_fifo_depth
+        from hw.mem.mcif import response_fifo_depth
         return response_fifo_depth(self.cfg, self.geom, self.cfg.dbbif_width,
                                    self.cfg.dbbif_latency)
 

@@ -1,6 +1,6 @@
 """The SDP unit (hw/sdp.py) against the golden model: random programs, bit-exact memory.
 
-Bench: :class:`hw.sdp.Sdp` wired to :class:`hw.dmaif.DmaInterfaces` and the AXI slave model of
+Bench: :class:`hw.sdp.Sdp` wired to :class:`hw.mem.dmaif.DmaInterfaces` and the AXI slave model of
 ``tb/axi_model.py`` (random back-pressure and latency). Each test runs a sequence of layers in
 one simulation: random valid programs (``sim.sdp_random.random_program``, extended here with
 the LUT, EQL mode, output to PDP and, on an int16 build, int16 layers) and invalid mutations.
@@ -22,7 +22,7 @@ from amaranth.sim import Simulator
 
 from arch.config import PRESETS, NvdlaConfig
 from arch.registers import register_map
-from hw.dmaif import DmaInterfaces
+from hw.mem.dmaif import DmaInterfaces
 from hw.sdp import Sdp
 from sim.memory import SparseMemory
 from sim.regs import GroupView

@@ -2,7 +2,7 @@
 DBBIF and SRAMIF; register blocks NVDLA_MCIF / NVDLA_CVIF).
 
 :class:`Mcif` is instantiated once per memory bus: the MCIF on the DBBIF and, when the build has
-one, the CVIF on the SRAMIF. Its clients speak the DMA client interface of :mod:`hw.dma`; the
+one, the CVIF on the SRAMIF. Its clients speak the DMA client interface of :mod:`hw.mem.dma`; the
 bus side is an AXI4 master as the spec's DBBIF section describes it:
 
 * INCR bursts only, every beat the full bus width (no ``axsize``/``axburst`` ports), addresses
@@ -328,7 +328,7 @@ class Mcif(wiring.Component):
     """One AXI4 memory interface shared by DMA clients (see the module docstring).
 
     Parameters: ``cfg`` (build config: burst length, outstanding limit, address width),
-    ``geom`` (:class:`hw.dma.DmaGeometry` of the build), ``bus_width`` (AXI data bits),
+    ``geom`` (:class:`hw.mem.dma.DmaGeometry` of the build), ``bus_width`` (AXI data bits),
     ``read_clients`` / ``write_clients`` (client names; a client's position is its AXI ID),
     ``prefix`` of the AXI members, ``latency`` (expected memory latency in cycles, sizes the
     response buffers; default ``cfg.dbbif_latency``).

@@ -1,7 +1,7 @@
 """DmaInterfaces: the memory side of the core, the MCIF on the DBBIF and the CVIF on the SRAMIF
 (spec: Memory interface, MCIF / CVIF; System interconnect, DBBIF / SRAMIF).
 
-Every unit's read and write client ports (:mod:`hw.dma`) end here. A request goes to the MCIF
+Every unit's read and write client ports (:mod:`hw.mem.dma`) end here. A request goes to the MCIF
 when its ``ram_type`` is MC (1) and to the CVIF when it is CV (0). A build without an SRAMIF
 has no CVIF: its CV requests are served by the MCIF (same addresses, on the DBBIF) instead of
 hanging, so a unit programmed for CV still completes.

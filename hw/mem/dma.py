@@ -2,9 +2,9 @@
 MCIF / CVIF; data-format spec: memory atoms).
 
 Every unit that touches memory does it through read and write *client ports* of this module's
-signatures, connected to :class:`hw.dmaif.DmaInterfaces` (the MCIF on the DBBIF and, when the
+signatures, connected to :class:`hw.mem.dmaif.DmaInterfaces` (the MCIF on the DBBIF and, when the
 build has one, the CVIF on the SRAMIF). Units normally do not drive a port by hand: the cube
-reader and writer of :mod:`hw.cube` do it for them.
+reader and writer of :mod:`hw.mem.cube` do it for them.
 
 Units of transfer
     *atom*: the build's memory atom (``cfg.memory_atom``, 8 or 32 bytes), the smallest unit a
@@ -30,7 +30,7 @@ Write port (client side: ``Out(DmaWritePort(geom))``)
     ``done`` number of this client's requests completed in this cycle (every byte written and
              acknowledged by the bus), 0..2.
 
-Cubes (the user side of :mod:`hw.cube`)
+Cubes (the user side of :mod:`hw.mem.cube`)
     :func:`cube_layout` describes a transfer: ``batches`` x ``surfaces`` x ``lines`` lines of
     ``line_atoms`` atoms (all counts minus one, like the registers), line ``h`` of surface
     ``s`` of batch ``b`` starting at ``base + b*batch_stride + s*surface_stride +
@@ -101,7 +101,8 @@ def word_layout(geom: DmaGeometry) -> data.StructLayout:
 
 
 def cube_layout(geom: DmaGeometry) -> data.StructLayout:
-    """A cube transfer command for :class:`hw.cube.CubeReader` / :class:`hw.cube.CubeWriter`."""
+    """A cube transfer command for :class:`hw.mem.cube.CubeReader` /
+    :class:`hw.mem.cube.CubeWriter`."""
     aw = geom.addr_width
     return data.StructLayout({
         "base": aw, "ram_type": 1,

@@ -2,10 +2,10 @@
 interface, MCIF / CVIF client side; data-format spec: memory atoms, line / surface / batch
 strides).
 
-The port contract is :mod:`hw.dma`. A *cube command* (:func:`hw.dma.cube_layout`) names
+The port contract is :mod:`hw.mem.dma`. A *cube command* (:func:`hw.mem.dma.cube_layout`) names
 ``batches x surfaces x lines`` lines of ``line_atoms`` atoms (all counts minus one); the
 reader turns it into one DMA read request per line and the returned memory words into
-:func:`hw.dma.atom_words_layout` transfers (atoms packed from lane 0, a new transfer at every
+:func:`hw.mem.dma.atom_words_layout` transfers (atoms packed from lane 0, a new transfer at every
 line start); the writer does the reverse: one DMA write request per line and the packed atom
 words placed back at their memory position with exact atom masks.
 
@@ -32,7 +32,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from hw.dma import (REQUEST_ATOMS_BITS, DmaGeometry, DmaReadPort, DmaWritePort,
+from hw.mem.dma import (REQUEST_ATOMS_BITS, DmaGeometry, DmaReadPort, DmaWritePort,
                     atom_words_layout, cube_layout)
 
 __all__ = ["CubeReader", "CubeWriter", "AtomSerializer", "AtomPacker", "atom_layout"]
@@ -142,10 +142,10 @@ class CubeReader(wiring.Component):
     """Reads a cube through a DMA read port and delivers its atoms packed from lane 0.
 
     Members
-        ``cmd``   in, :func:`hw.dma.cube_layout` -- one command is one whole cube.
-        ``dma``   out, :class:`hw.dma.DmaReadPort` -- one request per line, issued ahead of
+        ``cmd``   in, :func:`hw.mem.dma.cube_layout` -- one command is one whole cube.
+        ``dma``   out, :class:`hw.mem.dma.DmaReadPort` -- one request per line, issued ahead of
                   the data (as many outstanding as the interface accepts).
-        ``data``  out, :func:`hw.dma.atom_words_layout` -- every line starts a new transfer;
+        ``data``  out, :func:`hw.mem.dma.atom_words_layout` -- every line starts a new transfer;
                   ``last_line`` / ``last`` flag a line's and the cube's final transfer.
                   Lanes outside ``mask`` are undefined.
         ``busy``  out -- a command is accepted and not all its data delivered.
@@ -297,11 +297,11 @@ class CubeWriter(wiring.Component):
     """Writes a cube, given as packed atom words, through a DMA write port.
 
     Members
-        ``cmd``   in, :func:`hw.dma.cube_layout` -- one command is one whole cube.
-        ``data``  in, :func:`hw.dma.atom_words_layout` -- atoms packed from lane 0, every line
+        ``cmd``   in, :func:`hw.mem.dma.cube_layout` -- one command is one whole cube.
+        ``data``  in, :func:`hw.mem.dma.atom_words_layout` -- atoms packed from lane 0, every line
                   starting a new transfer. Line ends come from the cube geometry; ``mask``,
                   ``last_line`` and ``last`` are not checked.
-        ``dma``   out, :class:`hw.dma.DmaWritePort` -- one request per line, its words at
+        ``dma``   out, :class:`hw.mem.dma.DmaWritePort` -- one request per line, its words at
                   memory position with exactly the line's atoms in ``mask``.
         ``done``  out -- high for one cycle per cube once every request of that cube has
                   completed (``dma.done``); cubes complete in command order.
