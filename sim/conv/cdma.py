@@ -1,0 +1,182 @@
+"""CDMA golden model: what the convolution DMA puts into the convolution buffer.
+
+Direct-convolution feature fetch (spec "Convolution DMA", data-format spec "Feature Data
+Format"): element (b, y, x, c) of the input cube is read at::
+
+    base + b*BATCH_STRIDE + y*LINE_STRIDE + (c // atom)*SURF_STRIDE + x*atom + (c % atom)*bytes
+
+with two NVDLA particulars kept exactly: with packed lines the DMA reads ``FETCH_GRAIN`` lines
+as one run of ``width x grain`` atoms from the grain's first line, and a 1 x 1 cube with
+packed lines and surfaces is read as one run of atoms from the batch's base. The optional
+input convertor (``D_CVT_*``) turns int8/int16 input into the processing precision
+(saturate(round((d - offset) * scale / 2^truncate)), ties away from zero).
+
+Weights: ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` in the direct-convolution weight layout
+(kernel groups of Atomic-K int8 kernels, half for int16/fp16; small cubes of Atomic-C
+channels), unpacked to ``[K, C, R, S]``.
+
+The CBUF itself is modelled by what it holds for the sequencer (:class:`CbufState`): the
+input lines (slices) still resident, the weights, and the settings that decide whether the
+next layer may reuse them (``D_MISC_CFG`` DATA_REUSE / WEIGHT_REUSE / SKIP_*_RLS,
+``CSC.D_RELEASE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.formats.common import ceil_div, round_shift_right, saturate
+from sim.formats.weight import dc_weight_offsets
+
+from .program import INT8, RAM_CV, ConvProgram, ConvProgramError
+
+__all__ = ["fetch_feature", "fetch_weights", "CbufState", "load_cbuf"]
+
+
+def _decode(raw: np.ndarray, nbytes: int) -> np.ndarray:
+    """Little-endian signed values from uint8 [..., nbytes]."""
+    v = raw[..., 0].astype(np.int64)
+    if nbytes == 2:
+        v = v | (raw[..., 1].astype(np.int64) << 8)
+    bits = 8 * nbytes
+    return np.where(v >= (1 << (bits - 1)), v - (1 << bits), v)
+
+
+def _check_space(cfg, addrs: np.ndarray, where: str):
+    if addrs.size and int(addrs.max()) >= (1 << cfg.address_width):
+        raise ConvProgramError(f"{where}: the surface ends past the {cfg.address_width}-bit "
+                               "address space")
+
+
+def feature_addresses(p: ConvProgram, atom: int) -> np.ndarray:
+    """Byte addresses [B, H, W, S, atom] of the fetched input (S = surfaces)."""
+    nbytes = 2 if p.in_precision else 1
+    per_atom = atom // nbytes            # elements of one memory atom
+    S = ceil_div(p.channels, per_atom)
+    b = np.arange(p.batches, dtype=np.int64)[:, None, None, None, None]
+    y = np.arange(p.height, dtype=np.int64)[None, :, None, None, None]
+    x = np.arange(p.width, dtype=np.int64)[None, None, :, None, None]
+    s = np.arange(S, dtype=np.int64)[None, None, None, :, None]
+    k = np.arange(atom, dtype=np.int64)[None, None, None, None, :]
+    if p.line_packed and p.surf_packed and p.width == 1 and p.height == 1:
+        # one run of atoms per batch
+        return p.base + b * p.batch_stride + s * atom + k + 0 * (x + y)
+    if p.line_packed:
+        # a grain of lines is one run of width x grain atoms from the grain's first line
+        y0 = (y // p.grain) * p.grain
+        line = y0 * p.line_stride + (y - y0) * p.width * atom
+    else:
+        line = y * p.line_stride
+    return p.base + b * p.batch_stride + line + s * p.surf_stride + x * atom + k
+
+
+def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
+    """The input cube as the CBUF holds it: int64 [B, H, W, C_atoms] in the processing
+    precision, channels rounded up to whole memory atoms (the tail is whatever memory holds;
+    the sequencer masks channels past DATAIN_CHANNEL_EXT)."""
+    atom = cfg.memory_atom
+    addrs = feature_addresses(p, atom)
+    _check_space(cfg, addrs, f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}")
+    raw = mem.gather(addrs.reshape(-1)).reshape(addrs.shape)
+    nbytes = 2 if p.in_precision else 1
+    B, H, W, S, _ = raw.shape
+    vals = _decode(raw.reshape(B, H, W, S, atom // nbytes, nbytes), nbytes)
+    vals = vals.reshape(B, H, W, S * (atom // nbytes))
+    if p.cvt is not None:
+        off, scale, trunc = p.cvt
+        out_bits = 8 if p.precision == INT8 else 16
+        vals = saturate(round_shift_right((vals - off) * scale, trunc), out_bits)
+    return vals
+
+
+def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
+    """Weights int64 [K, C, R, S] from the direct-convolution weight surface."""
+    nbytes = p.element_bytes
+    addrs = p.weight_base + np.arange(p.weight_bytes, dtype=np.int64)
+    _check_space(cfg, addrs, f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={p.weight_base:#x}")
+    raw = mem.gather(addrs)
+    n = p.kernels * p.byte_per_kernel
+    vals = _decode(raw[:n].reshape(-1, nbytes), nbytes)
+    group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
+    cube_c = cfg.atomic_c
+    off = dc_weight_offsets(p.kernels, p.in_channels, p.kh, p.kw, group_k, cube_c)
+    return vals[off]
+
+
+@dataclass
+class CbufState:
+    """What the convolution buffer keeps between layers (for reuse)."""
+    slices: np.ndarray | None = None      #: resident input lines [n, W, C_atoms] (h-major,
+    #: batches interleaved: slice i = line i // B of batch i % B)
+    key: tuple | None = None              #: (mode, data bank, weight bank, format, W, C, B)
+    kept_all: bool = False                #: previous layer skipped its data release
+    weights: np.ndarray | None = None
+    wkey: tuple | None = None
+    weights_kept: bool = False
+    log: list = field(default_factory=list)
+
+
+def _memory(core, ram_type):
+    return core.sram if ram_type == RAM_CV else core.dbb
+
+
+def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
+    """Fetch what this layer needs into the CBUF model (or reuse what is there); return the
+    input cube [B, H, W, C_atoms] and weights [K, C, R, S] the sequencer works on, and update
+    ``state`` for the next layer."""
+    key = (0, p.data_bank, p.weight_bank, 0, p.in_width, p.entries, p.batches)
+    B = p.batches
+    if (p.data_reuse and state.slices is not None and state.key != key
+            and state.key[:4] == key[:4]):
+        raise ConvProgramError(
+            "CDMA.D_MISC_CFG.DATA_REUSE=ENABLE: the previous layer's CBUF data has another "
+            "width, channel count or batch count (entries per slice must match to reuse it)")
+    if state.slices is not None and state.key == key and p.data_reuse:
+        kept = state.slices
+        if state.kept_all:
+            new = np.zeros((0,) + kept.shape[1:], np.int64)     # full reuse: no fetch
+            state.log.append("data: full reuse")
+        else:
+            cube = fetch_feature(cfg, p, _memory(core, p.ram_type))
+            new = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
+            state.log.append(f"data: partial reuse of {kept.shape[0]} slices")
+        if new.size and new.shape[1:] != kept.shape[1:]:
+            raise ConvProgramError("CDMA.D_MISC_CFG.DATA_REUSE=ENABLE: the kept slices and the "
+                                   "fetched input differ in width or channels")
+        slices = np.concatenate([kept, new]) if new.size else kept
+    else:
+        cube = fetch_feature(cfg, p, _memory(core, p.ram_type))
+        slices = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
+        state.log.append("data: fetched")
+    need = p.in_height * B
+    if slices.shape[0] < need:
+        raise ConvProgramError(
+            f"CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT={p.in_height - 1}: the CBUF holds "
+            f"{slices.shape[0] // B} line(s) of this input ({slices.shape[0]} slices), the "
+            f"layer needs {p.in_height}")
+    used = slices[:need]
+    cube = used.reshape(p.in_height, B, *used.shape[1:]).transpose(1, 0, 2, 3)
+
+    wkey = (0, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
+            p.in_channels, p.precision)
+    if state.weights is not None and state.weights_kept and p.weight_reuse:
+        if state.wkey != wkey:
+            raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer's "
+                                   "weights have another geometry or bank split")
+        weights = state.weights
+        state.log.append("weights: reused")
+    else:
+        weights = fetch_weights(cfg, p, _memory(core, p.weight_ram))
+        state.log.append("weights: fetched")
+
+    # release at the end of the layer
+    if p.skip_data_rls:
+        state.slices, state.kept_all = used, True
+    else:
+        left = used[p.rls_slices:]
+        state.slices, state.kept_all = (left if left.shape[0] else None), False
+    state.key = key
+    state.weights, state.wkey, state.weights_kept = weights, wkey, p.skip_weight_rls
+    return cube, weights

@@ -1,0 +1,81 @@
+"""The convolution pipeline as one golden-core unit: CDMA -> CBUF -> CSC -> CMAC -> CACC, with
+the result flying into SDP (and from there into PDP when SDP's output goes there).
+
+A direct-convolution layer starts when the consumer groups of CDMA, CSC, CMAC_A, CMAC_B,
+CACC and SDP are enabled (SDP_RDMA too when it is enabled, for SDP operands read from memory).
+It completes all of them at once: CDMA raises CDMA_DAT and CDMA_WT done, CACC its done and
+SDP its done, as NVDLA does when the layer's last output leaves SDP.
+"""
+
+from __future__ import annotations
+
+from sim.core import Launch, UnitModel, Wait
+
+from .cacc import deliver
+from .cdma import CbufState, load_cbuf
+from .cmac import convolve
+from .program import decode
+
+__all__ = ["ConvUnit", "run_conv"]
+
+BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+
+def run_conv(core, state: CbufState):
+    """Run the convolution of the consumer groups; returns (int32 cube [B, K, Ho, Wo],
+    hardware-written fields of the conv blocks)."""
+    p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
+    cube, weights = load_cbuf(core, core.cfg, p, state)
+    out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
+    written = {
+        "CACC": {"D_OUT_SATURATION": {"SAT_COUNT": min(sat, 0xFFFFFFFF)}},
+        "CDMA": {"D_NAN_INPUT_DATA_NUM": {"NAN_DATA_NUM": 0},
+                 "D_NAN_INPUT_WEIGHT_NUM": {"NAN_WEIGHT_NUM": 0},
+                 "D_INF_INPUT_DATA_NUM": {"INF_DATA_NUM": 0},
+                 "D_INF_INPUT_WEIGHT_NUM": {"INF_WEIGHT_NUM": 0}},
+    }
+    return out, written
+
+
+class ConvUnit(UnitModel):
+    """Golden model of the convolution pipeline (registered as ``"CONV"``)."""
+
+    name = "CONV"
+    blocks = BLOCKS
+
+    def install(self, core):
+        self.state = CbufState()
+
+    def plan(self, core):
+        if not core.has_block("CDMA") or not core.enabled("CDMA"):
+            return None
+        sdp_unit = core.units.get("SDP")
+        if sdp_unit is None:
+            return Wait("a convolution layer delivers into SDP, which has no golden model")
+        blocks = list(BLOCKS) + ["SDP"]
+        if core.has_block("SDP_RDMA") and core.enabled("SDP_RDMA"):
+            blocks.append("SDP_RDMA")
+        pdp = None
+        if core.enabled("SDP"):
+            sdp = core.view("SDP")
+            if not sdp.D_FEATURE_MODE_CFG.FLYING_MODE:
+                return Wait(f"group {core.consumer('CDMA')}: the convolution result flies into "
+                            "SDP, but SDP's D_FEATURE_MODE_CFG.FLYING_MODE is OFF")
+            if sdp.D_FEATURE_MODE_CFG.OUTPUT_DST:
+                pdp = core.units.get("PDP")
+                if pdp is None or not hasattr(pdp, "run_flying"):
+                    return Wait("SDP's D_FEATURE_MODE_CFG.OUTPUT_DST=PDP needs the PDP golden "
+                                "model, which does not exist yet")
+                blocks.append("PDP")
+
+        def run():
+            out, written = run_conv(core, self.state)
+            if out.shape[0] != 1:
+                raise ValueError(f"CDMA.D_BATCH_NUMBER.BATCHES={out.shape[0] - 1}: batched "
+                                 "convolution into SDP is not modelled yet")
+            sdp_written = sdp_unit.run_layer(core, pdp, flying_input=out[0])
+            # SDP_RDMA's counters count only when it took part (operands from memory)
+            written.update({b: f for b, f in sdp_written.items() if b in blocks})
+            return written
+
+        return Launch(tuple(blocks), run, "convolution layer")
