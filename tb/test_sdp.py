@@ -1,4 +1,4 @@
-"""The SDP unit (hw/sdp.py) against the golden model: random programs, bit-exact memory.
+"""The SDP unit (hw/sdp/sdp.py) against the golden model: random programs, bit-exact memory.
 
 Bench: :class:`hw.sdp.Sdp` wired to :class:`hw.mem.dmaif.DmaInterfaces` and the AXI slave model of
 ``tb/axi_model.py`` (random back-pressure and latency). Each test runs a sequence of layers in

@@ -1,4 +1,4 @@
-"""hw.sdp_datapath.SdpDatapath against the golden SDP stage functions of sim.sdp.
+"""hw.sdp.datapath.SdpDatapath against the golden SDP stage functions of sim.sdp.
 
 Random register programs (every ALU algorithm, bypass combination, REG/MEM operand source,
 shifts up to the field maximum, PReLU, ReLU, EW operand converters, EW truncate, LUT index
@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 
 from arch.config import PRESETS, NvdlaConfig
 from arch.registers import register_map
-from hw.sdp_datapath import SdpDatapath
+from hw.sdp.datapath import SdpDatapath
 from sim.regs import GroupView
 from sim.sdp import (ALU_EQL, LutParams, XStage, YStage, lut_lookup, output_convert,
                      sign_extend, wrap_signed, x_stage, y_operand_convert, y_stage)

@@ -28,7 +28,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .mem.cube import atom_layout
+from ..mem.cube import atom_layout
 
 __all__ = ["feeder_layout", "operand_cfg_layout", "SdpFeeder", "STAGES", "USE_MUL", "USE_ALU",
            "USE_BOTH"]

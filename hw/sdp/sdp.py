@@ -9,7 +9,7 @@ One offline layer::
     done + rdma_done in the cycle after the writer reports every byte acknowledged.
 
 Output to PDP (``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``) streams the datapath's values on
-``pdp`` (:func:`hw.sdp_wdma.out_layout`: ``data`` = T signed 16-bit output values, channels
+``pdp`` (:func:`hw.sdp.wdma.out_layout`: ``data`` = T signed 16-bit output values, channels
 ``j*T .. j*T+T-1`` of the current atom's position, in the order of the input cube; ``last`` on
 the final transfer) and finishes after the last one is taken. EW EQL mode writes nothing and
 finishes after the last value (STATUS_UNEQUAL carries the result). Flying mode
@@ -65,11 +65,11 @@ from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
 
-from .mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
-from .mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
-from .regfile import fields_layout
-from .sdp_rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
-from .sdp_wdma import SdpAtomPacker, out_layout
+from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
+from ..mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..regfile import fields_layout
+from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
+from .wdma import SdpAtomPacker, out_layout
 
 __all__ = ["Sdp"]
 
@@ -81,14 +81,14 @@ _PORT = {"bs": "rd_sdp_b", "bn": "rd_sdp_n", "ew": "rd_sdp_e"}
 
 
 def _default_datapath(cfg):
-    from .sdp_datapath import SdpDatapath
+    from .datapath import SdpDatapath
     return SdpDatapath(cfg)
 
 
 class Sdp(wiring.Component):
     """The SDP + SDP_RDMA unit of one build (see the module docstring).
 
-    ``Sdp(cfg)``; ``datapath`` may replace the :class:`hw.sdp_datapath.SdpDatapath` factory
+    ``Sdp(cfg)``; ``datapath`` may replace the :class:`hw.sdp.datapath.SdpDatapath` factory
     (tests). ``lanes`` is the datapath's T.
     """
 

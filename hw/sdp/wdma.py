@@ -14,7 +14,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .mem.cube import atom_layout
+from ..mem.cube import atom_layout
 
 __all__ = ["out_layout", "SdpAtomPacker"]
 
@@ -27,7 +27,7 @@ def out_layout(lanes):
 class SdpAtomPacker(wiring.Component):
     """T-lane output values -> memory atoms (see the module docstring).
 
-    Ports: ``i`` (:func:`out_layout`), ``o`` (:func:`hw.sdp_rdma.atom_layout`), ``int16``
+    Ports: ``i`` (:func:`out_layout`), ``o`` (:func:`hw.sdp.rdma.atom_layout`), ``int16``
     (output precision int16, else int8), ``width_m1`` (W - 1), ``packed`` (1x1 cube: one
     line), ``clear`` (reset between layers).
     """
