@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 from arch.config import NvdlaConfig  # noqa: E402
 from arch.registers import register_map  # noqa: E402
-from sim.sdp_random import _Regs  # noqa: E402
+from sim.sdp.random_programs import _Regs  # noqa: E402
 
 
 def layer(cfg, W, H, C):

@@ -46,11 +46,17 @@ MODEL_BLOCKS = {
 
 
 def _optional(module):
-    """Import ``sim.<module>`` if it exists (a missing model is not an error)."""
+    """Import ``sim.<module>`` if it exists (a missing model is not an error).
+
+    ``module`` may be a unit package (``"sdp"``, ``"conv"``: ``sim/<unit>/__init__.py``) or a
+    dotted module in one (``"sdp.lut"``). Only the absence of ``sim.<module>`` itself or of a
+    package on its path counts as missing; a model that exists but fails to import raises.
+    """
+    name = f"sim.{module}"
     try:
-        return importlib.import_module(f"sim.{module}")
+        return importlib.import_module(name)
     except ModuleNotFoundError as e:
-        if e.name in (f"sim.{module}",):
+        if e.name != "sim" and (name == e.name or name.startswith(f"{e.name}.")):
             return None
         raise
 
@@ -134,7 +140,7 @@ def default_units(cfg) -> dict:
     units = {}
     sdp = _optional("sdp")
     if sdp is not None and hasattr(sdp, "run_sdp"):
-        units["SDP"] = SdpUnit(sdp, _optional("sdp_lut"))
+        units["SDP"] = SdpUnit(sdp, _optional("sdp.lut"))
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()

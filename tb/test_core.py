@@ -313,7 +313,7 @@ def test_hardware_done_sets_status_even_when_masked():
 # -- the SDP unit's register hooks ---------------------------------------------------------------
 def test_sdp_lut_access_port():
     pytest.importorskip("sim.sdp")
-    pytest.importorskip("sim.sdp_lut")
+    pytest.importorskip("sim.sdp.lut")
     cfg = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
     core = GoldenCore(cfg)
     assert "SDP" in core.units

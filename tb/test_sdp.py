@@ -2,7 +2,7 @@
 
 Bench: :class:`hw.sdp.Sdp` wired to :class:`hw.mem.dmaif.DmaInterfaces` and the AXI slave model of
 ``tb/axi_model.py`` (random back-pressure and latency). Each test runs a sequence of layers in
-one simulation: random valid programs (``sim.sdp_random.random_program``, extended here with
+one simulation: random valid programs (``sim.sdp.random_programs.random_program``, extended here with
 the LUT, EQL mode, output to PDP and, on an int16 build, int16 layers) and invalid mutations.
 For every layer the whole memory after the RTL run must equal the golden model's
 (``sim.sdp.run_sdp`` on the same image: output bytes written, nothing else touched), the
@@ -27,8 +27,8 @@ from hw.sdp import Sdp
 from sim.memory import SparseMemory
 from sim.regs import GroupView
 from sim.sdp import SdpProgramError, run_sdp
-from sim.sdp_lut import LE_DEPTH, LO_DEPTH, SdpLut
-from sim.sdp_random import random_program
+from sim.sdp.lut import LE_DEPTH, LO_DEPTH, SdpLut
+from sim.sdp.random_programs import random_program
 from tb.axi_model import AxiMemoryModel
 
 SMALL = PRESETS["nv_small"]

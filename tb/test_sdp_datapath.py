@@ -22,7 +22,7 @@ from hw.sdp.datapath import SdpDatapath
 from sim.regs import GroupView
 from sim.sdp import (ALU_EQL, LutParams, XStage, YStage, lut_lookup, output_convert,
                      sign_extend, wrap_signed, x_stage, y_operand_convert, y_stage)
-from sim.sdp_lut import LE_DEPTH, LO_DEPTH, SdpLut
+from sim.sdp.lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 T4 = NvdlaConfig(name="sdp_t4", sdp_bs_throughput=4, sdp_bn_throughput=4)
 #: a small build with the EW stage and the LUT, cheap enough to simulate many LUT programs

@@ -1,5 +1,5 @@
 """Golden SDP model: hand-computed cases for every stage, rounding/saturation edge, LUT index
-mode and program error (sim/sdp.py, sim/sdp_lut.py)."""
+mode and program error (sim/sdp/sdp.py, sim/sdp/lut.py)."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from sim.sdp import (
     LutParams, SdpProgramError, XStage, YStage, lut_index_exponent, lut_index_linear,
     lut_lookup, output_convert, round_shift_right, run_sdp, saturate, shift_left_saturate,
     shift_signed_saturate, sign_extend, x_stage, y_operand_convert, y_stage)
-from sim.sdp_lut import LE_DEPTH, LO_DEPTH, SdpLut
+from sim.sdp.lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 SMALL = PRESETS["nv_small"]
 SMALL_EW = SMALL.replace(sdp_ew=True, sdp_ew_throughput=1, sdp_lut=True)

@@ -1,6 +1,6 @@
 """Constrained-random SDP programs: RTL against the golden model, bit for bit.
 
-:mod:`sim.sdp_random` draws offline SDP layers (random cube, strides, stages, operands from
+:mod:`sim.sdp.random_programs` draws offline SDP layers (random cube, strides, stages, operands from
 registers or the B/N/E read DMAs, one or two ping-ponged layers per program) and writes them
 as trace directories whose CRCs come from the golden model; each check covers the destination
 surfaces plus guard bands, so a stray write fails it. The RTL engine then runs them in batches
@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from arch.config import NvdlaConfig
-from sim.sdp_random import write_invalid_traces, write_random_traces
+from sim.sdp.random_programs import write_invalid_traces, write_random_traces
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable, run_golden
 

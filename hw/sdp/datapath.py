@@ -67,7 +67,7 @@ from hw.regfile import fields_layout
 
 __all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS"]
 
-LE_DEPTH, LO_DEPTH = 65, 257          # same as sim.sdp_lut
+LE_DEPTH, LO_DEPTH = 65, 257          # same as sim.sdp.lut
 LUT_FRACTION_BITS = 35
 ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -56,7 +56,7 @@ LUT access (``cfg.sdp_lut``)
     address is inside the table, and advances the pointer; ``lut_data_re``: a read of
     S_LUT_ACCESS_DATA, ``lut_data_rdata`` is the entry under the pointer in the same cycle (0
     past the table's end), and the pointer advances. ``lut_cfg_rdata`` is the current pointer
-    (what a read of S_LUT_ACCESS_CFG returns, :mod:`sim.sdp_lut`).
+    (what a read of S_LUT_ACCESS_CFG returns, :mod:`sim.sdp.lut`).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -496,7 +496,7 @@ class Sdp(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     def _lut_access(self, m, dp):
-        """The S_LUT_ACCESS_CFG / _DATA pointer (sim/sdp_lut.py) driving the LUT RAM port."""
+        """The S_LUT_ACCESS_CFG / _DATA pointer (sim/sdp/lut.py) driving the LUT RAM port."""
         addr = Signal(10)
         table = Signal()
         write = Signal()

@@ -26,8 +26,8 @@ import numpy as np
 
 from arch.registers import register_map
 
-from .trace import parse_trace
-from .trace_run import run_golden
+from ..trace import parse_trace
+from ..trace_run import run_golden
 
 __all__ = ["random_program", "write_trace", "write_random_traces", "write_invalid_traces",
            "INVALID_MUTATIONS"]

@@ -6,7 +6,7 @@ Bit-exact with the NVDLA v1 integer datapath. One call runs one hardware layer:
 
 ``rdma_view`` / ``sdp_view`` are :class:`sim.regs.GroupView` of the active register group of
 the SDP_RDMA and SDP blocks (single-group registers included); ``lut`` is the
-:class:`sim.sdp_lut.SdpLut` holding the LUT RAMs. Offline mode reads the input cube through
+:class:`sim.sdp.lut.SdpLut` holding the LUT RAMs. Offline mode reads the input cube through
 SDP_RDMA; flying mode takes the accumulator's int32 cube as ``flying_input``. The result is
 written to memory at the destination surface, unless the output goes to PDP (then it is only
 returned). The returned :class:`SdpResult` also carries the status / performance counters that
@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .sdp_lut import LE_DEPTH, LO_DEPTH, SdpLut
+from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
     "SdpProgramError", "SdpResult", "run_sdp",
