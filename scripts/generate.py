@@ -7,10 +7,10 @@ import json
 import shutil
 import subprocess
 import time
-import re
 from pathlib import Path
 
 from arch.config import load_config
+from arch.toolchain import verilator_env
 
 __all__ = ["add_arguments", "run", "generate", "lint"]
 
@@ -21,38 +21,16 @@ def add_arguments(p):
     p.add_argument("--lint", action="store_true", help="run verilator --lint-only on it")
 
 
-_SINGLE_ALWAYS = re.compile(r"^(\s*)always @\*\n(\s+)(?!begin)([^\n]*;)\n", re.M)
-_MODULE = re.compile(r"^module [^;]*;\n", re.M)
-_KICK = "nvdla_time0_kick"
-
-
-def time0_safe(text: str) -> str:
-    """Make every ``always @*`` block of Yosys's Verilog run at time 0 in event simulators.
-
-    Yosys gives multi-statement ``always @*`` blocks a dummy register in their sensitivity
-    (initialised to 0, so Icarus sees an event at time 0), but not the one-statement blocks it
-    writes for constant or single-slice drivers (``x[4:0] = 5'h00;``). Icarus never runs those
-    (IEEE 1364 ``always @*`` waits for a change), leaving such bits X forever. This adds the
-    same kind of time-0 trigger to them; synthesis and Verilator are unaffected.
-    """
-    if not _SINGLE_ALWAYS.search(text):
-        return text
-    text = _SINGLE_ALWAYS.sub(
-        lambda mo: f"{mo[1]}always @* begin\n{mo[2]}if ({_KICK}) begin end\n"
-                   f"{mo[2]}{mo[3]}\n{mo[1]}end\n", text)
-    return _MODULE.sub(lambda mo: mo[0] + f"  reg {_KICK} = 0;\n", text)
-
-
 def generate(cfg, out: Path):
     """Write nvdla_core.v, files.f and report.txt/json; returns the report dict."""
-    from amaranth.back import verilog
     from amaranth.hdl import Shape
     from amaranth.lib.wiring import In
     from hw.core import NvdlaCore
+    from hw.verilog import emit_verilog
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     core = NvdlaCore(cfg)
-    text = time0_safe(verilog.convert(core, name="nvdla_core", emit_src=False))
+    text = emit_verilog(core, "nvdla_core")
     seconds = time.perf_counter() - t0
     vpath = out / "nvdla_core.v"
     vpath.write_text(text)
@@ -82,7 +60,6 @@ def lint(vpath: Path):
     env = dict(os.environ)
     exe = shutil.which("verilator")
     try:
-        from tb.runner import verilator_env
         env.update(verilator_env())
         exe = str(Path(env["VERILATOR_ROOT"]) / "bin" / "verilator")
     except RuntimeError:

