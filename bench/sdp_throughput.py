@@ -5,7 +5,7 @@
 Runs one int8 layer (BS ALU with a register operand, BN MUL with a register operand, output
 converter; every other stage bypassed) through the SDP unit + MCIF/CVIF + an AXI memory that
 never stalls and answers after 0 cycles (Amaranth simulator; the output is checked against
-the golden model by ``tb.test_sdp.run_layers``), and prints elements, cycles from enable to
+the golden model by ``tb.sdp_unit.run_layers``), and prints elements, cycles from enable to
 done, and elements per cycle against ``T`` (the datapath's lanes).
 """
 
@@ -21,12 +21,12 @@ import numpy as np  # noqa: E402
 
 from arch.config import NvdlaConfig  # noqa: E402
 from arch.registers import register_map  # noqa: E402
-from sim.sdp.random_programs import _Regs  # noqa: E402
+from sim.sdp.random_programs import Regs  # noqa: E402
 
 
 def layer(cfg, W, H, C):
     rmap = register_map(cfg)
-    sdp, rdma = _Regs(rmap["SDP"]), _Regs(rmap["SDP_RDMA"])
+    sdp, rdma = Regs(rmap["SDP"]), Regs(rmap["SDP_RDMA"])
     atom = cfg.memory_atom
     surfaces = -(-C // atom)
     line, surf = W * atom, W * H * atom
@@ -67,7 +67,7 @@ def layer(cfg, W, H, C):
 
 
 def main(argv):
-    from tb.test_sdp import run_layers
+    from tb.sdp_unit import run_layers
     presets = argv or ["nv_small", "nv_full"]
     print(f"{'build':>10} {'T':>3} {'W x H x C':>12} {'elements':>9} {'cycles':>7} "
           f"{'elem/cycle':>10} {'of T':>6} {'sim s':>6}")

@@ -30,7 +30,7 @@ from ..trace import parse_trace
 from ..trace_run import run_golden
 
 __all__ = ["random_program", "write_trace", "write_random_traces", "write_invalid_traces",
-           "INVALID_MUTATIONS"]
+           "INVALID_MUTATIONS", "Regs"]
 
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
           "dst": 0x9000_0000}
@@ -40,7 +40,7 @@ _MEM = {1: "pri_mem", 0: "sec_mem"}
 _BYTES = {0: 1, 1: 2}           # INT8, INT16
 
 
-class _Regs:
+class Regs:
     """Register words of one block, built field by field from the register table."""
 
     def __init__(self, block):
@@ -76,7 +76,7 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
     """
     rmap = register_map(cfg)
     bases = {k: v + slot * _SLOT for k, v in _BASES.items()}
-    sdp, rdma = _Regs(rmap["SDP"]), _Regs(rmap["SDP_RDMA"])
+    sdp, rdma = Regs(rmap["SDP"]), Regs(rmap["SDP_RDMA"])
     atom = cfg.memory_atom
     precs = [0] + ([1] if "int16" in cfg.data_types else [])
     prec = int(rng.choice(precs))
