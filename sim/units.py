@@ -9,8 +9,8 @@ Layers and the blocks that must all be enabled for them to start (their consumer
 
 - SDP offline (``D_FEATURE_MODE_CFG.FLYING_MODE=OFF``): SDP + SDP_RDMA; with
   ``OUTPUT_DST=PDP`` also PDP, whose model then takes the SDP output on the fly.
-- SDP flying (input from CACC): launched by the convolution pipeline (CDMA, CSC, CMAC_A,
-  CMAC_B, CACC, SDP and, when it reads operands, SDP_RDMA) -- not modelled yet.
+- SDP flying (input from CACC): launched by the convolution pipeline (``sim/conv``: CDMA,
+  CSC, CMAC_A, CMAC_B, CACC, SDP and, when its group is enabled, SDP_RDMA).
 - PDP, CDP (with their RDMA in offline mode) -- not modelled yet.
 - BDMA (``sim/bdma.py``, builds with ``cfg.bdma``): not ping-pong; a ``CFG_LAUNCH0/1`` write
   makes the queued operations a batch, which runs as one step of block BDMA with its group.
@@ -141,6 +141,9 @@ def default_units(cfg) -> dict:
     sdp = _optional("sdp")
     if sdp is not None and hasattr(sdp, "run_sdp"):
         units["SDP"] = SdpUnit(sdp, _optional("sdp.lut"))
+    conv = _optional("conv")
+    if conv is not None and hasattr(conv, "ConvUnit"):
+        units["CONV"] = conv.ConvUnit()
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()
