@@ -17,4 +17,4 @@ run: setup   ## generate the nv_small core, smoke-test it, run NVDLA's SDP trace
 	else echo "no NVDLA traces at $(TRACES)/$(CONFIG): trace run skipped"; fi
 
 test: setup  ## the whole test suite, in parallel
-	$(PYTHON) -m pytest -n $(JOBS) tb
+	$(PYTHON) -m pytest -n $(JOBS) tests

@@ -5,7 +5,7 @@ a descriptor word ``(payload length << 16) | unit id`` followed by its payload (
 bits and sizing parameters), then an end-of-list word. Units the build does not have are
 left out of the list; a second CIF descriptor describes the SRAMIF when the build has one.
 For the nv_small preset the result equals NVDLA's nv_small ROM register for register
-(checked against ../shared/nvdla/registers/nv_small.json by tb/test_registers.py).
+(checked against ../shared/nvdla/registers/nv_small.json by tests/test_registers.py).
 """
 
 from __future__ import annotations

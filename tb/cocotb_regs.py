@@ -1,4 +1,4 @@
-"""cocotb tests of the register plane of the whole core, run by tb/test_registers.py.
+"""cocotb tests of the register plane of the whole core, run by tests/test_registers.py.
 
 Every register of every block of the build: reset values, read/write masks, read-only and
 write-only fields, holes; ping-pong groups (producer selection, dropped writes while enabled,
@@ -126,7 +126,7 @@ async def pingpong_groups(dut):
     tb.set_backpressure(random.Random(4))
     mem_before = (tb.dbb.read(0, 4096), tb.sram.read(0, 4096) if tb.sram else None)
     # Blocks with an RTL datapath run their layers (their ping-pong protocol is checked by
-    # tb/test_regfile.py and by every layer of the unit and trace tests).
+    # tests/test_regfile.py and by every layer of the unit and trace tests).
     datapath = {b for u in rtl_units(tb.cfg) for b in MODEL_BLOCKS[u]}
     names = [n for n in PINGPONG_BLOCKS if n in tb.rmap and n not in datapath]
     assert names, "build has no ping-pong blocks"

@@ -16,11 +16,11 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.trace import parse_trace
 from sim.trace_run import ENGINES, EngineUnavailable
+from tb import trace_rtl
+from tb.trace_rtl import RTL_UNITS, expected_to_pass, needed_units, run_rtl_batch, split_batches
 
-from . import trace_rtl
 from .conftest import TRACES
 from .test_trace import make_trace
-from .trace_rtl import RTL_UNITS, expected_to_pass, needed_units, run_rtl_batch, split_batches
 
 CFG = NvdlaConfig.preset("nv_small")
 NV_SMALL = TRACES / "nv_small"

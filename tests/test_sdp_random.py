@@ -1,8 +1,8 @@
 """Constrained-random SDP programs: RTL against the golden model, bit for bit.
 
-:mod:`sim.sdp.random_programs` draws offline SDP layers (random cube, strides, stages, operands from
-registers or the B/N/E read DMAs, one or two ping-ponged layers per program) and writes them
-as trace directories whose CRCs come from the golden model; each check covers the destination
+:mod:`sim.sdp.random_programs` draws offline SDP layers (random cube, strides, stages, operands
+from registers or the B/N/E read DMAs, one or two ping-ponged layers per program) and writes
+them as trace directories whose CRCs come from the golden model; each check covers the destination
 surfaces plus guard bands, so a stray write fails it. The RTL engine then runs them in batches
 on the generated core under random AXI back-pressure and latency.
 
@@ -19,8 +19,7 @@ from arch.config import NvdlaConfig
 from sim.sdp.random_programs import write_invalid_traces, write_random_traces
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable, run_golden
-
-from .trace_rtl import run_rtl_batch
+from tb.trace_rtl import run_rtl_batch
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_EW = NV_SMALL.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True,

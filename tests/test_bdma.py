@@ -760,7 +760,7 @@ def test_bdma_core_axi_memories():
     CSB, cocotbext-axi memories with random back-pressure on the DBBIF and SRAMIF, both
     memories compared with the golden model (tb/cocotb_bdma.py)."""
     import shutil
-    from .runner import run_cocotb, simulator
+    from tb.runner import run_cocotb, simulator
     for mod in ("cocotb", "cocotb_tools", "cocotbext.axi"):
         pytest.importorskip(mod)
     if simulator() == "icarus" and not (shutil.which("iverilog") and shutil.which("vvp")):

@@ -104,7 +104,7 @@ RTL_TESTS = ["reset_values", "read_write_masks", "pingpong_groups", "interrupts"
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_register_plane_rtl(preset):
     """On the simulator SIM selects (Icarus by default)."""
-    from .runner import run_cocotb
+    from tb.runner import run_cocotb
     assert run_cocotb(PRESETS[preset], "tb.cocotb_regs") == len(RTL_TESTS)
 
 
@@ -113,7 +113,7 @@ def test_register_plane_rtl(preset):
 @pytest.mark.parametrize("preset", ["nv_small", "nv_full"])
 def test_register_plane_verilator(preset):
     """Both register layouts on Verilator too (a Verilator build takes about a minute)."""
-    from .runner import run_cocotb, simulator
+    from tb.runner import run_cocotb, simulator
     if simulator() == "verilator":
         pytest.skip("already covered by test_register_plane_rtl under SIM=verilator")
     assert run_cocotb(PRESETS[preset], "tb.cocotb_regs", sim="verilator") == len(RTL_TESTS)
