@@ -1,0 +1,157 @@
+"""CMAC: the convolution multiply-accumulate array (int8, spec "Convolution MAC").
+
+Atomic-K MAC cells of Atomic-C int8 multipliers each. Every data atom from Csc (Atomic-C
+channels of one output position) is multiplied with the Atomic-K kernels' Atomic-C weights of
+the current block and each cell sums its Atomic-C products exactly::
+
+    sums[k] = sum_c data[c] * active[k][c]          (psum_bits wide, no rounding)
+
+NVDLA splits the cells between CMAC_A and CMAC_B; the values do not depend on the split, so
+this is one array (golden model :mod:`sim.conv.cmac`).
+
+Weights (the contract of :mod:`hw.conv.common`): a ``wt`` transfer fills the *shadow* weight
+set and is accepted only while the shadow is empty. A ``dat`` atom with ``swap=1`` moves
+shadow -> active as it enters (it waits until the shadow is full); the shadow is then empty
+again, so the next block's load streams in while this block's atoms are computed. ``clear``
+(layer start) drops a loaded shadow set; it must not coincide with a ``wt`` transfer.
+
+Pipeline (ready-gated: every register advances when the output register is empty or
+``psum.ready`` is high, so a stalled ``psum`` stops it without loss; one atom per cycle in
+steady state)::
+
+    dat --> [atom register] --> [products: data x active, DSP-shaped  a*b registered]
+        --> [adder tree, 2 levels per stage] ... --> psum (registered)
+
+Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
+nv_small, 5 on nv_large); :attr:`Cmac.latency`.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal, signed
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .common import dat_layout, psum_bits, psum_layout, wt_layout
+
+__all__ = ["Cmac"]
+
+#: adder-tree levels per pipeline register
+_LEVELS_PER_STAGE = 2
+
+
+class Cmac(wiring.Component):
+    """Atomic-K x Atomic-C int8 MAC array with shadow/active weights (see module docstring).
+
+    Ports: ``dat`` / ``wt`` in (:func:`~hw.conv.common.dat_layout`,
+    :func:`~hw.conv.common.wt_layout`), ``psum`` out (:func:`~hw.conv.common.psum_layout`),
+    ``clear`` in (layer start). Status out: ``shadow_full`` (a loaded weight set waits for its
+    swap), ``busy`` (an atom is in the pipeline).
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._ac, self._ak = cfg.atomic_c, cfg.atomic_k
+        self._pb = psum_bits(cfg)
+        self._levels = (self._ac - 1).bit_length()
+        self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
+        super().__init__({
+            "dat": In(stream.Signature(dat_layout(cfg))),
+            "wt": In(stream.Signature(wt_layout(cfg))),
+            "psum": Out(stream.Signature(psum_layout(cfg))),
+            "clear": In(1),
+            "shadow_full": Out(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ac, ak = self._ac, self._ak
+        wl = wt_layout(self._cfg)
+
+        # ---- weights ------------------------------------------------------------------
+        shadow = Signal(wl)
+        active = Signal(wl)
+        shadow_full = Signal()
+        m.d.comb += self.shadow_full.eq(shadow_full)
+
+        # ---- pipeline control -----------------------------------------------------------
+        out_valid = Signal()
+        adv = Signal()                                  # every stage register moves
+        m.d.comb += adv.eq(~out_valid | self.psum.ready)
+
+        swap_ok = ~self.dat.payload.swap | shadow_full
+        m.d.comb += self.dat.ready.eq(adv & swap_ok)
+        take = Signal()
+        m.d.comb += take.eq(self.dat.valid & self.dat.ready)
+        swap = Signal()
+        m.d.comb += swap.eq(take & self.dat.payload.swap)
+
+        m.d.comb += self.wt.ready.eq(~shadow_full)
+        with m.If(self.wt.valid & self.wt.ready):
+            m.d.sync += [shadow.eq(self.wt.payload), shadow_full.eq(1)]
+        with m.If(swap):
+            m.d.sync += [active.eq(shadow), shadow_full.eq(0)]
+        with m.If(self.clear):
+            m.d.sync += shadow_full.eq(0)
+
+        # ---- stage A: the atom ----------------------------------------------------------
+        tags = ("first", "last", "pos", "end")
+        a_valid = Signal()
+        a_data = Signal.like(self.dat.payload.data)
+        a_tags = {t: Signal.like(self.dat.payload[t], name=f"a_{t}") for t in tags}
+        with m.If(adv):
+            m.d.sync += a_valid.eq(take)
+            m.d.sync += a_data.eq(self.dat.payload.data)
+            m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
+
+        # ---- stage B: products (registered multipliers; active changes only on a swap,
+        # which enters stage A in the same edge as the previous atom leaves it) ----------
+        valid, tg = a_valid, a_tags
+        b_valid = Signal()
+        b_tags = {t: Signal.like(a_tags[t], name=f"b_{t}") for t in tags}
+        prods = [[Signal(signed(16), name=f"p_{k}_{c}") for c in range(ac)] for k in range(ak)]
+        with m.If(adv):
+            m.d.sync += b_valid.eq(a_valid)
+            m.d.sync += [b_tags[t].eq(a_tags[t]) for t in tags]
+            for k in range(ak):
+                for c in range(ac):
+                    m.d.sync += prods[k][c].eq(a_data[c] * active.data[k][c])
+        valid, tg, vals = b_valid, b_tags, prods
+        stage_valids = [a_valid, b_valid]
+
+        # ---- adder tree ----------------------------------------------------------------
+        level, stage = 0, 0
+        while level < self._levels:
+            n = min(_LEVELS_PER_STAGE, self._levels - level)
+            nxt_vals = []
+            for k in range(ak):
+                row = list(vals[k])
+                for _ in range(n):
+                    row = [row[i] + row[i + 1] for i in range(0, len(row), 2)]
+                regs = []
+                for i, v in enumerate(row):
+                    r = Signal(signed(16 + level + n), name=f"t{stage}_{k}_{i}")
+                    with m.If(adv):
+                        m.d.sync += r.eq(v)
+                    regs.append(r)
+                nxt_vals.append(regs)
+            s_valid = Signal(name=f"t{stage}_valid")
+            s_tags = {t: Signal.like(tg[t], name=f"t{stage}_{t}") for t in tags}
+            with m.If(adv):
+                m.d.sync += s_valid.eq(valid)
+                m.d.sync += [s_tags[t].eq(tg[t]) for t in tags]
+            valid, tg, vals = s_valid, s_tags, nxt_vals
+            stage_valids.append(s_valid)
+            level += n
+            stage += 1
+
+        # ---- output (the last stage register) ---------------------------------------------
+        m.d.comb += out_valid.eq(valid)
+        m.d.comb += self.busy.eq(Cat(*stage_valids).any())
+        m.d.comb += self.psum.valid.eq(valid)
+        for k in range(ak):
+            m.d.comb += self.psum.payload.sums[k].eq(vals[k][0])
+        m.d.comb += [self.psum.payload[t].eq(tg[t]) for t in tags]
+
+        return m
