@@ -13,7 +13,7 @@ Weights (the contract of :mod:`hw.conv.common`): a ``wt`` transfer fills the *sh
 set and is accepted only while the shadow is empty. A ``dat`` atom with ``swap=1`` moves
 shadow -> active as it enters (it waits until the shadow is full); the shadow is then empty
 again, so the next block's load streams in while this block's atoms are computed. ``clear``
-(layer start) drops a loaded shadow set; it must not coincide with a ``wt`` transfer.
+(layer start) drops a loaded shadow set; no ``wt`` transfer is accepted while it is high.
 
 Pipeline (ready-gated: every register advances when the output register is empty or
 ``psum.ready`` is high, so a stalled ``psum`` stops it without loss; one atom per cycle in
@@ -87,7 +87,7 @@ class Cmac(wiring.Component):
         swap = Signal()
         m.d.comb += swap.eq(take & self.dat.payload.swap)
 
-        m.d.comb += self.wt.ready.eq(~shadow_full)
+        m.d.comb += self.wt.ready.eq(~shadow_full & ~self.clear)
         with m.If(self.wt.valid & self.wt.ready):
             m.d.sync += [shadow.eq(self.wt.payload), shadow_full.eq(1)]
         with m.If(swap):
