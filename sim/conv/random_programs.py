@@ -1,0 +1,777 @@
+"""Constrained-random direct-convolution layers, written as NVDLA trace directories.
+
+Each program is one convolution layer -- or two, ping-ponged through register groups 0 and 1 --
+programmed the way NVDLA's own ``dc_*`` traces do it: SDP in flying mode writes the output
+(BS/BN with operands from registers or from the B/N read DMAs), CDMA, CSC, CMAC_A/B and CACC
+carry one consistent geometry, ``poll_reg_equal(S_CBUF_FLUSH_STATUS)`` precedes the first
+enable, and the layer is enabled SDP_RDMA (when it reads operands), SDP, CACC, CMAC_A, CMAC_B,
+CSC, CDMA. Drawn within what the build allows: kernels 1..8 (sometimes up to 11), strides
+1..4 (sometimes up to the field's 8), dilation 1..4, padding on all four sides with nonzero pad
+values, channel and kernel counts off the Atomic-C / Atomic-K / memory-atom grid, packed and
+unpacked lines and surfaces, fetch grains > 1 with packed lines, CACC truncation 0..16 (and
+saturating sums where the CBUF can hold a long enough dot product), D_BANK splits that fit
+(sometimes tightly), MC or CV (builds with an SRAMIF) for input, weights, operands and output;
+two-layer programs sometimes reuse the CBUF: full data reuse (SKIP_DATA_RLS then DATA_REUSE),
+partial data reuse (layer 1 releases ``D_RELEASE`` lines, layer 2 fetches the next lines of
+the same tensor and convolves kept + new lines) and weight reuse (SKIP_WEIGHT_RLS then
+WEIGHT_REUSE).
+
+    paths = write_random_traces(cfg, out_dir, count=100, seed=1)   # golden CRCs included
+    layer = conv_layer(cfg, W=5, H=4, C=3, K=2, kh=3, kw=3, data=..., weights=...)
+    path = write_trace(out_dir, "name", [layer], crcs)
+
+Every program :func:`random_program` returns is accepted by :func:`sim.conv.program.decode`
+(``write_random_traces`` also runs it on the golden core and redraws anything rejected). A
+check covers the output surface plus a zero-initialised guard band before and after it, so a
+write outside the output changes the CRC. Layers are kept small for RTL simulation:
+``max_macs`` bounds the multiply-accumulates of a layer (and, through the Atomic-C x Atomic-K
+array, its atomic operations).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+
+from arch.registers import register_map
+from sim.formats.common import align_up, ceil_div
+from sim.formats.feature import pack_feature
+from sim.formats.weight import pack_dc_weights
+
+from ..sdp.random_programs import Regs, _dat_text
+from ..trace import parse_trace
+from ..trace_run import run_golden
+from .program import entries_per_slice
+
+__all__ = ["conv_layer", "random_program", "write_trace", "write_random_traces",
+           "golden_core", "run_trace_golden", "max_pair"]
+
+_BASES = {"feature": 0x8000_0000, "weight": 0x8100_0000, "B": 0x8200_0000, "N": 0x8300_0000,
+          "dst": 0x9000_0000}
+_SLOT = 0x0040_0000            # address offset between the layers of one trace
+_GUARD = 64
+_MEM = {1: "pri_mem", 0: "sec_mem"}
+_BYTES = {0: 1, 1: 2}
+CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+#: enable order of a layer (NVDLA's dc traces: consumers first, CDMA last)
+ENABLE_ORDER = ("SDP_RDMA", "SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")
+
+
+def golden_core(cfg):
+    """A GoldenCore whose units include the convolution pipeline (registered or not)."""
+    from ..core import GoldenCore
+    from ..units import default_units
+    from .unit import ConvUnit
+    units = default_units(cfg)
+    units.setdefault("CONV", ConvUnit())
+    return GoldenCore(cfg, units)
+
+
+def run_trace_golden(path, cfg):
+    """Run a trace directory on the golden core with the convolution unit."""
+    return run_golden(parse_trace(path, cfg), cfg, core=golden_core(cfg))
+
+
+def _group_k(cfg, prec):
+    return cfg.atomic_k if prec == 0 else max(cfg.atomic_k // 2, 1)
+
+
+# ------------------------------------------------------------------------------------------
+# One layer from explicit parameters
+# ------------------------------------------------------------------------------------------
+def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
+               pad=(0, 0, 0, 0), pad_value=0, clip=0, prec=0, data=None, weights=None,
+               line_extra=0, surf_extra=0, grain=1, banks=None, data_ram=1, weight_ram=1,
+               dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
+               emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
+               rls_slices=1, sdp=None, dst=None, cya=0) -> dict:
+    """One direct-convolution layer for ``cfg`` as register words and memory images.
+
+    ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
+    ``weights`` [K, C, kh, kw]; ``pad`` is (left, right, top, bottom); ``stride`` and
+    ``dilation`` are (x, y). The CDMA fetches rows ``fetch_rows = (first, count)`` of the tensor
+    (default all) and the CSC convolves ``csc_height`` lines (default the fetched count; more
+    after a partial data reuse). ``reuse`` = (DATA_REUSE, WEIGHT_REUSE, SKIP_DATA_RLS,
+    SKIP_WEIGHT_RLS). ``sdp`` = (sdp words, sdp_rdma words or None, images) of the SDP stage
+    (default: pass-through with output converter offset 0, scale 1, shift 0); ``dst`` =
+    (base, line, surf) of the output (default packed, after a guard band).
+
+    Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
+    "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
+    sec_mem).
+    """
+    rmap = register_map(cfg)
+    atom = cfg.memory_atom
+    nbytes = _BYTES[prec]
+    pname = "int8" if prec == 0 else "int16"
+    sx, sy = stride
+    dx, dy = dilation
+    pl, pr, pt, pb = pad
+    row0, fetch_h = fetch_rows if fetch_rows is not None else (0, H)
+    in_h = csc_height if csc_height is not None else fetch_h
+    span_w, span_h = (kw - 1) * dx + 1, (kh - 1) * dy + 1
+    Wo = (W + pl + pr - span_w) // sx + 1
+    Ho = (in_h + pt + pb - span_h) // sy + 1
+    images = []
+
+    # -- input tensor ----------------------------------------------------------------------
+    line_stride = W * atom + atom * line_extra
+    rows_total = max(H, row0 + fetch_h)
+    surf_stride = rows_total * line_stride + atom * surf_extra
+    fbase = feature_base if feature_base is not None else \
+        _BASES["feature"] + slot * _SLOT + atom * (slot * 3 % 7)
+    if emit_feature:
+        if data is None:
+            raise ValueError("conv_layer: data is needed to emit the feature image")
+        mem, _ = pack_feature(np.asarray(data), atom, pname, line_stride, surf_stride)
+        images.append((fbase, mem, data_ram))
+    cdma_base = fbase + row0 * line_stride
+    line_packed = line_stride == W * atom
+    surf_packed = line_packed and surf_stride == fetch_h * line_stride
+    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_bank_width)
+
+    # -- weights ---------------------------------------------------------------------------
+    bpk = kw * kh * C * nbytes
+    wbytes = align_up(bpk * K, 128)
+    wbase = weight_base if weight_base is not None else _BASES["weight"] + slot * _SLOT
+    if emit_weights:
+        if weights is None:
+            raise ValueError("conv_layer: weights are needed to emit the weight image")
+        surf = pack_dc_weights(np.asarray(weights), pname, group_k=_group_k(cfg, prec),
+                               cube_c=cfg.atomic_c)
+        wdata = np.zeros(wbytes, np.uint8)
+        wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
+        images.append((wbase, wdata, weight_ram))
+
+    if banks is None:
+        dmin, wmin = min_banks(cfg, in_h, entries, wbytes)
+        banks = (dmin, cfg.cbuf_banks - dmin)
+    data_bank, weight_bank = banks
+
+    # -- output ----------------------------------------------------------------------------
+    out_surfaces = ceil_div(K * nbytes, atom)
+    if dst is None:
+        dbase = _BASES["dst"] + slot * _SLOT + _GUARD
+        dline, dsurf = Wo * atom, Wo * Ho * atom
+    else:
+        dbase, dline, dsurf = dst
+    extent = Wo * Ho * out_surfaces * atom if (Wo == 1 and Ho == 1) else \
+        (out_surfaces - 1) * dsurf + (Ho - 1) * dline + Wo * atom
+    window = (dbase - _GUARD, align_up(extent, atom) + 2 * _GUARD, dst_ram)
+
+    # -- registers -------------------------------------------------------------------------
+    R = {b: Regs(rmap[b]) for b in CONV_BLOCKS}
+    cdma, csc, cacc = R["CDMA"], R["CSC"], R["CACC"]
+    dr, wr, sdr, swr = reuse
+    for b in ("CDMA", "CSC"):
+        R[b].set("D_MISC_CFG", CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
+                 DATA_REUSE=dr, WEIGHT_REUSE=wr, SKIP_DATA_RLS=sdr, SKIP_WEIGHT_RLS=swr)
+        R[b].set("D_DATAIN_FORMAT", DATAIN_FORMAT=0)
+        R[b].set("D_BATCH_NUMBER", BATCHES=0)
+        R[b].set("D_ENTRY_PER_SLICE", ENTRIES=entries - 1)
+        R[b].set("D_WEIGHT_FORMAT", WEIGHT_FORMAT=0)
+        R[b].addr("D_WEIGHT_BYTES", wbytes)
+        R[b].set("D_BANK", DATA_BANK=data_bank - 1, WEIGHT_BANK=weight_bank - 1)
+        R[b].set("D_ZERO_PADDING_VALUE", PAD_VALUE=pad_value & 0xFFFF)
+        R[b].set("D_CYA", CYA=cya)
+    for b in ("CMAC_A", "CMAC_B", "CACC"):
+        R[b].set("D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=prec)
+    cdma.set("D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=fetch_h - 1)
+    cdma.set("D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1)
+    cdma.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=fetch_h - 1)
+    cdma.set("D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=data_ram)
+    _addr64(cfg, cdma, "D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_HIGH_0", cdma_base)
+    cdma.addr("D_LINE_STRIDE", line_stride)
+    cdma.addr("D_SURF_STRIDE", surf_stride)
+    cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
+    cdma.addr("D_BATCH_STRIDE", 0)
+    cdma.set("D_FETCH_GRAIN", GRAINS=grain - 1)
+    cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
+    cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
+    cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
+    _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
+    cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
+    cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
+    cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
+    cdma.set("D_CVT_SCALE", CVT_SCALE=1)
+    cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    cdma.set("D_PERF_ENABLE", DMA_EN=1)
+
+    csc.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=in_h - 1)
+    csc.set("D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=C - 1)
+    csc.set("D_POST_Y_EXTENSION", Y_EXTENSION=0)
+    csc.set("D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=kw - 1, WEIGHT_HEIGHT_EXT=kh - 1)
+    csc.set("D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=C - 1, WEIGHT_KERNEL=K - 1)
+    csc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
+    csc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
+    csc.set("D_ATOMICS", ATOMICS=Wo * Ho - 1)
+    csc.set("D_RELEASE", RLS_SLICES=rls_slices - 1)
+    csc.set("D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
+    csc.set("D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
+    csc.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    csc.set("D_PRA_CFG", PRA_TRUNCATE=0)
+
+    cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
+    cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
+    cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
+    cacc.set("D_BATCH_NUMBER", BATCHES=0)
+    cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
+    cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
+    cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
+             SURF_PACKED=int(dsurf == Ho * dline))
+    cacc.set("D_CLIP_CFG", CLIP_TRUNCATE=clip)
+    cacc.set("D_CYA", CYA=cya)
+
+    # -- SDP (flying) ----------------------------------------------------------------------
+    if sdp is None:
+        sdp = sdp_program(cfg, None, Wo, Ho, K, prec, slot)
+    sdp_words, rdma_words, sdp_images = sdp
+    s = Regs(rmap["SDP"])
+    s.words.update(sdp_words)
+    s.addr("D_DST_BASE_ADDR_LOW", dbase & 0xFFFFFFFF)
+    if "D_DST_BASE_ADDR_HIGH" in rmap["SDP"]:
+        s.addr("D_DST_BASE_ADDR_HIGH", dbase >> 32)
+    s.addr("D_DST_LINE_STRIDE", dline)
+    s.addr("D_DST_SURFACE_STRIDE", dsurf)
+    s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
+    images.extend(sdp_images)
+
+    regs = {"SDP": s.words}
+    if rdma_words is not None:
+        regs["SDP_RDMA"] = rdma_words
+    regs.update({b: R[b].words for b in CONV_BLOCKS})
+    info = dict(W=W, H=H, C=C, K=K, kh=kh, kw=kw, stride=stride, dilation=dilation, pad=pad,
+                pad_value=pad_value, clip=clip, prec=prec, Wo=Wo, Ho=Ho, in_h=in_h,
+                fetch_rows=(row0, fetch_h), entries=entries, banks=banks, wbytes=wbytes,
+                feature_base=fbase, line_extra=line_extra, surf_extra=surf_extra,
+                weight_base=wbase, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
+                macs=Wo * Ho * K * C * kh * kw, reuse=reuse, rls_slices=rls_slices,
+                dst=(dbase, dline, dsurf), dst_ram=dst_ram)
+    return {"regs": regs, "images": images, "window": window, "info": info,
+            "intr_mask": _intr_mask(cfg)}
+
+
+def _addr64(cfg, regs, low, high, value):
+    regs.addr(low, value & 0xFFFFFFFF)
+    if cfg.address_width > 32:
+        regs.addr(high, value >> 32)
+
+
+def min_banks(cfg, in_h, entries, wbytes):
+    """Smallest (data banks, weight banks) holding ``in_h`` lines of ``entries`` entries and
+    the whole weight surface."""
+    depth = cfg.cbuf_bank_depth
+    return (max(1, ceil_div(in_h * entries, depth)),
+            max(1, ceil_div(wbytes, depth * cfg.cbuf_bank_width)))
+
+
+# ------------------------------------------------------------------------------------------
+# SDP in flying mode
+# ------------------------------------------------------------------------------------------
+def sdp_program(cfg, rng, Wo, Ho, K, prec, slot, shift=0, tame=True):
+    """SDP (and, when operands come from memory, SDP_RDMA) words for the flying output of a
+    Wo x Ho x K convolution, plus the operand images. ``rng=None`` gives a pass-through
+    (stages bypassed, converter offset 0, scale 1, shift ``shift``)."""
+    rmap = register_map(cfg)
+    sdp, rdma = Regs(rmap["SDP"]), Regs(rmap["SDP_RDMA"])
+    atom = cfg.memory_atom
+    group = atom // _BYTES[prec]
+    surfaces = ceil_div(K, group)
+    sdp.set("D_DATA_CUBE_WIDTH", WIDTH=Wo - 1)
+    sdp.set("D_DATA_CUBE_HEIGHT", HEIGHT=Ho - 1)
+    sdp.set("D_DATA_CUBE_CHANNEL", CHANNEL=K - 1)
+    sdp.set("D_FEATURE_MODE_CFG", FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0, BATCH_NUMBER=0)
+    sdp.set("D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=prec)
+    sdp.set("D_DP_EW_CFG", EW_BYPASS=1, EW_ALU_BYPASS=1, EW_MUL_BYPASS=1, EW_LUT_BYPASS=1)
+    images = []
+    if rng is None:
+        for prefix in ("BS", "BN"):
+            sdp.set(f"D_DP_{prefix}_CFG", **{f"{prefix}_BYPASS": 1,
+                                              f"{prefix}_ALU_BYPASS": 1,
+                                              f"{prefix}_MUL_BYPASS": 1,
+                                              f"{prefix}_RELU_BYPASS": 1})
+        sdp.set("D_CVT_OFFSET", CVT_OFFSET=0)
+        sdp.set("D_CVT_SCALE", CVT_SCALE=1)
+        sdp.set("D_CVT_SHIFT", CVT_SHIFT=shift)
+        sdp.set("D_PERF_ENABLE", PERF_SAT_EN=1)
+        return sdp.words, None, images
+    sdp.set("D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)), PERF_LUT_EN=int(rng.integers(2)),
+            PERF_SAT_EN=int(rng.integers(2)))
+
+    def s16(lo=-8, hi=9):
+        return int(rng.integers(lo, hi)) if tame else int(rng.integers(-(1 << 15), 1 << 15))
+
+    mem_units = {}
+    bits = 0                       # extra magnitude bits the stages may add
+    for prefix, dma, present in (("BS", "B", cfg.sdp_bs), ("BN", "N", cfg.sdp_bn)):
+        on = present and rng.random() < 0.5
+        alu_on, mul_on = rng.random() < 0.7, rng.random() < 0.6
+        sdp.set(f"D_DP_{prefix}_CFG", **{
+            f"{prefix}_BYPASS": int(not on), f"{prefix}_ALU_BYPASS": int(not alu_on),
+            f"{prefix}_ALU_ALGO": int(rng.integers(0, 3)),
+            f"{prefix}_MUL_BYPASS": int(not mul_on),
+            f"{prefix}_MUL_PRELU": int(rng.random() < 0.3),
+            f"{prefix}_RELU_BYPASS": int(rng.random() < 0.6)})
+        alu_mem = on and alu_on and rng.random() < 0.4
+        mul_mem = on and mul_on and rng.random() < 0.4
+        sdp.set(f"D_DP_{prefix}_ALU_CFG", **{
+            f"{prefix}_ALU_SRC": int(alu_mem),
+            f"{prefix}_ALU_SHIFT_VALUE": int(rng.integers(0, 8 if tame else 64))})
+        mshift = int(rng.integers(0, 4 if tame else 64))
+        sdp.set(f"D_DP_{prefix}_MUL_CFG", **{f"{prefix}_MUL_SRC": int(mul_mem),
+                                              f"{prefix}_MUL_SHIFT_VALUE": mshift})
+        sdp.set(f"D_DP_{prefix}_ALU_SRC_VALUE", **{f"{prefix}_ALU_OPERAND": s16() & 0xFFFF})
+        sdp.set(f"D_DP_{prefix}_MUL_SRC_VALUE", **{f"{prefix}_MUL_OPERAND": s16() & 0xFFFF})
+        if on and mul_on:
+            bits += max(0, 3 - mshift)
+        if alu_mem or mul_mem:
+            mem_units[dma] = (alu_mem, mul_mem)
+
+    use_rdma = bool(mem_units)
+    if use_rdma:
+        for reg, fld, v in (("D_DATA_CUBE_WIDTH", "WIDTH", Wo), ("D_DATA_CUBE_HEIGHT", "HEIGHT",
+                            Ho), ("D_DATA_CUBE_CHANNEL", "CHANNEL", K)):
+            rdma.set(reg, **{fld: v - 1})
+        rdma.set("D_FEATURE_MODE_CFG", FLYING_MODE=1, WINOGRAD=0, IN_PRECISION=prec,
+                 PROC_PRECISION=prec, OUT_PRECISION=prec, BATCH_NUMBER=0)
+        for dma in ("B", "N", "E"):
+            reg = f"D_{dma}RDMA_CFG"
+            if reg not in rdma.block:
+                continue
+            if dma not in mem_units:
+                rdma.set(reg, **{f"{dma}RDMA_DISABLE": 1})
+                continue
+            alu_mem, mul_mem = mem_units[dma]
+            use = 2 if alu_mem and mul_mem else (1 if alu_mem else 0)
+            size = int(rng.integers(0, 2)) if prec == 0 else 1
+            per_element = rng.random() < 0.5
+            op_ram = int(rng.random() < 0.7) if cfg.sramif else 1
+            rdma.set(reg, **{f"{dma}RDMA_DISABLE": 0, f"{dma}RDMA_DATA_USE": use,
+                             f"{dma}RDMA_DATA_SIZE": size,
+                             f"{dma}RDMA_DATA_MODE": int(per_element),
+                             f"{dma}RDMA_RAM_TYPE": op_ram})
+            elem = (2 if use == 2 else 1) * (size + 1)
+            prefix = {"B": "BS", "N": "BN"}[dma]
+            base = _BASES[dma] + slot * _SLOT + atom * int(rng.integers(0, 16))
+            if per_element and not (Wo == 1 and Ho == 1):
+                line = Wo * group * elem + atom * int(rng.integers(0, 3))
+                surf = Ho * line + atom * int(rng.integers(0, 3))
+                nregion = surfaces * surf
+            else:
+                line = surf = 0
+                nregion = surfaces * group * elem * (Wo * Ho if per_element else 1)
+            rdma.addr(f"D_{prefix}_BASE_ADDR_LOW", base & 0xFFFFFFFF)
+            rdma.addr(f"D_{prefix}_LINE_STRIDE", line)
+            rdma.addr(f"D_{prefix}_SURFACE_STRIDE", surf)
+            data = (rng.integers(-6, 7, nregion) & 0xFF).astype(np.uint8) if tame else \
+                rng.integers(0, 256, nregion, dtype=np.uint8)
+            if tame and size:
+                data[1::2] = np.where(data[0::2] >= 128, 0xFF, 0)[: data[1::2].size]
+            images.append((base, data, op_ram))
+
+    if tame:
+        sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(-16, 17)) & 0xFFFFFFFF)
+        sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(1, 4)))
+        sdp.set("D_CVT_SHIFT", CVT_SHIFT=min(63, max(0, shift + bits + int(rng.integers(-1, 2)))))
+    else:
+        sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(0, 1 << 32)))
+        sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(0, 1 << 16)))
+        sdp.set("D_CVT_SHIFT", CVT_SHIFT=int(rng.integers(0, 64)))
+    return sdp.words, (rdma.words if use_rdma else None), images
+
+
+# ------------------------------------------------------------------------------------------
+# Random layers
+# ------------------------------------------------------------------------------------------
+def _atomic_ops(cfg, Wo, Ho, K, C, kh, kw, prec):
+    ce = cfg.atomic_c // _BYTES[prec]
+    return Wo * Ho * kh * kw * ceil_div(C, ce) * ceil_div(K, _group_k(cfg, prec))
+
+
+def max_pair(cfg):
+    """Largest dot product (channels x kernel positions) whose int8 sums can exceed int32 and
+    that still fits this build's CBUF (0 when none does)."""
+    need = (1 << 17) + 1                         # 2^31 / 128^2 products, plus one
+    cap = cfg.cbuf_banks * cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    return need if 2 * need + 4096 < cap else 0
+
+
+def _draw_geometry(cfg, rng, max_macs, prec):
+    """(W, H, C, K, kh, kw, stride, dilation, pad) of a random layer within the budget."""
+    atom_e = cfg.memory_atom // _BYTES[prec]
+    ce, gk = cfg.atomic_c // _BYTES[prec], _group_k(cfg, prec)
+    while True:
+        big = rng.random() < 0.08
+        kh = int(rng.integers(1, 12 if big else 9))
+        kw = int(rng.integers(1, 12 if big else 9))
+        if rng.random() < 0.2:
+            kh = kw = 1
+        dx = 1 if rng.random() < 0.6 else int(rng.integers(1, 5))
+        dy = 1 if rng.random() < 0.6 else int(rng.integers(1, 5))
+        sx = int(rng.integers(1, 5)) if rng.random() < 0.92 else int(rng.integers(5, 9))
+        sy = int(rng.integers(1, 5)) if rng.random() < 0.92 else int(rng.integers(5, 9))
+        cmode = rng.random()
+        if cmode < 0.3:
+            C = int(rng.integers(1, atom_e + 1))
+        elif cmode < 0.8:
+            C = int(rng.integers(1, 2 * ce + atom_e + 2))
+        else:
+            C = int(rng.integers(1, 4 * ce + 3))
+        K = int(rng.integers(1, 2 * gk + 3)) if rng.random() < 0.8 else \
+            int(rng.integers(1, 4 * gk + 2))
+        span_w, span_h = (kw - 1) * dx + 1, (kh - 1) * dy + 1
+
+        def pads(span):
+            if rng.random() < 0.4:
+                return 0, 0
+            m = min(span - 1, 31)
+            return int(rng.integers(0, m + 1)), int(rng.integers(0, m + 1))
+
+        pl, pr = pads(span_w)
+        pt, pb = pads(span_h)
+        shape = rng.random()
+        if shape < 0.1:
+            W = max(1, span_w - pl - pr)
+        else:
+            W = max(1, span_w - pl - pr) + int(rng.integers(0, 12))
+        if shape > 0.9:
+            H = max(1, span_h - pt - pb)
+        else:
+            H = max(1, span_h - pt - pb) + int(rng.integers(0, 12))
+        Wo = (W + pl + pr - span_w) // sx + 1
+        Ho = (H + pt + pb - span_h) // sy + 1
+        if Wo < 1 or Ho < 1:
+            continue
+        macs = Wo * Ho * K * C * kh * kw
+        if macs > max_macs or _atomic_ops(cfg, Wo, Ho, K, C, kh, kw, prec) > max_macs // 32:
+            continue
+        if W * H * C > 4 * max_macs or K * C * kh * kw > max_macs:
+            continue
+        entries = entries_per_slice(W, C, prec, cfg.memory_atom, cfg.cbuf_bank_width)
+        dmin, wmin = min_banks(cfg, H, entries, align_up(kh * kw * C * K * _BYTES[prec], 128))
+        if dmin + wmin > cfg.cbuf_banks:
+            continue
+        return W, H, C, K, kh, kw, (sx, sy), (dx, dy), (pl, pr, pt, pb)
+
+
+def _values(rng, shape, prec, mode):
+    hi = 1 << (8 * _BYTES[prec] - 1)
+    if mode == "tame":
+        return rng.integers(-8, 9, shape)
+    if mode == "extreme":
+        return rng.choice(np.array([-hi, hi - 1, -hi, -1, 0]), shape)
+    return rng.integers(-hi, hi, shape)
+
+
+def _banks(cfg, rng, dmin, wmin, tight):
+    free = cfg.cbuf_banks - dmin - wmin
+    if tight or free == 0:
+        return dmin, wmin
+    if rng.random() < 0.3:                   # all banks used
+        d = dmin + int(rng.integers(0, free + 1))
+        return d, cfg.cbuf_banks - d
+    d = dmin + int(rng.integers(0, free + 1))
+    w = wmin + int(rng.integers(0, cfg.cbuf_banks - d - wmin + 1))
+    return d, w
+
+
+def _ram(cfg, rng):
+    return int(rng.random() < 0.7) if cfg.sramif else 1
+
+
+def _shift_for(C, kh, kw, dmode, wmode, prec):
+    """Rough bits of the layer's sums above the int8 output range."""
+    sd = {"tame": 5.0, "extreme": 90.0, "full": 74.0}
+    mag = np.sqrt(C * kh * kw) * sd[dmode] * sd[wmode] * (256 if prec else 1)
+    return max(0, int(np.log2(mag + 1)) - 6)
+
+
+def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
+                   reuse: str = "none") -> dict:
+    """One random valid layer (see the module docstring) for ``cfg``.
+
+    ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
+    of ``"none"``, ``"data_full"``, ``"data_partial"``, ``"weight"``, ``"data_full+weight"``,
+    ``"data_partial+weight"``; the first layer of such a pair is drawn with ``reuse`` set to
+    ``"first:<kind>"`` so it keeps (SKIP_*_RLS) or partially releases its CBUF contents.
+    Returns a :func:`conv_layer` dict.
+    """
+    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
+    kind = reuse.split(":")[-1]
+    first = reuse.startswith("first:")
+    second = prev is not None and reuse != "none"
+    data_reuse = second and "data" in kind
+    weight_reuse = second and "weight" in kind
+    atom = cfg.memory_atom
+    cya = int(rng.integers(0, 1 << 32)) if rng.random() < 0.2 else 0
+
+    saturating = (not second and max_pair(cfg) and max_macs >= max_pair(cfg)
+                  and rng.random() < 0.05)
+    if saturating:                           # one long int8 dot product that overflows int32
+        kh = kw = 8
+        C = ceil_div(max_pair(cfg), 64)
+        C = align_up(C, cfg.atomic_c)
+        W = H = 8
+        K = 1
+        stride, dilation, pad = (1, 1), (1, 1), (0, 0, 0, 0)
+    elif second:
+        pi = prev["info"]
+        W, C = pi["W"], pi["C"]
+        if weight_reuse:
+            K, kh, kw = pi["K"], pi["kh"], pi["kw"]
+        else:
+            K = int(rng.integers(1, 2 * _group_k(cfg, prec) + 3))
+            kh, kw = pi["kh"], pi["kw"]
+        H = pi["H"] if not data_reuse else pi["fetch_rows"][1]
+        stride, dilation = pi["stride"], pi["dilation"]
+        pl, pr, pt, pb = pi["pad"]
+        pad = (pl, pr, 0 if kind.startswith("data_partial") else pt, pb)
+    else:
+        W, H, C, K, kh, kw, stride, dilation, pad = _draw_geometry(cfg, rng, max_macs, prec)
+
+    # memory layout of the input tensor
+    line_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
+    surf_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
+    dmode = "extreme" if saturating else str(rng.choice(["tame", "full", "extreme"],
+                                                        p=[0.3, 0.6, 0.1]))
+    wmode = "extreme" if saturating else str(rng.choice(["tame", "full", "extreme"],
+                                                        p=[0.3, 0.6, 0.1]))
+    fetch_rows, csc_height, feature_base = None, None, None
+    emit_feature, data = True, None
+    rls = 1
+    reuse_bits = [0, 0, 0, 0]
+    if second:
+        pi = prev["info"]
+        line_extra, surf_extra = pi["line_extra"], pi["surf_extra"]
+        if kind.startswith("data_full"):
+            reuse_bits[0] = 1
+            emit_feature = False
+            feature_base = pi["feature_base"]
+            fetch_rows = pi["fetch_rows"]
+            H = pi["H"]
+            csc_height = pi["in_h"] - int(rng.integers(0, min(2, pi["in_h"] - 1) + 1)) \
+                if rng.random() < 0.3 else pi["in_h"]
+        elif kind.startswith("data_partial"):
+            reuse_bits[0] = 1
+            emit_feature = False
+            feature_base = pi["feature_base"]
+            H = pi["H"]
+            r0, n1 = pi["fetch_rows"]
+            new = H - (r0 + n1)
+            fetch_rows = (r0 + n1, new)
+            csc_height = pi["in_h"] - pi["rls_slices"] + new
+        if weight_reuse:
+            reuse_bits[1] = 1
+    if first:
+        if "data_full" in kind:
+            reuse_bits[2] = 1
+        if "weight" in kind:
+            reuse_bits[3] = 1
+    if data is None and emit_feature:
+        if first and "data_partial" in kind:
+            # a taller tensor: this layer fetches the top lines, the next one the rest
+            extra = int(rng.integers(1, 6))
+            data = _values(rng, (C, H + extra, W), prec, dmode)
+            fetch_rows = (0, H)
+        else:
+            data = _values(rng, (C, H, W), prec, dmode)
+    if saturating:
+        data = np.full((C, H, W), -128)
+    in_h = csc_height if csc_height is not None else \
+        (fetch_rows[1] if fetch_rows is not None else H)
+    span_h = (kh - 1) * dilation[1] + 1
+    if in_h + pad[2] + pad[3] < span_h:
+        pad = (pad[0], pad[1], pad[2], span_h - in_h - pad[2])
+    if first and "data_partial" in kind:
+        rls = int(rng.integers(1, H + 1))
+    elif not reuse_bits[2]:
+        rls = int(rng.integers(1, in_h + 1))
+
+    # weights
+    emit_weights, weight_base, weights = True, None, None
+    if weight_reuse:
+        emit_weights = False
+        weight_base = prev["info"]["weight_base"]
+    else:
+        weights = _values(rng, (K, C, kh, kw), prec, wmode)
+        if saturating:
+            weights = np.full((K, C, kh, kw), -128)
+
+    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_bank_width)
+    wbytes = align_up(kh * kw * C * K * _BYTES[prec], 128)
+    if second and (data_reuse or weight_reuse):
+        banks = prev["info"]["banks"]
+    else:
+        dmin, wmin = min_banks(cfg, H, entries, wbytes)
+        if first and "data_partial" in kind:
+            # layer 2 holds (H - rls) kept + new lines: reserve for the worst case (rls = 1)
+            dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_bank_depth))
+        if dmin + wmin > cfg.cbuf_banks:
+            raise _Redraw()
+        banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.25)
+
+    # fetch grain: only with packed lines
+    fh = fetch_rows[1] if fetch_rows is not None else H
+    grain = 1
+    if line_extra == 0 and rng.random() < 0.5:
+        grain = int(rng.integers(1, fh + 1))
+
+    Wo = (W + pad[0] + pad[1] - ((kw - 1) * dilation[0] + 1)) // stride[0] + 1
+    Ho = (in_h + pad[2] + pad[3] - span_h) // stride[1] + 1
+    if Wo < 1 or Ho < 1:
+        raise _Redraw()
+    clip = 0 if saturating else int(rng.integers(0, 17))
+    shift = _shift_for(C, kh, kw, dmode, wmode, prec)
+    tame_out = rng.random() < 0.75
+    if tame_out and not saturating:
+        clip = min(16, int(rng.integers(0, shift + 1)))
+    sdp = sdp_program(cfg, rng, Wo, Ho, K, prec, slot, shift=max(0, shift - clip),
+                      tame=rng.random() < 0.85)
+    dbase = _BASES["dst"] + slot * _SLOT + _GUARD + atom * int(rng.integers(0, 64))
+    dline = Wo * atom + (atom * int(rng.integers(1, 3)) if rng.random() < 0.4 else 0)
+    dsurf = Ho * dline + (atom * int(rng.integers(1, 3)) if rng.random() < 0.4 else 0)
+    pad_value = 0
+    if rng.random() < 0.6:
+        hi = 1 << (8 * _BYTES[prec] - 1)
+        pad_value = int(rng.integers(-hi, hi)) & 0xFFFF
+        if prec == 0 and rng.random() < 0.3:       # junk in the unused high byte
+            pad_value = (pad_value & 0xFF) | (int(rng.integers(0, 256)) << 8)
+    return conv_layer(
+        cfg, W=W, H=H if data is None else data.shape[1], C=C, K=K, kh=kh, kw=kw,
+        stride=stride, dilation=dilation, pad=pad, pad_value=pad_value, clip=clip, prec=prec,
+        data=data, weights=weights, line_extra=line_extra, surf_extra=surf_extra,
+        grain=grain, banks=banks, data_ram=_ram(cfg, rng) if emit_feature else
+        prev["info"]["data_ram"], weight_ram=_ram(cfg, rng) if emit_weights else
+        prev["info"]["weight_ram"], dst_ram=_ram(cfg, rng), slot=slot,
+        feature_base=feature_base, fetch_rows=fetch_rows, csc_height=csc_height,
+        emit_feature=emit_feature, weight_base=weight_base, emit_weights=emit_weights,
+        reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya)
+
+
+class _Redraw(Exception):
+    pass
+
+
+REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
+               "data_partial+weight")
+
+
+def random_pair(cfg, rng, max_macs=200_000, kind=None):
+    """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
+    kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
+    if kind == "none":
+        return [random_program(cfg, rng, max_macs, 0), random_program(cfg, rng, max_macs, 1)]
+    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind)
+    return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind)]
+
+
+# ------------------------------------------------------------------------------------------
+# Trace files
+# ------------------------------------------------------------------------------------------
+def _intr_mask(cfg):
+    """GLB S_INTR_MASK with every done interrupt masked except SDP's (as the dc traces do)."""
+    reg = register_map(cfg)["GLB"]["S_INTR_MASK"]
+    word = 0
+    for f in reg.fields:
+        if not f.name.startswith("SDP_"):
+            word |= f.mask
+    return word
+
+
+def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
+    """Write ``layers`` (:func:`conv_layer` dicts, groups 0, 1, 0, ...) as the trace directory
+    ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). Returns its path."""
+    path = os.path.join(directory, name)
+    os.makedirs(path, exist_ok=True)
+    cfg_lines = []
+    out = cfg_lines.append
+    for i, layer in enumerate(layers):
+        for j, (addr, data, ram) in enumerate(layer["images"]):
+            fname = f"l{i}_m{j}.dat"
+            with open(os.path.join(path, fname), "w") as f:
+                f.write(_dat_text(data))
+            out(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
+            out(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
+        waddr, wsize, wram = layer["window"]
+        out(f"//Dest of layer {i}")
+        out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+    out("//Disable CDMA DATA_DONE, WEIGHT_DONE and CACC interrupts")
+    out(f"reg_write(NVDLA_GLB.S_INTR_MASK_0, {layers[0]['intr_mask']:#x});")
+    out("reg_write(NVDLA_GLB.S_INTR_STATUS_0, 0x0);")
+    rdma_group = 0
+    for i, layer in enumerate(layers):
+        g = i % 2
+        regs = layer["regs"]
+        for block in ("SDP_RDMA", "SDP") + CONV_BLOCKS:
+            if block not in regs:
+                continue
+            grp = rdma_group if block == "SDP_RDMA" else g
+            out(f"reg_write(NVDLA_{block}.S_POINTER_0, {grp:#x});")
+            for reg, word in regs[block].items():
+                out(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
+        if i == 0:
+            out("poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0,0x1);")
+        for block in ENABLE_ORDER:
+            if block in regs:
+                out(f"reg_write(NVDLA_{block}.D_OP_ENABLE_0, 0x1);")
+        if "SDP_RDMA" in regs:
+            rdma_group ^= 1
+    for i, layer in enumerate(layers):
+        out(f"intr_notify(SDP_{i % 2}, sync_id_{i});")
+        waddr, wsize, wram = layer["window"]
+        crc = crcs[i] if crcs else 0
+        out(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, {crc:#010x});")
+    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
+        f.write("\n".join(cfg_lines) + "\n")
+    return path
+
+
+def _golden_crcs(cfg, path, n):
+    res = run_trace_golden(path, cfg)
+    if len(res.checks) != n:
+        return None, res.message or "incomplete"
+    return [c.actual for c in res.checks], None
+
+
+def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
+                        two_layer_share: float = 0.3, max_macs: int = 200_000,
+                        prefix: str = "conv_random") -> list:
+    """``count`` random valid programs as trace directories with golden CRCs; returns paths.
+
+    Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
+    constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    rejected = []
+    while len(paths) < count:
+        try:
+            if rng.random() < two_layer_share:
+                layers = random_pair(cfg, rng, max_macs)
+            else:
+                layers = [random_program(cfg, rng, max_macs, 0)]
+        except _Redraw:
+            continue
+        name = f"{prefix}_{seed}_{len(paths):04d}"
+        path = write_trace(directory, name, layers)
+        crcs, err = _golden_crcs(cfg, path, len(layers))
+        if crcs is None:
+            rejected.append(err)
+            shutil.rmtree(path)
+            continue
+        write_trace(directory, name, layers, crcs)
+        paths.append(path)
+    _REJECTS[:] = rejected
+    return paths
+
+
+_REJECTS: list = []
+
+
+def reject_log() -> list:
+    """Golden-model messages of the programs the last :func:`write_random_traces` redrew."""
+    return list(_REJECTS)
