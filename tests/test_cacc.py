@@ -191,8 +191,8 @@ def test_cacc_random_layers_nv_small(seed):
 
 
 def test_cacc_saturation_nv_small():
-    """Stripes of 1.25 x 2**31 / max-psum blocks of extreme psums exceed int32 both ways: values clip and
-    every clipped element counts, at truncate 0 and 1 (ties away from zero at the edge)."""
+    """Stripes of 1.25 x 2**31 / max-psum blocks of extreme psums exceed int32 both ways:
+    values clip and every clipped element counts, at truncate 0 and 1."""
     cfg = load_config("nv_small")
     rng = np.random.default_rng(5)
     blocks = (1 << 31) // (1 << (psum_bits(cfg) - 1)) * 5 // 4
