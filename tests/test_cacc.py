@@ -192,13 +192,14 @@ def test_cacc_random_layers_nv_small(seed):
 
 def test_cacc_saturation_nv_small():
     """Stripes of 1.25 x 2**31 / max-psum blocks of extreme psums exceed int32 both ways:
-    values clip and every clipped element counts, at truncate 0 and 1."""
+    values clip and every clipped element counts at truncate 0; at truncate 1 the same
+    magnitudes round-shift back into range."""
     cfg = load_config("nv_small")
     rng = np.random.default_rng(5)
     blocks = (1 << 31) // (1 << (psum_bits(cfg) - 1)) * 5 // 4
     layers = [make_layer(cfg, rng, [(1, blocks, +1), (2, 8, 0), (1, blocks, -1)], tr)
               for tr in (0, 1)]
-    assert layers[0][2] > 0 and layers[1][2] > 0
+    assert layers[0][2] > 0
     run_cacc(cfg, layers, 5, p_gap=0.1, p_ready=0.8)
 
 
