@@ -1,0 +1,434 @@
+"""CSC: the convolution sequence controller (int8 direct convolution, batch 1; spec
+"Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
+
+The CSC reads the input slices and the weights that Cdma has put into the CBUF and feeds the
+MAC array, in exactly the sequence of the contract in :mod:`hw.conv.common`::
+
+    for kernel group g; for stripe; for channel group j; for kernel position (r, s):
+        one ``wt`` load (AK x AC int8), then one ``dat`` atom per output position of the stripe
+
+Stripes are runs of consecutive output positions in raster order. A kernel group's outputs
+(``OW x OH`` positions) are cut into stripes of :func:`~hw.conv.common.max_stripe` (``ms``)
+positions; when fewer than ``1.5 ms`` remain, the rest is split in two halves (never a stripe
+shorter than ``ms / 2`` unless the whole layer is), so that a weight load always hides
+behind a stripe's atoms.
+
+Data atoms (one per output position, kernel position and channel group): the input position
+is ``iy = oy*sy + r*dy - pad_top``, ``ix = ox*sx + s*dx - pad_left``. Outside the input cube
+the atom is ``PAD_VALUE``'s low byte (sign-extended) on every channel ``< C`` and 0 above;
+inside it is the CBUF entry of slice ``iy``, position ``ix`` and channel group ``j`` (the
+shared "cripple" entry's lanes of position ``ix`` for the last group), channels ``>= C``
+forced to 0. Tags: ``swap`` on the block's first atom, ``first`` on the atoms of the stripe's
+first block, ``last`` on those of its final block, ``pos`` = index in the stripe, ``end`` on
+the layer's final atom.
+
+Data pipeline (one atom per cycle, credit-based: an atom is issued only while fewer than
+``FIFO_DEPTH`` atoms are issued and not yet taken, so the pipeline never stalls)::
+
+    S0 counters (waits for dat_slices > iy when iy is inside the input)
+    S1 iy*(ENTRIES+1) + dat_base (ring), in-slice offset j*W + ix (or whole*W + ix/share)
+    S2 CBUF address (ring), dat_rd read
+    S3 lane select (cripple), channel mask / pad value  -> output FIFO -> ``dat``
+
+Weight engine: runs the same sequence independently (the CMAC orders the two streams: a
+``swap`` atom waits for its weights). For a block it waits until ``wt_bytes`` covers the
+block's ``Kg x Cj`` bytes, reads the group's weight entries in order (2 priming reads, then
+one entry per kernel: a kernel's ``Cj`` bytes span at most two entries and are byte-shifted
+out of a two-entry window) and shifts the kernels into the ``wt`` register, AK + 3 cycles
+per load; kernels past Kg and channels past Cj are 0. The load of the next block is prepared
+as soon as the previous one is taken (into CMAC's shadow set), i.e. while the current
+block's atoms stream. ``wt_released`` rises to a kernel group's end byte when the group's
+last load has been read.
+
+Ports
+    ``regs``        in, the CSC D-group rw fields (:func:`hw.regfile.fields_layout`)
+    ``start``       in, pulse: the layer begins (registers stable from then to the end)
+    ``dat_base``    in, ring position of slice 0 inside the data region (from Cdma)
+    ``dat_slices``  in, slices Cdma has completely written so far
+    ``wt_base``     in, ring position of weight byte 0's entry inside the weight region
+    ``wt_bytes``    in, weight bytes Cdma has written so far (from byte 0 of the surface)
+    ``wt_released`` out, weight bytes the CSC is finished with (0 at start; a group's end
+                    byte after the last load of its last stripe)
+    ``dat_rd`` / ``wt_rd`` out, CBUF read ports (:func:`~hw.conv.common.cbuf_read_signature`)
+    ``dat`` / ``wt`` out, streams to Cmac (:func:`~hw.conv.common.dat_layout`,
+                    :func:`~hw.conv.common.wt_layout`)
+    ``done``        out, one-cycle pulse the cycle after the ``end`` atom was taken
+    ``busy``        out, a layer is in progress
+
+The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
+``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from arch.registers import register_map
+from ..regfile import fields_layout
+from .common import cbuf_read_signature, dat_layout, max_stripe, wt_layout
+
+__all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
+
+#: output FIFO depth = atoms in flight at most (pipeline latency 4 + slack)
+FIFO_DEPTH = 8
+
+
+def stripe_length(remaining: int, ms: int) -> int:
+    """The length of the next stripe when ``remaining`` output positions of the kernel group
+    are left (the rule the hardware applies; for testbenches)."""
+    if remaining <= ms:
+        return remaining
+    if remaining < ms + ms // 2:
+        return remaining >> 1
+    return ms
+
+
+def _log2(n):
+    assert n & (n - 1) == 0, n
+    return n.bit_length() - 1
+
+
+class Csc(wiring.Component):
+    """``Csc(cfg)``: the convolution sequence controller (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._ac, self._ak = cfg.atomic_c, cfg.atomic_k
+        self._bw, self._atom = cfg.cbuf_bank_width, cfg.memory_atom
+        self._depth, self._banks = cfg.cbuf_bank_depth, cfg.cbuf_banks
+        self._ms = max_stripe(cfg)
+        entries = self._banks * self._depth
+        block = register_map(cfg)["CSC"]
+        super().__init__({
+            "regs": In(fields_layout(block.d_registers, ("rw",))),
+            "start": In(1),
+            "dat_base": In(range(entries)),
+            "dat_slices": In(range(entries + 1)),
+            "wt_base": In(range(entries)),
+            "wt_bytes": In(32),
+            "wt_released": Out(32),
+            "dat_rd": Out(cbuf_read_signature(cfg)),
+            "wt_rd": Out(cbuf_read_signature(cfg)),
+            "dat": Out(stream.Signature(dat_layout(cfg))),
+            "wt": Out(stream.Signature(wt_layout(cfg))),
+            "done": Out(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        AC, AK, BW, ATOM = self._ac, self._ak, self._bw, self._atom
+        DEPTH, ms = self._depth, self._ms
+        NE = self._banks * DEPTH
+        P = BW // ATOM                      # memory atoms per CBUF entry
+        R = self.regs
+
+        # ---- layer parameters (combinational from the stable registers) ------------------
+        W = R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1
+        H = R.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1
+        C = R.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
+        E1 = R.D_ENTRY_PER_SLICE.ENTRIES + 1
+        S_m1 = R.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT
+        R_m1 = R.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT
+        K = R.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL + 1
+        OW_m1 = R.D_DATAOUT_SIZE_0.DATAOUT_WIDTH
+        sx = R.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT + 1
+        sy = R.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT + 1
+        dx = R.D_DILATION_EXT.X_DILATION_EXT + 1
+        dy = R.D_DILATION_EXT.Y_DILATION_EXT + 1
+        pl = R.D_ZERO_PADDING.PAD_LEFT
+        pt = R.D_ZERO_PADDING.PAD_TOP
+        pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
+
+        # registered derived values (valid two cycles after the registers are)
+        n_out = Signal(28)                  # OW x OH
+        n_dat = Signal(range(NE + 1))       # data region entries
+        n_wt = Signal(range(NE + 1))        # weight region entries
+        crip = Signal(2)                    # last channel group shared by 1 / 2 / 4 positions
+        m.d.sync += [
+            n_out.eq((OW_m1 + 1) * (R.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1)),
+            n_dat.eq((R.D_BANK.DATA_BANK + 1) * DEPTH),
+            n_wt.eq((R.D_BANK.WEIGHT_BANK + 1) * DEPTH),
+        ]
+        if P > 1:
+            catoms = (C + (ATOM - 1)) >> _log2(ATOM)
+            rem_atoms = catoms[:_log2(P)]
+            share2 = rem_atoms * 2 == P
+            share4 = (rem_atoms * 4 == P) if P % 4 == 0 else Const(0)
+            m.d.sync += crip.eq(Mux(share2, 1, Mux(share4, 2, 0)))
+
+        def stripe_len(rem):
+            """Length of the next stripe with ``rem`` positions of the group left."""
+            return Mux(rem <= ms, rem, Mux(rem < ms + ms // 2, rem >> 1, ms))
+
+        # ---- start: parameters settle for two cycles -------------------------------------
+        st1, go = Signal(), Signal()
+        m.d.sync += [st1.eq(self.start), go.eq(st1)]
+        busy = Signal()
+        m.d.comb += self.busy.eq(busy)
+        with m.If(self.start):
+            m.d.sync += busy.eq(1)
+        with m.If(self.done):
+            m.d.sync += busy.eq(0)
+
+        # =================================================================================
+        # data engine, S0: sequence counters
+        cw = 20                             # signed input coordinates
+        d_run = Signal()
+        d_kleft = Signal(14)                # kernels from this group on
+        d_rem = Signal(28)                  # output positions from this stripe on
+        so_y, so_x = Signal(14), Signal(14)  # stripe start
+        so_iyb, so_ixb = Signal(signed(cw)), Signal(signed(cw))
+        oy, ox = Signal(14), Signal(14)
+        iyb, ixb = Signal(signed(cw)), Signal(signed(cw))   # oy*sy - pt, ox*sx - pl
+        pos = Signal(range(ms))
+        d_cleft = Signal(14)                # channels from this channel group on
+        d_goff = Signal(range(NE + 1))      # j x W
+        d_r, d_s = Signal(5), Signal(5)
+        d_ry, d_sxo = Signal(10), Signal(10)    # r*dy, s*dx
+
+        d_len = Signal(range(ms + 1))
+        m.d.comb += d_len.eq(stripe_len(d_rem))
+        blk_first = (d_goff == 0) & (d_r == 0) & (d_s == 0)
+        last_j = d_cleft <= AC
+        blk_last = last_j & (d_r == R_m1) & (d_s == S_m1)
+        pos_last = pos == d_len - 1
+        stripe_last = d_rem == d_len
+        group_last = d_kleft <= AK
+        iy0 = Signal(signed(cw))
+        ix0 = Signal(signed(cw))
+        m.d.comb += [iy0.eq(iyb + d_ry), ix0.eq(ixb + d_sxo)]
+
+        outstanding = Signal(range(FIFO_DEPTH + 1))
+        slices_ok = (iy0 < 0) | (iy0 >= H) | (iy0 < self.dat_slices)
+        issue = Signal()
+        m.d.comb += issue.eq(d_run & (outstanding < FIFO_DEPTH) & slices_ok)
+
+        # stepping one output position in raster order
+        def step(y, x, yb, xb, ny, nx, nyb, nxb):
+            with m.If(x == OW_m1):
+                m.d.sync += [nx.eq(0), nxb.eq(-pl), ny.eq(y + 1), nyb.eq(yb + sy)]
+            with m.Else():
+                m.d.sync += [nx.eq(x + 1), nxb.eq(xb + sx), ny.eq(y), nyb.eq(yb)]
+
+        def restart_group():
+            for a, b in ((so_y, 0), (so_x, 0), (so_iyb, -pt), (so_ixb, -pl),
+                         (oy, 0), (ox, 0), (iyb, -pt), (ixb, -pl)):
+                m.d.sync += a.eq(b)
+            m.d.sync += d_rem.eq(n_out)
+
+        # S1 registers
+        s1_v = Signal()
+        s1_iy, s1_ix = Signal(signed(cw)), Signal(signed(cw))
+        s1_goff = Signal.like(d_goff)
+        s1_crip = Signal(2)
+        s1_cj = Signal(range(AC + 1))
+        tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1})
+        s1_tag = Signal(tag_l)
+        m.d.sync += s1_v.eq(issue)
+
+        with m.If(go):
+            m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C), d_goff.eq(0),
+                         d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0)]
+            restart_group()
+        with m.Elif(issue):
+            m.d.sync += [
+                s1_iy.eq(iy0), s1_ix.eq(ix0), s1_goff.eq(d_goff),
+                s1_crip.eq(Mux(last_j, crip, 0)),
+                s1_cj.eq(Mux(last_j, d_cleft, AC)),
+                s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
+                s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
+                s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last),
+            ]
+            with m.If(~pos_last):
+                m.d.sync += pos.eq(pos + 1)
+                step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
+            with m.Else():
+                m.d.sync += pos.eq(0)
+                # inner loops: s, r, j
+                with m.If(d_s != S_m1):
+                    m.d.sync += [d_s.eq(d_s + 1), d_sxo.eq(d_sxo + dx)]
+                with m.Else():
+                    m.d.sync += [d_s.eq(0), d_sxo.eq(0)]
+                    with m.If(d_r != R_m1):
+                        m.d.sync += [d_r.eq(d_r + 1), d_ry.eq(d_ry + dy)]
+                    with m.Else():
+                        m.d.sync += [d_r.eq(0), d_ry.eq(0)]
+                        with m.If(~last_j):
+                            m.d.sync += [d_cleft.eq(d_cleft - AC), d_goff.eq(d_goff + W)]
+                        with m.Else():
+                            m.d.sync += [d_cleft.eq(C), d_goff.eq(0)]
+                with m.If(~blk_last):
+                    # the next block of this stripe starts over at the stripe's start
+                    m.d.sync += [oy.eq(so_y), ox.eq(so_x), iyb.eq(so_iyb), ixb.eq(so_ixb)]
+                with m.Elif(~stripe_last):
+                    m.d.sync += d_rem.eq(d_rem - d_len)
+                    step(oy, ox, iyb, ixb, so_y, so_x, so_iyb, so_ixb)
+                    step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
+                with m.Elif(~group_last):
+                    m.d.sync += d_kleft.eq(d_kleft - AK)
+                    restart_group()
+                with m.Else():
+                    m.d.sync += d_run.eq(0)
+
+        # S1: slice address and in-slice offset
+        s2_v = Signal()
+        s2_slice = Signal(range(2 * NE))
+        s2_off = Signal(range(2 * NE))
+        s2_in = Signal()
+        s2_lsel = Signal(2)
+        s2_crip = Signal(2)
+        s2_cj = Signal.like(s1_cj)
+        s2_tag = Signal(tag_l)
+        iy_u = s1_iy.as_unsigned()[:14]
+        ix_u = s1_ix.as_unsigned()[:14]
+        slice_raw = Signal(range(2 * NE))
+        m.d.comb += slice_raw.eq(iy_u * E1 + self.dat_base)
+        xoff = Mux(s1_crip == 1, ix_u >> 1, Mux(s1_crip == 2, ix_u >> 2, ix_u))
+        m.d.sync += [
+            s2_v.eq(s1_v),
+            s2_slice.eq(Mux(slice_raw >= n_dat, slice_raw - n_dat, slice_raw)),
+            s2_off.eq(s1_goff + xoff),
+            s2_in.eq((s1_iy >= 0) & (s1_iy < H) & (s1_ix >= 0) & (s1_ix < W)),
+            s2_lsel.eq(Mux(s1_crip == 1, ix_u[:1], Mux(s1_crip == 2, ix_u[:2], 0))),
+            s2_crip.eq(s1_crip), s2_cj.eq(s1_cj), s2_tag.eq(s1_tag),
+        ]
+
+        # S2: the CBUF read
+        addr_raw = Signal(range(4 * NE))
+        m.d.comb += [
+            addr_raw.eq(s2_slice + s2_off),
+            self.dat_rd.en.eq(s2_v & s2_in),
+            self.dat_rd.addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw)),
+        ]
+        s3_v, s3_in = Signal(), Signal()
+        s3_lsel, s3_crip = Signal(2), Signal(2)
+        s3_cj = Signal.like(s1_cj)
+        s3_tag = Signal(tag_l)
+        m.d.sync += [s3_v.eq(s2_v), s3_in.eq(s2_in), s3_lsel.eq(s2_lsel),
+                     s3_crip.eq(s2_crip), s3_cj.eq(s2_cj), s3_tag.eq(s2_tag)]
+
+        # S3: lanes, mask, pad -> FIFO
+        raw = self.dat_rd.data
+        if P > 1:
+            ext = Cat(raw, Const(0, BW * 8))      # no out-of-range part-selects
+            sh2 = ext.bit_select(s3_lsel[:1] * (BW // 2 * 8), BW * 8) if P % 2 == 0 else raw
+            sh4 = ext.bit_select(s3_lsel * (BW // 4 * 8), BW * 8) if P % 4 == 0 else raw
+            lanes = Mux(s3_crip == 1, sh2, Mux(s3_crip == 2, sh4, raw))
+        else:
+            lanes = raw
+        atom = Signal(dat_layout(self._cfg))
+        for c in range(AC):
+            byte = lanes[c * 8:(c + 1) * 8]
+            m.d.comb += atom.data[c].eq(Mux(c < s3_cj, Mux(s3_in, byte, pad), 0))
+        m.d.comb += [atom.swap.eq(s3_tag.swap), atom.first.eq(s3_tag.first),
+                     atom.last.eq(s3_tag.last), atom.pos.eq(s3_tag.pos),
+                     atom.end.eq(s3_tag.end)]
+
+        m.submodules.fifo = fifo = SyncFIFO(width=len(atom.as_value()), depth=FIFO_DEPTH)
+        take = self.dat.valid & self.dat.ready
+        m.d.comb += [
+            fifo.w_en.eq(s3_v), fifo.w_data.eq(atom),
+            self.dat.valid.eq(fifo.r_rdy), self.dat.payload.eq(fifo.r_data),
+            fifo.r_en.eq(self.dat.ready),
+        ]
+        with m.If(issue & ~take):
+            m.d.sync += outstanding.eq(outstanding + 1)
+        with m.Elif(~issue & take):
+            m.d.sync += outstanding.eq(outstanding - 1)
+        m.d.sync += self.done.eq(take & self.dat.payload.end)
+
+        # =================================================================================
+        # weight engine
+        lbw = _log2(BW)
+        w_kleft = Signal(14)
+        w_rem = Signal(28)
+        w_cleft = Signal(14)
+        w_r, w_s = Signal(5), Signal(5)
+        w_b, w_gb = Signal(32), Signal(32)          # byte offsets in the weight surface
+        w_p, w_gp = Signal(range(NE)), Signal(range(NE))   # entry ring positions
+        w_kk = Signal(range(AK))
+        w_lo = Signal(BW * 8)
+        wbuf = Signal(AK * AC * 8)
+        w_valid = Signal()
+        m.d.comb += [self.wt.valid.eq(w_valid), self.wt.payload.eq(wbuf)]
+        with m.If(self.wt.valid & self.wt.ready):
+            m.d.sync += w_valid.eq(0)
+
+        kg = Signal(range(AK + 1))
+        cj = Signal(range(AC + 1))
+        w_len = Signal(range(ms + 1))
+        m.d.comb += [kg.eq(Mux(w_kleft < AK, w_kleft, AK)),
+                     cj.eq(Mux(w_cleft < AC, w_cleft, AC)),
+                     w_len.eq(stripe_len(w_rem))]
+        need = Signal(33)
+        m.d.comb += need.eq(w_b + kg * cj)
+        wbase = n_dat                               # weight region base (flat entry)
+
+        def wrap1(p):
+            return Mux(p + 1 >= n_wt, 0, p + 1)
+
+        # kernel step (LOAD)
+        o = w_b[:lbw]
+        hi = self.wt_rd.data
+        win = Cat(w_lo, hi)
+        shifted = win.bit_select(Cat(Const(0, 3), o), BW * 8)
+        real = w_kk < kg
+        row = Signal(BW * 8)
+        for c in range(AC):
+            m.d.comb += row[c * 8:(c + 1) * 8].eq(
+                Mux(real & (c < cj), shifted[c * 8:(c + 1) * 8], 0))
+        b_next = Signal(32)
+        m.d.comb += b_next.eq(w_b + Mux(real, cj, 0))
+        adv = (b_next >> lbw) != (w_b >> lbw)
+        p_next = Signal.like(w_p)
+        m.d.comb += p_next.eq(Mux(adv, wrap1(w_p), w_p))
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(go):
+                    m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C), w_r.eq(0),
+                                 w_s.eq(0), w_b.eq(0), w_gb.eq(0), w_p.eq(self.wt_base),
+                                 w_gp.eq(self.wt_base), self.wt_released.eq(0),
+                                 w_valid.eq(0)]
+                    m.next = "WAIT"
+            with m.State("WAIT"):
+                with m.If((~w_valid | self.wt.ready) & (need <= self.wt_bytes)):
+                    m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + w_p)]
+                    m.next = "PRIME"
+            with m.State("PRIME"):
+                m.d.sync += [w_lo.eq(self.wt_rd.data), w_kk.eq(0)]
+                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + wrap1(w_p))]
+                m.next = "LOAD"
+            with m.State("LOAD"):
+                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + wrap1(p_next))]
+                m.d.sync += [wbuf.eq(Cat(wbuf[AC * 8:], row)), w_kk.eq(w_kk + 1),
+                             w_lo.eq(Mux(adv, hi, w_lo)), w_b.eq(b_next), w_p.eq(p_next)]
+                with m.If(w_kk == AK - 1):
+                    m.d.sync += w_valid.eq(1)
+                    m.next = "WAIT"
+                    w_blk_last = (w_cleft <= AC) & (w_r == R_m1) & (w_s == S_m1)
+                    with m.If(w_s != S_m1):
+                        m.d.sync += w_s.eq(w_s + 1)
+                    with m.Else():
+                        m.d.sync += w_s.eq(0)
+                        with m.If(w_r != R_m1):
+                            m.d.sync += w_r.eq(w_r + 1)
+                        with m.Else():
+                            m.d.sync += w_r.eq(0)
+                            m.d.sync += w_cleft.eq(Mux(w_cleft <= AC, C, w_cleft - AC))
+                    with m.If(w_blk_last):
+                        with m.If(w_rem != w_len):
+                            # next stripe of this group: its weights again from the start
+                            m.d.sync += [w_rem.eq(w_rem - w_len), w_b.eq(w_gb),
+                                         w_p.eq(w_gp)]
+                        with m.Else():
+                            m.d.sync += [self.wt_released.eq(b_next), w_gb.eq(b_next),
+                                         w_gp.eq(p_next), w_rem.eq(n_out),
+                                         w_kleft.eq(w_kleft - AK)]
+                            with m.If(w_kleft <= AK):
+                                m.next = "IDLE"
+        return m
