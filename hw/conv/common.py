@@ -1,0 +1,118 @@
+"""What the convolution units share: sizes and the payloads between them (int8 datapath).
+
+The pipeline (spec "Convolution Pipeline"; golden model :mod:`sim.conv`)::
+
+    MCIF/CVIF -> Cdma --cbuf_wr--> Cbuf <--dat_rd / wt_rd-- Csc --dat / wt--> Cmac --psum-->
+    Cacc --out--> SDP flying input
+
+Sizes, all from the build config: ``AC = cfg.atomic_c`` int8 channels per atomic operation,
+``AK = cfg.atomic_k`` kernels, ``BW = cfg.cbuf_bank_width`` bytes per CBUF entry (= AC),
+``NB = cfg.cbuf_banks`` banks of ``DEPTH = cfg.cbuf_bank_depth`` entries, ``ATOM =
+cfg.memory_atom`` bytes, ``T = cfg.sdp_bs_throughput`` SDP lanes.
+
+CBUF layout (the contract between Cdma and Csc)
+    Flat entry address ``e`` in ``[0, NB*DEPTH)``: bank ``e // DEPTH``, row ``e % DEPTH``. The
+    data region is banks ``[0, data_banks)`` (``D_BANK.DATA_BANK + 1``), the weight region the
+    next ``weight_banks`` banks. Both regions are rings: a position ``p`` inside a region of
+    ``n`` entries is kept in ``[0, n)`` (wrap by compare-and-subtract, sizes are not powers of
+    two) and its flat address is ``region_base + p``.
+
+    Data: input line ``y`` of batch ``b`` is slice ``s = y*B + b``; a slice takes
+    ``ENTRIES + 1`` entries (:func:`sim.conv.entries_per_slice`) from ``dat_base + s*(ENTRIES+1)``
+    on. In a slice, memory atom ``a`` (channels ``a*ATOM .. a*ATOM+ATOM-1``) of position ``x``
+    sits in channel group ``j = a // P`` (``P = BW // ATOM`` atoms per entry) at byte lanes
+    ``(a % P)*ATOM`` of entry ``j*W + x`` -- except the last, partial group (``r = atoms % P``
+    atoms, the "cripple" group), which 2 or 4 positions share when ``r*2 == P`` or ``r*4 == P``
+    (``share`` = 2 / 4; otherwise 1): entry ``whole*W + x // share``, lanes offset by
+    ``(x % share) * (BW // share)``. A Csc data atom (AC channels of one position) is one
+    entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
+
+    Weights: the weight surface (direct-convolution layout, :func:`sim.formats.weight.
+    dc_weight_offsets` with ``group_k = AK``, ``cube_c = AC``) is stored byte ``i`` at entry
+    ``wt_base + i // BW``, lane ``i % BW`` (mod the region). Kernel group ``g`` (``Kg = min(AK,
+    K - g*AK)`` kernels) occupies bytes ``[g*AK*C*R*S, g*AK*C*R*S + Kg*C*R*S)``; inside it the
+    block of channel group ``j`` (``Cj`` channels) and kernel position ``(r, s)`` is ``Kg*Cj``
+    bytes (kernel ``kk``'s channels at ``kk*Cj``), blocks in ``j``-major, ``(r, s)`` order --
+    so one stripe streams its group's bytes sequentially.
+
+Sequence (Csc; one int8 layer, batch 1)
+    For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output
+    positions in raster order); for channel group ``j``; for kernel position ``(r, s)`` (a
+    *block*): one weight load (``wt``), then one data atom per output position of the stripe
+    (``dat``), the first with ``swap`` (CMAC moves the loaded weights to its active set).
+    ``first`` marks the atoms of the stripe's first block (CACC starts the sums), ``last``
+    those of its final block (CACC completes them), ``pos`` the position in the stripe,
+    ``end`` the layer's final atom.
+
+CACC -> SDP
+    Completed stripes leave in order; each position's AK sums, truncated and saturated to
+    int32, go out T lanes at a time (channels ``i*T .. i*T+T-1`` of the group). Kernel group
+    ``g`` is output surface ``g`` (the config keeps ``atomic_k == memory_atom``), so the
+    stream is in SDP's input order: surface, line, position, channel; ``last`` on the layer's
+    final transfer.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import signed
+from amaranth.lib import data
+
+__all__ = ["max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
+           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout"]
+
+#: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
+ACC_BITS = 48
+
+
+def max_stripe(cfg) -> int:
+    """Output positions per stripe at most (CACC assembly depth): 2 x Atomic-K, at least 16,
+    so that a block's weight load (AK entries) hides behind its data atoms."""
+    return max(16, 2 * cfg.atomic_k)
+
+
+def psum_bits(cfg) -> int:
+    """Width of one CMAC partial sum: Atomic-C int8 x int8 products, exact."""
+    return 16 + (cfg.atomic_c - 1).bit_length() + 1
+
+
+def cbuf_write_layout(cfg) -> data.StructLayout:
+    """One CBUF write (Cdma -> Cbuf; always accepted): ``mask`` enables bytes."""
+    return data.StructLayout({"en": 1, "addr": range(cfg.cbuf_banks * cfg.cbuf_bank_depth),
+                              "data": cfg.cbuf_bank_width * 8, "mask": cfg.cbuf_bank_width})
+
+
+def cbuf_read_signature(cfg):
+    """A CBUF read port as its user sees it: ``en`` + ``addr`` in, ``data`` the entry one
+    cycle later (synchronous read, no back-pressure)."""
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    return wiring.Signature({"en": Out(1), "addr": Out(range(cfg.cbuf_banks *
+                                                              cfg.cbuf_bank_depth)),
+                             "data": In(cfg.cbuf_bank_width * 8)})
+
+
+def dat_layout(cfg) -> data.StructLayout:
+    """Csc -> Cmac data atom (see the module docstring)."""
+    return data.StructLayout({
+        "data": data.ArrayLayout(signed(8), cfg.atomic_c),
+        "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1})
+
+
+def wt_layout(cfg) -> data.StructLayout:
+    """Csc -> Cmac weight load: ``data[k][c]`` for AK kernels x AC channels (0 where the group
+    or the channel group is short)."""
+    return data.StructLayout({
+        "data": data.ArrayLayout(data.ArrayLayout(signed(8), cfg.atomic_c), cfg.atomic_k)})
+
+
+def psum_layout(cfg) -> data.StructLayout:
+    """Cmac -> Cacc: AK partial sums of one data atom, with its tags."""
+    return data.StructLayout({
+        "sums": data.ArrayLayout(signed(psum_bits(cfg)), cfg.atomic_k),
+        "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1})
+
+
+def conv_out_layout(cfg) -> data.StructLayout:
+    """Cacc -> SDP flying input: T int32 channels, ``last`` on the layer's final transfer."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(32), cfg.sdp_bs_throughput),
+                              "last": 1})
