@@ -130,6 +130,10 @@ class NvdlaConfig:
         if self.memory_atom > self.atomic_c:
             err("memory_atom", f"must not exceed atomic_c ({self.atomic_c}) bytes: "
                 "a CBUF entry holds whole memory atoms")
+        if self.atomic_k != self.memory_atom:
+            err("atomic_k", f"must equal memory_atom ({self.memory_atom}): a kernel group of "
+                "Atomic-K int8 kernels is one output surface, which CACC delivers to SDP in "
+                "surface order")
         if not (_is_pow2(self.cbuf_banks) and 2 <= self.cbuf_banks <= 32):
             err("cbuf_banks", "must be a power of two from 2 to 32")
         if self.cbuf_bank_width != self.atomic_c:
@@ -255,9 +259,9 @@ def _presets():
     full = NvdlaConfig(
         name="nv_full", data_types=frozenset(DATA_TYPES), winograd=True, batching=True,
         max_batch=32, weight_compression=True, sramif=True, sdp_ew=True, sdp_lut=True,
-        bdma=True, rubik=True, atomic_c=64, atomic_k=16, memory_atom=32, cbuf_banks=16,
+        bdma=True, rubik=True, atomic_c=64, atomic_k=32, memory_atom=32, cbuf_banks=16,
         cbuf_bank_width=64, cbuf_bank_depth=512, sdp_bs_throughput=16, sdp_bn_throughput=16,
-        sdp_ew_throughput=4, pdp_throughput=4, cdp_throughput=4, dbbif_width=512,
+        sdp_ew_throughput=4, pdp_throughput=8, cdp_throughput=8, dbbif_width=512,
         sramif_width=512, address_width=64, dbbif_latency=1200, register_layout="full")
     return {c.name: c for c in (small, small256, large, full)}
 

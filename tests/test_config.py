@@ -27,8 +27,8 @@ def test_presets_match_reference_builds():
     assert (lg.sdp_bs_throughput, lg.pdp_throughput, lg.cdp_throughput) == (16, 8, 8)
     assert lg.sramif and lg.bdma and lg.rubik and lg.winograd and lg.sdp_lut and lg.sdp_ew
     assert full.data_types == {"int8", "int16", "fp16"}
-    assert (full.atomic_c, full.atomic_k, full.cbuf_bytes) == (64, 16, 512 * 1024)
-    assert (full.pdp_throughput, full.cdp_throughput, full.register_layout) == (4, 4, "full")
+    assert (full.atomic_c, full.atomic_k, full.cbuf_bytes) == (64, 32, 512 * 1024)
+    assert (full.pdp_throughput, full.cdp_throughput, full.register_layout) == (8, 8, "full")
     assert s.register_layout == "small"
 
 
@@ -39,6 +39,8 @@ BAD = [
     ("atomic_k", dict(atomic_k=2), "atomic_k=2: must be a power of two from 4 to 32"),
     ("atomic_k", dict(atomic_k=16), "atomic_k=16: must not exceed atomic_c (8)"),
     ("memory_atom", dict(memory_atom=16), "memory_atom=16: must be 8 or 32"),
+    ("atomic_k", dict(atomic_c=16, atomic_k=16, cbuf_bank_width=16, cbuf_bank_depth=256),
+     "atomic_k=16: must equal memory_atom (8)"),
     ("memory_atom", dict(memory_atom=32), "memory_atom=32: must not exceed atomic_c"),
     ("cbuf_banks", dict(cbuf_banks=3), "cbuf_banks=3: must be a power of two from 2 to 32"),
     ("cbuf_banks", dict(cbuf_banks=64), "cbuf_banks=64"),
@@ -73,7 +75,7 @@ BAD = [
     ("register_layout", dict(register_layout="huge"), "register_layout='huge'"),
     ("register_layout", dict(register_layout="full"), "needs memory_atom = 32"),
     ("register_layout", dict(register_layout="full", atomic_c=32, cbuf_bank_width=32,
-                             cbuf_bank_depth=128, memory_atom=32),
+                             cbuf_bank_depth=128, memory_atom=32, atomic_k=32),
      "needs cbuf_banks <= 16"),
     ("winograd", dict(winograd=1), "winograd=1: must be true or false"),
     ("atomic_c", dict(atomic_c=8.0), "atomic_c=8.0: must be an integer"),
