@@ -150,6 +150,7 @@ class NvdlaCore(wiring.Component):
             sdp.rdma_regs.eq(rf_rdma.d), sdp.rdma_op_en.eq(rf_rdma.op_en),
             rf_rdma.done.eq(sdp.rdma_done), rf_rdma.d_status.eq(sdp.rdma_status),
             sdp.pdp.ready.eq(1),             # no PDP datapath yet: SDP->PDP output is dropped
+            sdp.flying.valid.eq(0),          # no CACC wired yet: flying layers wait
         ]
         for c in reads:
             if c.startswith("sdp"):

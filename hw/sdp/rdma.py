@@ -17,6 +17,12 @@ operands of the same channels beside them.
   of a surface serve all ``H x W`` positions of that surface. Each operand DMA has a filling
   buffer and a current buffer, so the next position is fetched while the current one is used.
 
+Flying input (``flying`` high): the transfers come ready-made on ``fly`` (T int32 channels of
+one position, the accumulator's output in the same order, ``last`` on the layer's final one)
+instead of from ``feat`` atoms, which are then ignored; the position counters and operands work
+the same way, so the operand of each channel lines up with its flying transfer. A surface is
+``atom / bytes`` channels here too (``atom / bytes / T`` transfers per position).
+
 Rate: T channels per cycle when the input delivers one atom per ``atom/bytes/T`` cycles and each
 per-element operand delivers its ``k`` atoms within that time (``k + 1`` cycles for a position:
 the buffer hand-over takes one cycle). On builds where an atom is a single transfer
@@ -30,7 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem.cube import atom_layout
 
-__all__ = ["feeder_layout", "operand_cfg_layout", "SdpFeeder", "STAGES", "USE_MUL", "USE_ALU",
+__all__ = ["feeder_layout", "fly_layout", "operand_cfg_layout", "SdpFeeder", "STAGES", "USE_MUL", "USE_ALU",
            "USE_BOTH"]
 
 STAGES = ("bs", "bn", "ew")
@@ -47,6 +53,12 @@ def feeder_layout(lanes, stages):
     return data.StructLayout(fl)
 
 
+def fly_layout(lanes):
+    """A flying input transfer: T int32 channels, ``last`` on the layer's final transfer (the
+    shape of :func:`hw.conv.common.conv_out_layout`)."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(32), lanes), "last": 1})
+
+
 def operand_cfg_layout():
     """How one operand DMA's data is laid out (from its D_xRDMA_CFG)."""
     return data.StructLayout({"en": 1, "per_element": 1, "both": 1, "two_byte": 1, "use": 2})
@@ -60,6 +72,8 @@ class SdpFeeder(wiring.Component):
 
     Ports
         ``feat``          input cube atoms, memory order
+        ``fly``           :func:`fly_layout` transfers, used instead of ``feat`` when ``flying``
+        ``flying``        the layer's input is ``fly`` (else ``feat``)
         ``op_<stage>``    the stage's operand atoms, memory order
         ``int16``         the layer's precision is int16 (else int8)
         ``width_m1``, ``height_m1``  cube size minus one (positions per surface)
@@ -78,6 +92,7 @@ class SdpFeeder(wiring.Component):
                                  f"of a {atom}-byte atom of {nbytes}-byte elements")
         members = {
             "feat": In(stream.Signature(atom_layout(geom))),
+            "fly": In(stream.Signature(fly_layout(lanes))), "flying": In(1),
             "int16": In(1), "width_m1": In(13), "height_m1": In(13), "clear": In(1),
             "o": Out(stream.Signature(feeder_layout(lanes, stages))),
         }
@@ -115,7 +130,7 @@ class SdpFeeder(wiring.Component):
         fa = Signal(geom.atom_bits)
         fa_valid = Signal()
         fa_last = Signal()
-        m.d.comb += self.feat.ready.eq(~fa_valid | (fire & j_last))
+        m.d.comb += self.feat.ready.eq(~self.flying & (~fa_valid | (fire & j_last)))
         with m.If(self.feat.valid & self.feat.ready):
             m.d.sync += [fa.eq(self.feat.payload.data), fa_valid.eq(1),
                          fa_last.eq(self.feat.payload.last)]
@@ -126,13 +141,16 @@ class SdpFeeder(wiring.Component):
             v8 = fa.word_select(c, 8).as_signed()
             if self._int16:
                 v16 = fa.word_select(c, 16).as_signed()
-                m.d.comb += self.o.payload.data[lane].eq(Mux(self.int16, v16, v8))
+                v = Mux(self.int16, v16, v8)
             else:
-                m.d.comb += self.o.payload.data[lane].eq(v8)
-        m.d.comb += self.o.payload.last.eq(fa_last & j_last)
+                v = v8
+            m.d.comb += self.o.payload.data[lane].eq(
+                Mux(self.flying, self.fly.payload.data[lane], v))
+        m.d.comb += self.o.payload.last.eq(
+            Mux(self.flying, self.fly.payload.last, fa_last & j_last))
 
         # -- operands ----------------------------------------------------------------------
-        ready_all = [fa_valid]
+        ready_all = []
         kmax = 4
         for st in self._stages:
             port, cfg = getattr(self, f"op_{st}"), getattr(self, f"cfg_{st}")
@@ -177,7 +195,12 @@ class SdpFeeder(wiring.Component):
                     self.o.payload[f"{st}_mul"][lane].eq(Mux(cfg.use == USE_BOTH, v1, v0)),
                 ]
 
-        m.d.comb += self.o.valid.eq(Cat(*ready_all).all())
+        ops_ok = Signal()
+        m.d.comb += ops_ok.eq(Cat(*ready_all).all() if ready_all else 1)
+        m.d.comb += [
+            self.o.valid.eq(Mux(self.flying, self.fly.valid, fa_valid) & ops_ok),
+            self.fly.ready.eq(self.flying & ops_ok & self.o.ready),
+        ]
         with m.If(self.clear):
             m.d.sync += [j.eq(0), w.eq(0), h.eq(0), fa_valid.eq(0)]
         return m

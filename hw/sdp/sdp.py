@@ -12,9 +12,18 @@ Output to PDP (``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``) streams the datapath's v
 ``pdp`` (:func:`hw.sdp.wdma.out_layout`: ``data`` = T signed 16-bit output values, channels
 ``j*T .. j*T+T-1`` of the current atom's position, in the order of the input cube; ``last`` on
 the final transfer) and finishes after the last one is taken. EW EQL mode writes nothing and
-finishes after the last value (STATUS_UNEQUAL carries the result). Flying mode
-(``FLYING_MODE = ON``: input from the accumulator, which has no RTL yet) checks the program and
-then waits: a valid flying layer never finishes.
+finishes after the last value (STATUS_UNEQUAL carries the result).
+
+Flying mode (``D_FEATURE_MODE_CFG.FLYING_MODE = ON``): the input is the convolution
+accumulator's int32 cube on ``flying`` (:func:`hw.conv.common.conv_out_layout`: ``data`` = T
+signed 32-bit channels of one position, ``last`` on the layer's final transfer) in SDP's input
+order -- surface by surface (an atom's worth of channels, ``atom / bytes``), line by line,
+position by position, T channels at a time; the last surface is whole (the accumulator
+sends zeros past ``DATA_CUBE_CHANNEL``; they are processed and written like offline padding). The input read DMA (MRDMA) is
+not started; the B/N/E operand DMAs read memory exactly as offline (when SDP_RDMA takes part:
+its ``op_en`` is set), aligned with the position and channels of each flying transfer. The
+output (memory or PDP) and completion are as offline. ``flying`` is only taken while the
+layer runs (after its checks); a flying layer waits for its data as long as it takes.
 
 Invalid programs
     A layer the golden model rejects (``run_sdp`` raises SdpProgramError, or
@@ -33,7 +42,9 @@ Invalid programs
       ``DATA_USE`` of MUL / ALU / BOTH matching the operands read from memory, ``TWO_BYTE``
       unless int8, an atom-aligned base (and line / surface strides per element), RAM type MC
       on builds without SRAMIF, and its data inside the address space;
-    * RDMA ``FLYING_MODE``, ``WINOGRAD`` and cube size equal to SDP's (when it takes part);
+    * RDMA ``FLYING_MODE``, ``WINOGRAD`` and cube size equal to SDP's (when it takes part;
+      in flying mode SDP_RDMA takes part only when its ``op_en`` is set too, as in the golden
+      model);
     * offline: source RAM type, atom-aligned base / line / surface stride, cube inside the
       address space;
     * destination (written unless PDP or EQL): RAM type, alignment, lines and surfaces that
@@ -67,6 +78,7 @@ from arch.registers import register_map
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..conv.common import conv_out_layout
 from ..regfile import fields_layout
 from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
 from .wdma import SdpAtomPacker, out_layout
@@ -100,6 +112,10 @@ class Sdp(wiring.Component):
         self.lanes = T = self._dp.lanes
         self._stages = tuple(st for st, on in zip(STAGES, (cfg.sdp_bs, cfg.sdp_bn, cfg.sdp_ew))
                              if on)
+        fly_lanes = conv_out_layout(cfg).members["data"].length
+        if fly_lanes != T:
+            raise ValueError(f"{cfg.name}: the flying input carries {fly_lanes} lanes "
+                             f"(conv_out_layout), the SDP datapath {T}")
         rb, sb = rmap["SDP_RDMA"], rmap["SDP"]
         members = {
             "rdma_regs": In(fields_layout(rb.d_registers, ("rw",))),
@@ -112,6 +128,7 @@ class Sdp(wiring.Component):
             "rd_sdp": Out(DmaReadPort(geom)),
             "wr_sdp": Out(DmaWritePort(geom)),
             "pdp": Out(stream.Signature(out_layout(T))),
+            "flying": In(stream.Signature(conv_out_layout(cfg))),
             "busy": Out(1),
         }
         for st in self._stages:
@@ -325,6 +342,7 @@ class Sdp(wiring.Component):
         wiring.connect(m, packer.o, apack.i)
         wiring.connect(m, apack.o, writer.data)
         m.d.comb += [feeder.int16.eq(is16), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
+                     feeder.flying.eq(flying),
                      packer.int16.eq(is16), packer.width_m1.eq(wm1),
                      packer.packed.eq(one_by_one)]
 
@@ -383,14 +401,10 @@ class Sdp(wiring.Component):
             with m.State("DECIDE"):
                 with m.If(invalid):
                     m.next = "FINISH"
-                with m.Elif(flying):
-                    m.next = "FLYING"
-                with m.Else():
+                with m.Else():                     # (flying: the input cube is not enabled)
                     for name, enabled, c in cubes:
                         m.d.sync += cmd_pend[name].eq(enabled)
                     m.next = "RUN"
-            with m.State("FLYING"):
-                pass                               # no accumulator input in RTL yet
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
                 with m.If(writes):
@@ -402,6 +416,16 @@ class Sdp(wiring.Component):
                 m.d.comb += finish.eq(1)
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(running)
+
+        # flying input: taken only while a flying layer runs
+        fly_on = Signal()
+        m.d.comb += [
+            fly_on.eq(running & flying),
+            feeder.fly.payload.data.eq(self.flying.payload.data),
+            feeder.fly.payload.last.eq(self.flying.payload.last),
+            feeder.fly.valid.eq(self.flying.valid & fly_on),
+            self.flying.ready.eq(feeder.fly.ready & fly_on),
+        ]
 
         # output routing (only while running)
         with m.If(to_pdp):
