@@ -47,6 +47,9 @@ class Cbuf(wiring.Component):
             "wt_rd": In(cbuf_read_signature(cfg)),
             "data_banks": In(6),
         })
+        #: the bank memories (testbenches may peek at ``banks[b].data[row]``)
+        self.banks = [Memory(shape=cfg.cbuf_bank_width * 8, depth=cfg.cbuf_bank_depth, init=[])
+                      for _ in range(cfg.cbuf_banks)]
 
     def elaborate(self, platform):
         m = Module()
@@ -69,7 +72,7 @@ class Cbuf(wiring.Component):
 
         outs = []
         for b in range(nb):
-            mem = Memory(shape=bw * 8, depth=depth, init=[])
+            mem = self.banks[b]
             m.submodules[f"bank{b}"] = mem
             wp = mem.write_port(granularity=8)
             rp = mem.read_port()

@@ -1,0 +1,474 @@
+"""The convolution DMA (CDMA) for direct convolution with feature input, int8, batch 1 (spec
+"Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
+
+It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
+CSC how far both have arrived.
+
+Feature data (:func:`sim.conv.cdma.feature_addresses`)
+    Input line ``y`` is CBUF slice ``y``. Lines are fetched in order, one cube command per line
+    (one DMA request per (line, surface) run of ``W`` atoms, surfaces in order), so a slice is
+    complete after its last surface and the CSC can start on the first lines while the rest
+    arrive. The line address follows the model exactly, fetch-grain quirk included: line ``y``
+    of grain ``y0 = y // grain * grain`` starts at ``base + y0*LINE_STRIDE + (y-y0)*W*atom``
+    (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
+    atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
+    contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
+    atoms), one masked CBUF write per atom.
+
+Weights (:func:`sim.conv.cdma.fetch_weights`)
+    ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` as one byte stream: byte ``i`` at weight ring
+    entry ``wt_base + i // BW``, lane ``i % BW`` (bytes past ``WEIGHT_BYTES`` in the last atom
+    are not written). Requests of at most ``_WT_CHUNK`` bytes are issued only when the ring has
+    room for them: a byte ``i`` is requested only when ``i < wt_released + weight ring bytes``,
+    so weights larger than the weight banks stream through the ring as the CSC releases them.
+
+Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
+    At ``end`` the CDMA keeps, for the next layer, the slices not released
+    (``SKIP_DATA_RLS``: all ``DATAIN_HEIGHT_EXT + 1`` the CSC used; otherwise those after the
+    first ``RLS_SLICES + 1``) and whether the weights stay (``SKIP_WEIGHT_RLS``). A layer with
+    ``DATA_REUSE`` whose bank split, width and entries per slice equal the previous layer's:
+    full reuse (previous layer skipped its release) fetches no data and reports all kept slices
+    at once; partial reuse puts ``dat_base`` on the first kept slice, counts the kept slices as
+    written and fetches the new lines right after them. ``WEIGHT_REUSE`` with kept weights, the
+    same bank split and the same ``WEIGHT_BYTES`` fetches no weights. Anything else starts fresh
+    at ring position 0.
+
+Ports
+    ``regs``        in, the CDMA D-group rw fields (consumer group), stable from ``start`` to
+                    ``end``.
+    ``csc``         in, ``rls_slices`` = CSC ``D_RELEASE.RLS_SLICES``, ``height_ext`` = CSC
+                    ``D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT`` (the slices the CSC uses).
+    ``start``       in, pulse: the layer's groups are enabled (may come while the previous
+                    layer's ``end`` bookkeeping runs; it is held until then).
+    ``end``         in, pulse at the layer's end (after the CSC finished): update the reuse
+                    state. Layers do not overlap: ``start`` of the next layer after ``end``.
+    ``rd_dat`` / ``rd_wt``  out, DMA read clients (feature data / weights).
+    ``cbuf_wr``     out, :func:`hw.conv.common.cbuf_write_layout`, registered.
+    ``dat_base``    out, data ring position (flat entry, the data region starts at 0) of slice 0
+                    of this layer.
+    ``dat_slices``  out, slices completely in the CBUF (kept ones included); raised the cycle
+                    after the slice's last write is presented (the CBUF reads before it writes).
+    ``wt_base``     out, weight ring position (relative to the weight region, i.e. flat entry
+                    ``data_banks*DEPTH + wt_base``) of weight byte 0; always 0 here.
+    ``wt_bytes``    out, weight bytes in the CBUF so far in this layer (all at once on reuse).
+    ``wt_released`` in, weight bytes the CSC has finished with (monotonic, 0 at the layer's
+                    start).
+    ``dat_done`` / ``wt_done``  out, one-cycle pulses when that fetch is complete (CDMA_DAT /
+                    CDMA_WT done), together with the final ``dat_slices`` / ``wt_bytes``.
+    ``status``      out, the CDMA ro fields: ``DAT_RD_STALL`` / ``WT_RD_STALL`` count the cycles
+                    a read request waited for the memory interface while ``D_PERF_ENABLE.DMA_EN``
+                    (cleared at ``start``, valid from the done pulses on); NaN / Inf counters and
+                    the latency counters stay 0.
+    ``busy``        out, a layer is between ``start`` and ``end``.
+
+Throughput: one CBUF write per cycle, shared by data and weights (alternating when both have
+an atom), so each stream moves one memory atom per cycle. Assumes a valid program
+(:func:`sim.conv.program.decode` accepts it): in particular the kept plus fetched slices fit in
+the data region and, with ``SKIP_WEIGHT_RLS``, the weights fit in the weight region.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from arch.registers import register_map
+
+from ..mem.cube import AtomSerializer, CubeReader
+from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
+from ..regfile import fields_layout
+from .common import cbuf_write_layout
+
+__all__ = ["Cdma", "csc_fields_layout"]
+
+_WT_CHUNK = 256          #: weight request size in bytes at most (flow control granule)
+
+
+def csc_fields_layout() -> data.StructLayout:
+    """The CSC register fields the CDMA needs (raw register values)."""
+    return data.StructLayout({"rls_slices": 12, "height_ext": 13})
+
+
+class Cdma(wiring.Component):
+    """``Cdma(cfg)``: the direct-convolution CDMA (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._geom = geom = DmaGeometry(cfg)
+        self._block = blk = register_map(cfg)["CDMA"]
+        pos = range(cfg.cbuf_banks * cfg.cbuf_bank_depth)
+        super().__init__({
+            "regs": In(fields_layout(blk.d_registers, ("rw",))),
+            "csc": In(csc_fields_layout()),
+            "start": In(1),
+            "end": In(1),
+            "rd_dat": Out(DmaReadPort(geom)),
+            "rd_wt": Out(DmaReadPort(geom)),
+            "cbuf_wr": Out(cbuf_write_layout(cfg)),
+            "dat_base": Out(pos),
+            "dat_slices": Out(15),
+            "wt_base": Out(pos),
+            "wt_bytes": Out(32),
+            "wt_released": In(32),
+            "dat_done": Out(1),
+            "wt_done": Out(1),
+            "status": Out(fields_layout(blk.d_registers, ("ro",))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, g, blk = self._cfg, self._geom, self._block
+        R = self.regs
+        aw, ash = g.addr_width, g.atom_shift
+        ATOM, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
+        P = BW // ATOM                                   # atoms per entry
+        pb = (P - 1).bit_length()
+        db = (DEPTH - 1).bit_length()
+        PW = (cfg.cbuf_banks * DEPTH).bit_length() + 1   # ring arithmetic width
+
+        def byte_value(reg, fld):
+            f = blk[reg][fld]
+            v = R[reg][fld]
+            return Cat(Const(0, f.lsb), v) if f.lsb else v
+
+        def address(low_reg, low_fld, high_reg, high_fld):
+            low = byte_value(low_reg, low_fld)
+            return Cat(low, R[high_reg][high_fld]) if aw > 32 else low
+
+        # -- program ---------------------------------------------------------------------
+        misc = R.D_MISC_CFG
+        width = Signal(14)                               # W
+        height = Signal(14)                              # H (CDMA fetch)
+        surfs = Signal(14)                               # S = memory atoms per position
+        m.d.comb += [width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH + 1),
+                     height.eq(R.D_DATAIN_SIZE_0.DATAIN_HEIGHT + 1),
+                     surfs.eq((R.D_DATAIN_SIZE_1.DATAIN_CHANNEL >> ash) + 1)]
+        base = Signal(aw)
+        wbase = Signal(aw)
+        m.d.comb += [base.eq(address("D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",
+                                     "D_DAIN_ADDR_HIGH_0", "DATAIN_ADDR_HIGH_0")),
+                     wbase.eq(address("D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
+                                      "D_WEIGHT_ADDR_HIGH", "WEIGHT_ADDR_HIGH"))]
+        ls = byte_value("D_LINE_STRIDE", "LINE_STRIDE")
+        ss = byte_value("D_SURF_STRIDE", "SURF_STRIDE")
+        wbytes = Signal(33)
+        m.d.comb += wbytes.eq(byte_value("D_WEIGHT_BYTES", "WEIGHT_BYTES"))
+        line_packed = R.D_DAIN_MAP.LINE_PACKED
+        packed_1x1 = Signal()
+        m.d.comb += packed_1x1.eq(line_packed & R.D_DAIN_MAP.SURF_PACKED
+                                  & (R.D_DATAIN_SIZE_0.DATAIN_WIDTH == 0)
+                                  & (R.D_DATAIN_SIZE_0.DATAIN_HEIGHT == 0))
+        eps = Signal(16)                                 # entries per slice
+        m.d.comb += eps.eq(R.D_ENTRY_PER_SLICE.ENTRIES + 1)
+        data_banks = Signal(6)
+        weight_banks = Signal(6)
+        m.d.comb += [data_banks.eq(R.D_BANK.DATA_BANK + 1),
+                     weight_banks.eq(R.D_BANK.WEIGHT_BANK + 1)]
+        n_dat = Signal(PW)                               # data ring entries
+        n_wt = Signal(PW)
+        m.d.comb += [n_dat.eq(data_banks << db), n_wt.eq(weight_banks << db)]
+        wcap = Signal(PW + 8)                            # weight ring bytes
+        m.d.comb += wcap.eq(n_wt * BW)
+
+        def wrap(v, n):
+            return Mux(v >= n, v - n, v)
+
+        # cripple group of the last S % P atoms
+        rem = Signal(max(pb, 1))
+        if P > 1:
+            m.d.comb += rem.eq(surfs[:pb])
+        whole = Signal(14)                               # atoms in whole groups
+        m.d.comb += whole.eq(surfs - rem)
+        share2 = Signal()
+        share4 = Signal()
+        if P >= 2:
+            m.d.comb += share2.eq(rem == P // 2)
+        if P >= 4:
+            m.d.comb += share4.eq(rem == P // 4)
+
+        # -- movers ----------------------------------------------------------------------
+        m.submodules.dat_reader = dat_reader = CubeReader(g)
+        m.submodules.wt_reader = wt_reader = CubeReader(g)
+        m.submodules.dat_ser = dat_ser = AtomSerializer(g)
+        m.submodules.wt_ser = wt_ser = AtomSerializer(g)
+        wiring.connect(m, flipped(self.rd_dat), dat_reader.dma)
+        wiring.connect(m, flipped(self.rd_wt), wt_reader.dma)
+        wiring.connect(m, dat_reader.data, dat_ser.i)
+        wiring.connect(m, wt_reader.data, wt_ser.i)
+
+        # -- persistent reuse state --------------------------------------------------------
+        kept_count = Signal(15)
+        kept_base = Signal(PW)
+        kept_end = Signal(PW)
+        kept_all = Signal()
+        key_dbank = Signal(5)
+        key_wbank = Signal(5)
+        key_width = Signal(13)
+        key_eps = Signal(16)
+        w_kept = Signal()
+        w_kept_bytes = Signal(33)
+
+        key_match = Signal()
+        m.d.comb += key_match.eq((key_dbank == R.D_BANK.DATA_BANK)
+                                 & (key_wbank == R.D_BANK.WEIGHT_BANK))
+        d_reuse = Signal()
+        full_reuse = Signal()
+        w_reuse = Signal()
+        m.d.comb += [
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match
+                       & (key_width == R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT)
+                       & (key_eps == eps)),
+            full_reuse.eq(d_reuse & kept_all),
+            w_reuse.eq(misc.WEIGHT_REUSE & w_kept & key_match & (w_kept_bytes == wbytes)),
+        ]
+        base_next = Signal(PW)
+        m.d.comb += base_next.eq(Mux(d_reuse, kept_base, 0))
+
+        # -- control -----------------------------------------------------------------------
+        pend_start = Signal()
+        decide = Signal()
+        finish = Signal()                                # end bookkeeping this cycle
+        with m.If(self.start):
+            m.d.sync += pend_start.eq(1)
+        with m.If(decide):
+            m.d.sync += pend_start.eq(0)
+
+        # background ring arithmetic: dat_base + k * entries (k = released / used slices)
+        acc_rls, acc_need = Signal(PW), Signal(PW)
+        left_rls, left_need = Signal(14), Signal(14)
+        with m.If(left_rls != 0):
+            m.d.sync += [acc_rls.eq(wrap(acc_rls + eps, n_dat)), left_rls.eq(left_rls - 1)]
+        with m.If(left_need != 0):
+            m.d.sync += [acc_need.eq(wrap(acc_need + eps, n_dat)), left_need.eq(left_need - 1)]
+        acc_ready = (left_rls == 0) & (left_need == 0)
+
+        need = Signal(14)
+        rls = Signal(13)
+        m.d.comb += [need.eq(self.csc.height_ext + 1), rls.eq(self.csc.rls_slices + 1)]
+
+        with m.FSM(name="ctl"):
+            with m.State("IDLE"):
+                with m.If(self.start | pend_start):
+                    m.next = "DECIDE"
+            with m.State("DECIDE"):
+                m.d.comb += decide.eq(1)
+                m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(self.end):
+                    m.next = "END"
+            with m.State("END"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(acc_ready):
+                    m.d.comb += finish.eq(1)
+                    m.next = "IDLE"
+
+        with m.If(decide):
+            m.d.sync += [acc_rls.eq(base_next), acc_need.eq(base_next),
+                         left_rls.eq(rls), left_need.eq(need)]
+
+        with m.If(finish):
+            m.d.sync += [key_dbank.eq(R.D_BANK.DATA_BANK), key_wbank.eq(R.D_BANK.WEIGHT_BANK),
+                         key_width.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT),
+                         key_eps.eq(eps), kept_end.eq(acc_need),
+                         w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
+            with m.If(misc.SKIP_DATA_RLS):
+                m.d.sync += [kept_base.eq(self.dat_base), kept_count.eq(need), kept_all.eq(1)]
+            with m.Else():
+                m.d.sync += [kept_base.eq(acc_rls), kept_all.eq(0),
+                             kept_count.eq(Mux(rls >= need, 0, need - rls))]
+
+        # -- feature data: command side (one cube per line) -------------------------------
+        cmd_left = Signal(14)                            # lines still to request
+        yls = Signal(aw)                                 # y * LINE_STRIDE
+        g0 = Signal(aw)                                  # y0 * LINE_STRIDE
+        pk = Signal(aw)                                  # (y - y0) * W * atom
+        gleft = Signal(12)                               # lines left in this grain - 1
+        dcmd = dat_reader.cmd
+        dc = dcmd.payload
+        m.d.comb += [
+            dcmd.valid.eq(cmd_left != 0),
+            dc.ram_type.eq(R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE),
+            dc.lines.eq(0), dc.batches.eq(0), dc.line_stride.eq(0), dc.batch_stride.eq(0),
+        ]
+        with m.If(packed_1x1):
+            m.d.comb += [dc.base.eq(base), dc.line_atoms.eq(surfs - 1), dc.surfaces.eq(0),
+                         dc.surface_stride.eq(0)]
+        with m.Else():
+            m.d.comb += [dc.base.eq(base + g0 + pk), dc.line_atoms.eq(width - 1),
+                         dc.surfaces.eq(surfs - 1), dc.surface_stride.eq(ss)]
+        with m.If(dcmd.valid & dcmd.ready):
+            m.d.sync += [cmd_left.eq(cmd_left - 1), yls.eq(yls + ls)]
+            with m.If((gleft == 0) | ~line_packed):
+                m.d.sync += [g0.eq(yls + ls), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS)]
+            with m.Else():
+                m.d.sync += [pk.eq(pk + (width << ash)), gleft.eq(gleft - 1)]
+
+        # -- weights: command side (chunks when the ring has room) ----------------------------
+        chunk = max(1, _WT_CHUNK // ATOM)
+        n_atoms = Signal(34)
+        m.d.comb += n_atoms.eq((wbytes + ATOM - 1) >> ash)
+        w_iss = Signal(34)                               # atoms requested
+        w_addr = Signal(aw)
+        w_fetch = Signal()
+        room = Signal(34)                                # wt_released + ring bytes
+        m.d.comb += room.eq(self.wt_released + wcap)
+        limit = Signal(34)                               # atoms that may be requested
+        m.d.comb += limit.eq(Mux(room >= wbytes, n_atoms, room >> ash))
+        space = Signal(35)
+        m.d.comb += space.eq(limit - w_iss)
+        n_req = Signal(range(chunk + 1))
+        m.d.comb += n_req.eq(Mux(space >= chunk, chunk, space))
+        wcmd = wt_reader.cmd
+        wc = wcmd.payload
+        m.d.comb += [
+            wcmd.valid.eq(w_fetch & self.busy & (w_iss < n_atoms) & ~space[-1] & (space != 0)),
+            wc.base.eq(w_addr), wc.ram_type.eq(R.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE),
+            wc.line_atoms.eq(n_req - 1), wc.lines.eq(0), wc.surfaces.eq(0),
+            wc.batches.eq(0), wc.line_stride.eq(0), wc.surface_stride.eq(0),
+            wc.batch_stride.eq(0),
+        ]
+        with m.If(wcmd.valid & wcmd.ready):
+            m.d.sync += [w_iss.eq(w_iss + n_req), w_addr.eq(w_addr + (n_req << ash))]
+
+        # -- feature data: atom placement ---------------------------------------------------
+        d_active = Signal()
+        d_lines = Signal(14)                             # lines left - 1
+        x = Signal(14)
+        xe = Signal(14)                                  # x // share
+        xs = Signal(2)                                   # x % share
+        a = Signal(14)                                   # atom (surface) of the position
+        sub = Signal(max(pb, 1))                         # a % P
+        grp = Signal(PW)                                 # entry of x = 0 in this group
+        sb = Signal(PW)                                  # slice base
+        crip = Signal()
+        m.d.comb += crip.eq(a >= whole)
+        s2 = crip & share2
+        s4 = crip & share4
+        lane_d = Signal(max(pb, 1))
+        if P >= 4:
+            m.d.comb += lane_d.eq(Mux(s2, (xs << (pb - 1)) + sub,
+                                      Mux(s4, (xs << (pb - 2)) + sub, sub)))
+        elif P == 2:
+            m.d.comb += lane_d.eq(Mux(s2, xs, sub))
+        entry_d = Signal(PW)
+        m.d.comb += entry_d.eq(wrap(grp + xe, n_dat))
+        last_x = x == width - 1
+        last_a = a == surfs - 1
+        slice_end = Signal()
+        m.d.comb += slice_end.eq(last_x & last_a)
+
+        # -- weights: atom placement ----------------------------------------------------------
+        w_active = Signal()
+        wpos = Signal(PW)                                # weight ring entry
+        wlane = Signal(max(pb, 1))
+        wrem = Signal(34)                                # bytes not yet written
+        wlast = Signal()
+        m.d.comb += wlast.eq(wrem <= ATOM)
+        wmask_atom = Signal(ATOM)
+        m.d.comb += wmask_atom.eq(Cat(*[wrem > i for i in range(ATOM)]))
+
+        # -- the CBUF write port: data and weights alternate --------------------------------
+        ds, ws = dat_ser.o, wt_ser.o
+        prio = Signal()                                  # 1: weights first
+        take_d = Signal()
+        take_w = Signal()
+        m.d.comb += [
+            take_d.eq(ds.valid & d_active & ~(ws.valid & w_active & prio)),
+            take_w.eq(ws.valid & w_active & ~take_d),
+            ds.ready.eq(take_d), ws.ready.eq(take_w),
+        ]
+        with m.If(take_d | take_w):
+            m.d.sync += prio.eq(take_d)
+
+        wr = self.cbuf_wr
+        wr_slice = Signal()                              # registered with the write
+        wr_dlast = Signal()
+        wr_wbytes = Signal(34)
+        wr_wlast = Signal()
+        wr_wt = Signal()
+        amask = (1 << ATOM) - 1
+        m.d.sync += [wr.en.eq(take_d | take_w), wr_slice.eq(0), wr_dlast.eq(0), wr_wt.eq(0),
+                     wr_wlast.eq(0)]
+        with m.If(take_d):
+            m.d.sync += [wr.addr.eq(entry_d), wr.data.eq(Cat(*[ds.payload.data] * P)),
+                         wr.mask.eq(Const(amask, BW) << (lane_d << ash) if P > 1 else amask),
+                         wr_slice.eq(slice_end), wr_dlast.eq(slice_end & (d_lines == 0))]
+            with m.If(last_x):
+                m.d.sync += [x.eq(0), xe.eq(0), xs.eq(0)]
+                with m.If(last_a):
+                    nsb = wrap(sb + eps, n_dat)
+                    m.d.sync += [a.eq(0), sub.eq(0), sb.eq(nsb), grp.eq(nsb),
+                                 d_lines.eq(d_lines - 1)]
+                    with m.If(d_lines == 0):
+                        m.d.sync += d_active.eq(0)
+                with m.Else():
+                    m.d.sync += a.eq(a + 1)
+                    if P > 1:
+                        m.d.sync += sub.eq(sub + 1)
+                        with m.If(sub == P - 1):
+                            m.d.sync += grp.eq(wrap(grp + width, n_dat))
+                    else:
+                        m.d.sync += grp.eq(wrap(grp + width, n_dat))
+            with m.Else():
+                m.d.sync += x.eq(x + 1)
+                with m.If((s2 & (xs == 0)) | (s4 & (xs != 3))):
+                    m.d.sync += xs.eq(xs + 1)
+                with m.Else():
+                    m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
+        with m.If(take_w):
+            m.d.sync += [wr.addr.eq(n_dat + wpos), wr.data.eq(Cat(*[ws.payload.data] * P)),
+                         wr.mask.eq((wmask_atom << (wlane << ash)) if P > 1 else wmask_atom),
+                         wr_wt.eq(1), wr_wlast.eq(wlast),
+                         wr_wbytes.eq(wbytes - Mux(wlast, 0, wrem - ATOM)),
+                         wrem.eq(Mux(wlast, 0, wrem - ATOM))]
+            if P > 1:
+                m.d.sync += wlane.eq(wlane + 1)
+                with m.If(wlane == P - 1):
+                    m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
+            else:
+                m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
+            with m.If(wlast):
+                m.d.sync += w_active.eq(0)
+
+        # -- announcements, one cycle after the write is presented ---------------------------
+        m.d.sync += [self.dat_done.eq(wr_dlast), self.wt_done.eq(wr_wlast)]
+        with m.If(wr_slice):
+            m.d.sync += self.dat_slices.eq(self.dat_slices + 1)
+        with m.If(wr_wt):
+            m.d.sync += self.wt_bytes.eq(wr_wbytes)
+
+        # -- layer end: nothing more to request (the registers may change now) --------------
+        with m.If(finish):
+            m.d.sync += [w_fetch.eq(0), cmd_left.eq(0), d_active.eq(0), w_active.eq(0)]
+
+        # -- layer start ---------------------------------------------------------------------
+        fpos = Mux(d_reuse, kept_end, 0)
+        with m.If(decide):
+            m.d.sync += [
+                self.dat_base.eq(base_next), self.wt_base.eq(0),
+                self.dat_slices.eq(Mux(d_reuse, kept_count, 0)),
+                # data
+                cmd_left.eq(Mux(full_reuse, 0, Mux(packed_1x1, 1, height))),
+                yls.eq(0), g0.eq(0), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS),
+                d_active.eq(~full_reuse), d_lines.eq(height - 1),
+                x.eq(0), xe.eq(0), xs.eq(0), a.eq(0), sub.eq(0), grp.eq(fpos), sb.eq(fpos),
+                # weights
+                w_fetch.eq(~w_reuse), w_iss.eq(0), w_addr.eq(wbase),
+                w_active.eq(~w_reuse & (wbytes != 0)), wpos.eq(0), wlane.eq(0),
+                wrem.eq(wbytes), self.wt_bytes.eq(Mux(w_reuse, wbytes, 0)),
+                self.dat_done.eq(full_reuse), self.wt_done.eq(w_reuse | (wbytes == 0)),
+            ]
+
+        # -- counters --------------------------------------------------------------------------
+        st = self.status
+        dma_en = R.D_PERF_ENABLE.DMA_EN
+        for port, reg, fld in ((self.rd_dat, "D_PERF_DAT_READ_STALL", "DAT_RD_STALL"),
+                               (self.rd_wt, "D_PERF_WT_READ_STALL", "WT_RD_STALL")):
+            c = Signal(32, name=fld.lower())
+            with m.If(decide):
+                m.d.sync += c.eq(0)
+            with m.Elif(dma_en & port.req.valid & ~port.req.ready & (c != (1 << 32) - 1)):
+                m.d.sync += c.eq(c + 1)
+            m.d.comb += st[reg][fld].eq(c)
+        return m
