@@ -45,7 +45,9 @@ from ..trace import parse_trace
 from ..trace_run import run_golden
 from .program import entries_per_slice
 
-__all__ = ["conv_layer", "random_program", "write_trace", "write_random_traces",
+__all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_trace",
+           "write_random_traces", "write_invalid_traces", "INVALID_MUTATIONS", "REUSE_KINDS",
+           "reject_log",
            "golden_core", "run_trace_golden", "max_pair"]
 
 _BASES = {"feature": 0x8000_0000, "weight": 0x8100_0000, "B": 0x8200_0000, "N": 0x8300_0000,
@@ -510,7 +512,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     atom = cfg.memory_atom
     cya = int(rng.integers(0, 1 << 32)) if rng.random() < 0.2 else 0
 
-    saturating = (not second and max_pair(cfg) and max_macs >= max_pair(cfg)
+    saturating = (reuse == "none" and max_pair(cfg) and max_macs >= max_pair(cfg)
                   and rng.random() < 0.05)
     if saturating:                           # one long int8 dot product that overflows int32
         kh = kw = 8
@@ -775,3 +777,158 @@ _REJECTS: list = []
 def reject_log() -> list:
     """Golden-model messages of the programs the last :func:`write_random_traces` redrew."""
     return list(_REJECTS)
+
+
+# ------------------------------------------------------------------------------------------
+# Invalid programs
+# ------------------------------------------------------------------------------------------
+def _base_layer(cfg, slot=0, **over):
+    """A small fixed valid layer the mutations start from."""
+    rng = np.random.default_rng(7 + slot)
+    spec = dict(W=6, H=5, C=11, K=9, kh=3, kw=2, pad=(1, 0, 1, 1), pad_value=3)
+    spec.update(over)
+    data = rng.integers(-20, 21, (spec["C"], spec["H"], spec["W"]))
+    weights = rng.integers(-5, 6, (spec["K"], spec["C"], spec["kh"], spec["kw"]))
+    return conv_layer(cfg, data=data, weights=weights, slot=slot, **spec)
+
+
+def _mutate(cfg, layer, block, reg, **fields):
+    r = Regs(register_map(cfg)[block])
+    r.words = layer["regs"][block]
+    r.set(reg, **fields)
+
+
+def _field(cfg, layer, block, reg, name):
+    f = register_map(cfg)[block][reg][name]
+    return (layer["regs"][block][reg] & f.mask) >> f.lsb
+
+
+def _m_bank_overflow(cfg, layers):
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, layers[0], b, "D_BANK", DATA_BANK=cfg.cbuf_banks - 1, WEIGHT_BANK=0)
+    return "CDMA.D_BANK"
+
+
+def _m_kernel_too_large(cfg, layers):
+    _mutate(cfg, layers[0], "CSC", "D_DILATION_EXT", X_DILATION_EXT=7)     # 2 taps 8 apart
+    return "CSC.D_WEIGHT_SIZE_EXT_0"
+
+
+def _m_output_too_large(cfg, layers):
+    w = _field(cfg, layers[0], "CSC", "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH")
+    _mutate(cfg, layers[0], "CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=w + 1)
+    return "CSC.D_DATAOUT_SIZE_0.DATAOUT_WIDTH"
+
+
+def _m_entry_per_slice(cfg, layers):
+    e = _field(cfg, layers[0], "CDMA", "D_ENTRY_PER_SLICE", "ENTRIES")
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, layers[0], b, "D_ENTRY_PER_SLICE", ENTRIES=e + 1)
+    return "CDMA.D_ENTRY_PER_SLICE.ENTRIES"
+
+
+def _m_in_precision(cfg, layers):
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, layers[0], b, "D_MISC_CFG", IN_PRECISION=1)
+    return "CDMA.D_MISC_CFG.IN_PRECISION"
+
+
+def _m_cdma_csc_stride(cfg, layers):
+    _mutate(cfg, layers[0], "CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=1)
+    return "CDMA.D_CONV_STRIDE.CONV_X_STRIDE"
+
+
+def _m_cdma_csc_pad(cfg, layers):
+    _mutate(cfg, layers[0], "CSC", "D_ZERO_PADDING", PAD_LEFT=0)
+    return "CDMA.D_ZERO_PADDING.PAD_LEFT"
+
+
+def _m_weight_bytes(cfg, layers):
+    for b in ("CDMA", "CSC"):
+        layers[0]["regs"][b]["D_WEIGHT_BYTES"] = 512      # the layer needs 594
+    return "CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES"
+
+
+def _m_missing_precision(cfg, layers):
+    missing = [v for v, n in ((1, "int16"), (2, "fp16")) if n not in cfg.data_types]
+    if not missing:
+        return None
+    for b in CONV_BLOCKS:
+        _mutate(cfg, layers[0], b, "D_MISC_CFG", PROC_PRECISION=missing[0])
+    return "CDMA.D_MISC_CFG.PROC_PRECISION"
+
+
+def _m_clip(cfg, layers):
+    _mutate(cfg, layers[0], "CACC", "D_CLIP_CFG", CLIP_TRUNCATE=17)
+    return "CACC.D_CLIP_CFG.CLIP_TRUNCATE"
+
+
+def _m_grain_unpacked(cfg, layers):
+    layers[0]["regs"]["CDMA"]["D_LINE_STRIDE"] += cfg.memory_atom
+    _mutate(cfg, layers[0], "CDMA", "D_DAIN_MAP", LINE_PACKED=0, SURF_PACKED=0)
+    _mutate(cfg, layers[0], "CDMA", "D_FETCH_GRAIN", GRAINS=1)
+    return "CDMA.D_FETCH_GRAIN.GRAINS"
+
+
+def _m_cv_without_sramif(cfg, layers):
+    if cfg.sramif:
+        return None
+    _mutate(cfg, layers[0], "CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=0)
+    return "CDMA.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE"
+
+
+def _m_data_reuse_geometry(cfg, layers):
+    first = layers[0]
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, first, b, "D_MISC_CFG", SKIP_DATA_RLS=1)
+    second = _base_layer(cfg, slot=1, W=7, banks=first["info"]["banks"], reuse=(1, 0, 0, 0))
+    layers.append(second)
+    return "CDMA.D_MISC_CFG.DATA_REUSE"
+
+
+def _m_weight_reuse_geometry(cfg, layers):
+    first = layers[0]
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, first, b, "D_MISC_CFG", SKIP_WEIGHT_RLS=1)
+    second = _base_layer(cfg, slot=1, K=5, banks=first["info"]["banks"], reuse=(0, 1, 0, 0))
+    layers.append(second)
+    return "CDMA.D_MISC_CFG.WEIGHT_REUSE"
+
+
+#: name -> mutation(cfg, layers) -> the field the golden model's message must name (None:
+#: not applicable to this build). Two-layer mutations append the offending second layer.
+INVALID_MUTATIONS = {
+    "bank_overflow": _m_bank_overflow, "kernel_too_large": _m_kernel_too_large,
+    "output_too_large": _m_output_too_large, "entry_per_slice": _m_entry_per_slice,
+    "in_precision_without_cvt": _m_in_precision, "cdma_csc_stride": _m_cdma_csc_stride,
+    "cdma_csc_pad": _m_cdma_csc_pad, "weight_bytes_too_small": _m_weight_bytes,
+    "missing_precision": _m_missing_precision, "clip_truncate": _m_clip,
+    "grain_unpacked": _m_grain_unpacked, "cv_without_sramif": _m_cv_without_sramif,
+    "data_reuse_geometry": _m_data_reuse_geometry,
+    "weight_reuse_geometry": _m_weight_reuse_geometry,
+}
+
+
+def write_invalid_traces(cfg, directory: str) -> list:
+    """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
+    must fail with an error naming the field. Returns ``[(path, field)]``. The expected CRC of
+    the offending layer is that of its untouched (all-zero) output window; a valid first layer
+    of a two-layer case carries its golden CRC."""
+    import zlib
+    out = []
+    for name, mutate in INVALID_MUTATIONS.items():
+        layers = [_base_layer(cfg)]
+        crc0 = None
+        fld = mutate(cfg, layers)
+        if fld is None:
+            continue
+        crcs = [zlib.crc32(bytes(l["window"][1])) for l in layers]
+        if len(layers) == 2:
+            tmp = write_trace(directory, f"conv_invalid_{name}_first", layers[:1])
+            crc0, err = _golden_crcs(cfg, tmp, 1)
+            shutil.rmtree(tmp)
+            if crc0 is None:
+                raise AssertionError(f"{name}: the first layer is invalid: {err}")
+            crcs[0] = crc0[0]
+        out.append((write_trace(directory, f"conv_invalid_{name}", layers, crcs), fld))
+    return out
