@@ -320,6 +320,10 @@ def test_cdma_random_layers(name, count):
     rng = random.Random(7)
     modes = ["plain", "packed", "grain", "1x1"]
     layers = [make_layer(cfg, rng, mode=modes[i % 4]) for i in range(count)]
+    P = cfg.cbuf_bank_width // cfg.memory_atom
+    for r in range(1, P):                   # every cripple group: shared by 4, 2, or not
+        layers.append(make_layer(cfg, rng, mode="plain", W=4 + r, H=2,
+                                 C=(P + r) * cfg.memory_atom - r))
     if name == "nv_small":
         layers.append(make_layer(cfg, rng, mode="plain", big_weights=True))
     stats = run_layers(cfg, layers, seed=3)
@@ -343,6 +347,18 @@ def test_cdma_reuse():
         ["data: fetched", "weights: fetched"],
         ["data: partial reuse of 3 slices", "weights: reused"],
         ["data: full reuse", "weights: reused"]]
+
+
+def test_cdma_reuse_ring_wrap():
+    """Partial reuse whose new lines run past the end of the data ring (and wrap to 0)."""
+    cfg = load_config("nv_small")
+    rng = random.Random(13)
+    l1 = make_layer(cfg, rng, mode="packed", W=8, H=60, C=8)
+    l1.update(rls=30, dbanks=1)
+    l2 = make_layer(cfg, rng, mode="plain", W=8, H=20, C=8, data_reuse=True)
+    l2.update(need=50, dbanks=1, rls=50)
+    stats = run_layers(cfg, [l1, l2], seed=9)
+    assert stats[1]["log"][0] == "data: partial reuse of 30 slices"
 
 
 @pytest.mark.parametrize("name", ["nv_small", "nv_large"])

@@ -35,6 +35,23 @@ CBUF layout (the contract between Cdma and Csc)
     bytes (kernel ``kk``'s channels at ``kk*Cj``), blocks in ``j``-major, ``(r, s)`` order --
     so one stripe streams its group's bytes sequentially.
 
+    Positions (added with :mod:`hw.conv.cdma` / :mod:`hw.conv.cbuf`): ``dat_base`` is a data
+    ring position (the data region starts at flat entry 0, so it is also the flat entry);
+    ``wt_base`` is a weight ring position, flat entry ``data_banks*DEPTH + wt_base``. The CDMA
+    writes only what it fetched: whole memory atoms (so channels ``C .. ceil(C/ATOM)*ATOM - 1``
+    hold whatever memory holds) and, in a slice, only the lanes of the layout above (e.g. the
+    unused atoms of an unshared cripple entry keep older contents); forcing channels past C to
+    0 is the Csc's job, as in :mod:`sim.conv.csc`.
+
+Cdma -> Csc progress (:class:`hw.conv.cdma.Cdma`)
+    ``dat_slices`` (slices of this layer complete, from ``dat_base`` on) and ``wt_bytes``
+    (weight bytes in the ring) grow one cycle after the last write they cover is presented;
+    the Cbuf reads before it writes, so a read issued in the cycle a count covers it sees the
+    data. ``wt_released`` (Csc -> Cdma, bytes, monotonic, 0 at the layer's start): the Cdma
+    writes weight byte ``i`` only when ``i < wt_released + weight ring bytes``; a Csc streaming
+    weights larger than the ring must release them. ``end`` (pulse after the layer) lets the
+    Cdma keep the unreleased slices (``RLS_SLICES``) and weights for the next layer's reuse.
+
 Sequence (Csc; one int8 layer, batch 1)
     For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output
     positions in raster order); for channel group ``j``; for kernel position ``(r, s)`` (a
