@@ -9,6 +9,13 @@ A trace directory holds ``<name>.cfg`` and the ``.dat`` memory images it loads::
     intr_notify(SDP_0, sync_id_0);
     check_crc(sync_id_0, 1, 0x900001c0, 0xf00, 0x3347874c);
     check_nothing(sync_id_1);
+    sync_notify(NVDLA_CACC, sync_cacc);
+    sync_wait(NVDLA_CSC, sync_cacc);
+
+``sync_notify`` / ``sync_wait`` are ordering points between the register streams of different
+units (NVDLA's trace generator writes them, e.g. the CSC programming waits until CACC's is
+written). A player that runs the file in order already meets them, so the engines treat them
+as no-ops; a ``sync_wait`` on an id no ``sync_notify`` before it notified is an error.
 
 ``//`` starts a comment. Register names resolve through the build's register map, so a
 trace naming a register (or block) the build does not have is an error. A ``.dat`` image is
@@ -34,7 +41,8 @@ import numpy as np
 from arch.registers import RegisterError, register_map
 
 __all__ = ["TraceError", "Command", "MemInit", "MemLoad", "RegWrite", "PollRegEqual",
-           "IntrNotify", "CheckCrc", "CheckNothing", "DatImage", "Trace", "parse_trace",
+           "IntrNotify", "CheckCrc", "CheckNothing", "SyncNotify", "SyncWait", "OrderingPoint",
+           "DatImage", "Trace", "parse_trace",
            "parse_trace_text", "load_dat", "parse_dat", "find_trace_cfg", "is_trace_dir",
            "expand_trace_dirs", "MEMORIES", "INTR_SOURCES"]
 
@@ -152,6 +160,24 @@ class CheckNothing(Command):
     sync_id: str
 
 
+@dataclass(frozen=True)
+class OrderingPoint(Command):
+    """``sync_notify`` / ``sync_wait``: ordering only (a no-op for an in-order player)."""
+    unit: str                        #: as written (NVDLA_CACC)
+    block: str                       #: the register-map block (CACC)
+    sync_id: str
+
+
+@dataclass(frozen=True)
+class SyncNotify(OrderingPoint):
+    pass
+
+
+@dataclass(frozen=True)
+class SyncWait(OrderingPoint):
+    pass
+
+
 @dataclass
 class Trace:
     name: str
@@ -247,9 +273,10 @@ def load_dat(path: str) -> DatImage:
 # --------------------------------------------------------------------------------------------
 _STMT = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;\s*$")
 _COMMANDS = ("mem_init", "mem_load", "reg_write", "poll_reg_equal", "intr_notify", "check_crc",
-             "check_nothing")
+             "check_nothing", "sync_notify", "sync_wait")
 _ARITY = {"mem_init": (4,), "mem_load": (3,), "reg_write": (2,), "poll_reg_equal": (2,),
-          "intr_notify": (2,), "check_crc": (5,), "check_nothing": (1,)}
+          "intr_notify": (2,), "check_crc": (5,), "check_nothing": (1,), "sync_notify": (2,),
+          "sync_wait": (2,)}
 
 
 def _strip_comment(line: str) -> str:
@@ -293,6 +320,7 @@ class _Parser:
         self.load_images = load_images
         self.images = {}
         self.syncs = set()
+        self.notified = set()            # sync_notify ids so far
 
     def err(self, line, msg):
         raise TraceError(f"{self.path}:{line}: {msg}")
@@ -400,6 +428,28 @@ class _Parser:
 
     def c_check_nothing(self, ln, sync_id):
         return CheckNothing(self.path, ln, self._known_sync(ln, "check_nothing", sync_id))
+
+    def _unit(self, ln, cmd, unit):
+        m = re.fullmatch(r"NVDLA_([A-Z][A-Z0-9_]*)", unit)
+        if not m:
+            self.err(ln, f"{cmd}: expected NVDLA_<BLOCK>, got {unit!r}")
+        if m.group(1) not in self.rmap:
+            self.err(ln, f"{cmd}: unknown block {m.group(1)!r} (this build's blocks: "
+                     f"{', '.join(b.name for b in self.rmap)})")
+        return m.group(1)
+
+    def c_sync_notify(self, ln, unit, sync_id):
+        block = self._unit(ln, "sync_notify", unit)
+        sid = self.sync(ln, sync_id)
+        self.notified.add(sid)
+        return SyncNotify(self.path, ln, unit, block, sid)
+
+    def c_sync_wait(self, ln, unit, sync_id):
+        block = self._unit(ln, "sync_wait", unit)
+        sid = self.sync(ln, sync_id)
+        if sid not in self.notified:
+            self.err(ln, f"sync_wait: sync id {sid!r} has no sync_notify before it")
+        return SyncWait(self.path, ln, unit, block, sid)
 
 
 def parse_trace_text(text: str, cfg, path: str = "<trace>", base_dir: str = ".",

@@ -1,7 +1,7 @@
 """Running NVDLA traces on an engine: the golden model now, the RTL when it is plugged in.
 
     result = run_trace("traces/nv_small/sdp_1x1x1_pass_through_int8", cfg)  # engine="golden"
-    result.passed, result.message, result.checks, result.cycles, result.wall
+    result.passed, result.message, result.checks, result.cycles, result.layer_cycles, result.wall
 
 An engine is a function ``engine(trace: Trace, cfg, **options) -> TraceResult``; engines are
 looked up by name in :data:`ENGINES` (:func:`register_engine` adds one). The golden engine
@@ -16,7 +16,8 @@ executes the commands in order on a :class:`sim.core.GoldenCore`:
   clears it by writing 1 to ``S_INTR_STATUS``;
 - ``check_crc`` compares ``zlib.crc32`` of the memory range (after that sync point, i.e.
   after its ``intr_notify`` returned) with the expected value; ``check_nothing`` checks
-  nothing.
+  nothing;
+- ``sync_notify`` / ``sync_wait`` are ordering points, met by running the file in order.
 
 The golden model has no cycle timing: its ``cycles`` are layer-level steps (``cycle_unit``
 says which). A CRC mismatch fails the trace but execution continues so every check is
@@ -31,8 +32,8 @@ import traceback
 import zlib
 from dataclasses import dataclass, field
 
-from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, PollRegEqual, RegWrite,
-                    Trace, TraceError, parse_trace)
+from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
+                    PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
 
 __all__ = ["CheckResult", "TraceResult", "EngineUnavailable", "ENGINES", "register_engine",
            "run_trace", "run_golden", "run_rtl_unavailable"]
@@ -71,6 +72,10 @@ class TraceResult:
     cycles: int = 0                      #: simulated cycles, or layer steps (cycle_unit)
     cycle_unit: str = "cycles"           #: "cycles" (RTL) or "layer-steps" (golden)
     wall: float = 0.0                    #: seconds
+    #: RTL: cycles from each layer's last D_OP_ENABLE write to its interrupt, summed over the
+    #: trace's layers (NVDLA's reference measure); 0 without a layer and on the golden model
+    layer_cycles: int = 0
+    layers: list = field(default_factory=list)   #: RTL: the layer cycles of each layer
 
     @property
     def failed_checks(self):
@@ -177,8 +182,8 @@ def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) ->
                 res.checks.append(chk)
                 if not chk.passed:
                     failures.append(chk.describe())
-            elif isinstance(cmd, CheckNothing):
-                pass
+            elif isinstance(cmd, (CheckNothing, OrderingPoint)):
+                pass                                     # sync_notify / sync_wait: ordering
             else:                                        # pragma: no cover
                 raise _Stop(f"{cmd.where}: the golden engine cannot run {type(cmd).__name__}")
     except _Stop as e:

@@ -12,9 +12,9 @@ from arch.registers import register_map
 from sim import trace_run
 from sim.core import GoldenCore, Launch, UnitModel
 from sim.memory import SparseMemory
-from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, PollRegEqual,
-                       RegWrite, TraceError, expand_trace_dirs, find_trace_cfg, load_dat,
-                       parse_dat, parse_trace)
+from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
+                       PollRegEqual, RegWrite, SyncNotify, SyncWait, TraceError,
+                       expand_trace_dirs, find_trace_cfg, load_dat, parse_dat, parse_trace)
 from sim.trace_run import EngineUnavailable, run_golden, run_trace
 from sim.units import default_units, missing_models
 
@@ -153,11 +153,56 @@ def test_load_dat_missing_file(tmp_path):
     ("check_crc(never, 1, 0x0, 0x10, 0x0);", "sync id 'never' has no intr_notify"),
     ("check_nothing(never);", "sync id 'never' has no intr_notify"),
     ("check_crc(never, 3, 0x0, 0x10, 0x0);", "unknown memory '3'|sync id"),
+    ("sync_wait(NVDLA_CSC, never);", "sync_wait: sync id 'never' has no sync_notify"),
+    ("sync_notify(CACC, s);", "sync_notify: expected NVDLA_<BLOCK>"),
+    ("sync_notify(NVDLA_NOPE, s);", "sync_notify: unknown block 'NOPE'"),
+    ("sync_wait(NVDLA_CSC);", "sync_wait takes 2 arguments, got 1"),
+    ("sync_notify(NVDLA_CACC, 1x);", "bad sync id"),
 ])
 def test_errors_name_file_and_line(tmp_path, stmt, message):
     d = make_trace(tmp_path, f"// header\nmem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n\n{stmt}\n")
     with pytest.raises(TraceError, match=rf"t\.cfg:4: .*(?:{message})"):
         parse_trace(str(d), CFG)
+
+
+def test_sync_notify_and_wait_are_ordering_points(tmp_path):
+    d = make_trace(tmp_path, """sync_notify(NVDLA_CACC, sync_cacc);
+reg_write(NVDLA_CSC.S_POINTER_0, 0x0);
+sync_wait(NVDLA_CSC, sync_cacc);
+sync_wait(NVDLA_CMAC_A, sync_cacc);   // one notify may release several waits
+""")
+    c = parse_trace(str(d), CFG).commands
+    assert [type(x) for x in c] == [SyncNotify, RegWrite, SyncWait, SyncWait]
+    assert (c[0].unit, c[0].block, c[0].sync_id) == ("NVDLA_CACC", "CACC", "sync_cacc")
+    assert (c[2].block, c[2].sync_id, c[3].block) == ("CSC", "sync_cacc", "CMAC_A")
+    assert isinstance(c[0], OrderingPoint) and isinstance(c[2], OrderingPoint)
+    assert c[3].where.endswith("t.cfg:4")
+
+
+def test_sync_wait_needs_an_earlier_notify(tmp_path):
+    """Only a sync_notify earlier in the file counts (not a later one, not an intr_notify)."""
+    for text in ("sync_wait(NVDLA_CSC, s);\nsync_notify(NVDLA_CACC, s);\n",
+                 "reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);\nintr_notify(SDP_0, s);\n"
+                 "sync_wait(NVDLA_CSC, s);\n"):
+        d = make_trace(tmp_path, text, name=f"t{len(text)}")
+        with pytest.raises(TraceError, match=r"\.cfg:[13]: sync_wait: sync id 's' has no "
+                                             r"sync_notify before it"):
+            parse_trace(str(d), CFG)
+
+
+def test_golden_runner_treats_sync_points_as_no_ops(tmp_path):
+    d = make_trace(tmp_path, """mem_init(pri_mem, 0x80000000, 0x10, ALL_ZERO);
+sync_notify(NVDLA_SDP, a);
+reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);
+sync_wait(NVDLA_SDP_RDMA, a);
+intr_notify(SDP_0, s);
+sync_notify(NVDLA_CDMA, b);
+sync_wait(NVDLA_CSC, b);
+check_crc(s, 1, 0x80000000, 0x10, %#x);
+""" % zlib.crc32(bytes(16)))
+    res = run_golden(parse_trace(str(d), CFG), CFG)
+    assert res.passed, res.message
+    assert len(res.checks) == 1
 
 
 def test_register_of_a_block_the_build_lacks(tmp_path):

@@ -81,7 +81,9 @@ def _synthetic(tmp_path):
 mem_init(pri_mem, 0x80000000, 0x1000, ALL_ZERO);
 mem_load(pri_mem, 0x80000040, "img.dat");
 reg_write(NVDLA_SDP.S_POINTER_0, 0x1);
+sync_notify(NVDLA_SDP, sync_sdp);
 reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x123);
+sync_wait(NVDLA_CACC, sync_sdp);
 reg_write(NVDLA_SDP.D_DST_BASE_ADDR_LOW_0, 0x90000040);
 poll_reg_equal(NVDLA_SDP.S_POINTER_0, 0x1);
 poll_reg_equal(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x123);
