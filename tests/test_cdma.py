@@ -328,6 +328,7 @@ def test_cdma_random_layers(name, count):
         layers.append(make_layer(cfg, rng, mode="plain", big_weights=True))
     stats = run_layers(cfg, layers, seed=3)
     assert all(s["log"] == ["data: fetched", "weights: fetched"] for s in stats)
+    assert sum(s["dat_stall"] for s in stats) > 0       # D_PERF_DAT_READ_STALL counts
 
 
 def test_cdma_reuse():
