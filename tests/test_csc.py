@@ -39,18 +39,21 @@ from sim.formats.weight import dc_weight_offsets
 # ------------------------------------------------------------------------------------------
 # layer generation and the contract's reference sequence
 
-def random_layer(cfg, rng, max_out=6, max_c=None, max_k=None, channels=None):
+def random_layer(cfg, rng, max_out=6, max_c=None, max_k=None, channels=None, max_w=9):
+    """A random valid layer; outputs as many as the padded input allows, down to half."""
     AC, AK = cfg.atomic_c, cfg.atomic_k
     while True:
         kw, kh = rng.randint(1, 4), rng.randint(1, 4)
-        sx, sy, dx, dy = (rng.randint(1, 3) for _ in range(4))
-        pl, pt, pr, pb = (rng.randint(0, 3) for _ in range(4))
-        W, H = rng.randint(1, 7), rng.randint(1, 7)
+        sx, sy, dx, dy = (rng.choice([1, 1, 2, 3]) for _ in range(4))
+        pl, pt, pr, pb = (rng.choice([0, 0, 1, 2, 3]) for _ in range(4))
+        W, H = rng.randint(1, max_w), rng.randint(1, 7)
         span_w, span_h = (kw - 1) * dx + 1, (kh - 1) * dy + 1
         if span_w > W + pl + pr or span_h > H + pt + pb:
             continue
-        ow = rng.randint(1, min(max_out, (W + pl + pr - span_w) // sx + 1))
-        oh = rng.randint(1, min(max_out, (H + pt + pb - span_h) // sy + 1))
+        fw = (W + pl + pr - span_w) // sx + 1
+        fh = (H + pt + pb - span_h) // sy + 1
+        ow = min(max_out, rng.randint(-(-fw // 2), fw))
+        oh = min(max_out, rng.randint(-(-fh // 2), fh))
         C = channels if channels is not None else rng.randint(1, max_c or 2 * AC + 3)
         K = rng.randint(1, max_k or 2 * AK + 3)
         return dict(W=W, H=H, C=C, K=K, kw=kw, kh=kh, sx=sx, sy=sy, dx=dx, dy=dy, pl=pl,
@@ -169,8 +172,11 @@ def set_regs(ctx, regs, L, E1, data_banks, weight_banks, wbytes):
         ctx.set(sig, v)
 
 
-def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, instant=False, max_cycles=200_000):
-    """Simulate one layer; returns (cycles from start to done, atoms)."""
+def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False,
+              max_cycles=200_000):
+    """Simulate one layer; returns (cycles from start to done, atoms). ``p_feed`` /
+    ``p_slice``: per-cycle probability that the Cdma model adds weight bytes / a slice."""
+    p_slice = p_feed if p_slice is None else p_slice
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     AC, AK, BW, ATOM = cfg.atomic_c, cfg.atomic_k, cfg.cbuf_bank_width, cfg.memory_atom
@@ -245,7 +251,7 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, instant=False, max_cycles=2
         released_seen = [0]
         for cyc in range(max_cycles):
             # --- Cdma model
-            if slices < L["H"] and rng.random() < p_feed:
+            if slices < L["H"] and rng.random() < p_slice:
                 write_slice(slices)
                 slices += 1
                 ctx.set(dut.dat_slices, slices)
@@ -340,20 +346,26 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, instant=False, max_cycles=2
 
 # ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(16))
 def test_random_layers_nv_small(seed):
     cfg = load_config("nv_small")
-    L = random_layer(cfg, random.Random(seed), max_out=5, max_c=20, max_k=19)
-    run_layer(cfg, L, seed)
+    rng = random.Random(seed)
+    L = random_layer(cfg, rng, max_out=7, max_c=20, max_k=19)
+    # every other case: slices arrive slowly (the CSC must wait for them)
+    run_layer(cfg, L, seed, p_ready=rng.choice([0.4, 0.7, 1.0]),
+              p_slice=0.03 if seed % 2 else 0.5)
 
 
-@pytest.mark.parametrize("seed,channels", [(0, 8), (1, 16), (2, 40), (3, 20)])
+@pytest.mark.parametrize("seed,channels", [(0, 8), (1, 16), (2, 40), (3, 20), (4, 4), (5, 48)])
 def test_cripple_nv_small_256(seed, channels):
-    """nv_small_256: 4 memory atoms per entry; C = 8 / 40 share an entry between 4
-    positions, C = 16 between 2, C = 20 (3 atoms) not."""
+    """nv_small_256: 4 memory atoms per entry; C = 4 / 8 / 40 share an entry between 4
+    positions, C = 16 / 48 between 2, C = 20 (3 atoms) not."""
     cfg = load_config("nv_small_256")
-    L = random_layer(cfg, random.Random(100 + seed), max_out=4, max_k=10, channels=channels)
-    run_layer(cfg, L, 100 + seed)
+    rng = random.Random(100 + seed)
+    L = random_layer(cfg, rng, max_out=5, max_k=10, channels=channels)
+    L.update(W=7, kw=rng.randint(1, 3), dx=1, sx=rng.randint(1, 2), pl=1)
+    L["ow"] = (7 + 1 - L["kw"]) // L["sx"] + 1
+    run_layer(cfg, L, 100 + seed, p_slice=0.05 if seed % 2 else 0.5)
 
 
 def test_nv_large_small_layer():
