@@ -6,8 +6,9 @@ pads with a random pad value, C and K not multiples of AC / AK). The testbench p
 * Cdma: fills the CBUF model (numpy entries, the layout of :mod:`hw.conv.common`, garbage
   everywhere else and in the channels past C) slice by slice and weight chunk by weight chunk
   at random times, raising ``dat_slices`` / ``wt_bytes``; weight bytes go into a ring of the
-  weight region (random base, so it wraps) and are written only below ``wt_released`` plus a
-  small capacity, so the CSC must release groups for the layer to finish;
+  weight region (random base, so it wraps) and byte ``i`` is written only when ``i <
+  wt_released + cap x BW`` (cap <= the ring, down to a group), so the CSC must release groups
+  for the layer to finish and the Cdma overwrites released lanes of a live entry;
 * Cbuf: answers ``dat_rd`` / ``wt_rd`` one cycle later;
 * Cmac + Cacc: random ready on ``dat`` / ``wt``, shadow/active weights (``wt`` only into an
   empty shadow, a ``swap`` atom waits for a full one), sums per ``pos`` reset on ``first``
@@ -260,7 +261,7 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False
             if released != released_seen[-1]:
                 released_seen.append(released)
             if wbytes < total and rng.random() < p_feed:
-                limit = (released // BW + cap) * BW
+                limit = released + cap * BW        # hw.conv.common: i < released + ring
                 nb = min(total, wbytes + rng.randint(1, 2 * BW), limit)
                 if nb > wbytes:
                     write_weights(wbytes, nb)

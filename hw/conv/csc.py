@@ -34,7 +34,7 @@ Weight engine: runs the same sequence independently (the CMAC orders the two str
 ``swap`` atom waits for its weights). For a block it waits until ``wt_bytes`` covers the
 block's ``Kg x Cj`` bytes, reads the group's weight entries in order (2 priming reads, then
 one entry per kernel: a kernel's ``Cj`` bytes span at most two entries and are byte-shifted
-out of a two-entry window) and shifts the kernels into the ``wt`` register, AK + 3 cycles
+out of a two-entry window) and shifts the kernels into the ``wt`` register, AK + 2 cycles
 per load; kernels past Kg and channels past Cj are 0. The load of the next block is prepared
 as soon as the previous one is taken (into CMAC's shadow set), i.e. while the current
 block's atoms stream. ``wt_released`` rises to a kernel group's end byte when the group's
