@@ -224,13 +224,19 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
             ref = SparseMemory()
             for base, page in memory_pages(mem).items():
                 ref.write(base, np.frombuffer(page, dtype=np.uint8))
-            res = _golden(cfg, layer, ref)
+            try:
+                res = _golden(cfg, layer, ref)
+            except (SdpProgramError, NotImplementedError) as e:
+                assert layer.get("invalid"), (n, e)
+                res = None
+            else:
+                assert not layer.get("invalid"), f"layer {n} is valid"
             logs = [(len(a.ar_log), len(a.aw_log)) for a in axis]
             pdp_out.clear()
             fly_taken.clear()
-            transfers = stream_transfers(cfg, layer, T) if flying else []
+            transfers = stream_transfers(cfg, layer, T) if flying and res is not None else []
             fly_gap[0] = layer.get("gap", 0.0)
-            early = flying and (n % 2 == 0)        # data waiting before the layer starts
+            early = bool(transfers) and n % 2 == 0   # data waiting before the layer starts
             if early:
                 fly_queue.extend(transfers)
                 await ctx.tick().repeat(5)
@@ -241,7 +247,7 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
             ctx.set(sdp.rdma_regs, view_value(sdp.rdma_regs.shape(), rb, layer["rdma"]))
             ctx.set(sdp.op_en, 1)
             ctx.set(sdp.rdma_op_en, layer["rdma_op_en"])
-            if flying and not early:
+            if transfers and not early:
                 await ctx.tick().repeat(1 + int(rng.random() * 30))
                 fly_queue.extend(transfers)
             count = 0
@@ -260,6 +266,12 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
             results.append((count, span))
             await ctx.tick().repeat(3)
 
+            if res is None:                        # invalid: no DMA at all, done at once
+                assert [(len(a.ar_log), len(a.aw_log)) for a in axis] == logs, n
+                assert count < 40, f"invalid layer {n} took {count} cycles"
+                assert memory_pages(mem) == memory_pages(ref)
+                assert not pdp_out
+                continue
             if flying:
                 assert not fly_queue, f"layer {n}: {len(fly_queue)} flying transfers left"
                 assert len(fly_taken) == len(transfers)
@@ -332,18 +344,20 @@ def test_nv_small_flying_slow_memory():
                       pdp_ready=0.3)
 
 
-def test_nv_small_flying_full_rate():
+@pytest.mark.parametrize("cfg", [SMALL, FULL], ids=lambda c: c.name)
+def test_flying_full_rate(cfg):
     """Register operands, no gaps, no back-pressure: one transfer (T lanes) per cycle."""
     rng = np.random.default_rng(23)
     layers = []
     while len(layers) < 3:
-        layer = flying_layer(SMALL, rng, 400, gap=0.0)
-        if (layer["shape"][0] * layer["shape"][1] >= 8 and not _dma_used(SMALL, layer["rdma"])
-                and _valid(SMALL, layer)):
+        layer = flying_layer(cfg, rng, 400, gap=0.0)
+        if (layer["shape"][0] * layer["shape"][1] >= 8 and not _dma_used(cfg, layer["rdma"])
+                and _valid(cfg, layer)):
             layers.append(layer)
-    results = run_flying_layers(SMALL, layers, seed=23, backpressure=0.0, pdp_ready=1.0)
+    results = run_flying_layers(cfg, layers, seed=23, backpressure=0.0, pdp_ready=1.0)
+    T = cfg.sdp_bs_throughput
     for layer, (_, span) in zip(layers, results):
-        assert span == len(stream_transfers(SMALL, layer, 1)), (span, layer["shape"])
+        assert span == len(stream_transfers(cfg, layer, T)), (span, layer["shape"])
 
 
 def test_nv_full_flying_layers():
@@ -351,6 +365,58 @@ def test_nv_full_flying_layers():
     layers = make_layers(FULL, 31, 5, 300, offline=1)
     assert {"offline", "dma"} <= _kinds(FULL, layers)
     run_flying_layers(FULL, layers, seed=31)
+
+
+def _invalid_flying(cfg, rng):
+    """Flying programs the golden model rejects, one per rule: (name, layer)."""
+    rmap = register_map(cfg)
+    sb, rb = rmap["SDP"], rmap["SDP_RDMA"]
+    out = []
+
+    def draw(want):
+        while True:
+            layer = flying_layer(cfg, rng, 64)
+            if _valid(cfg, layer) and want(layer):
+                return {**layer, "sdp": dict(layer["sdp"]), "rdma": dict(layer["rdma"]),
+                        "invalid": True}
+
+    def with_rdma(layer):
+        return bool(layer["rdma_op_en"])
+
+    def setf(layer, key, reg, **fields):
+        regs = Regs(sb if key == "sdp" else rb)
+        regs.words = layer[key]
+        regs.set(reg, **fields)
+
+    # operands from memory, but SDP_RDMA not enabled
+    layer = draw(lambda l: bool(_dma_used(cfg, l["rdma"])))
+    layer["rdma_op_en"] = 0
+    setf(layer, "rdma", "D_OP_ENABLE", OP_EN=0)
+    out.append(("operands_without_rdma", layer))
+    # SDP_RDMA taking part must agree on mode, cube and precision
+    for name, reg, fields in (("rdma_offline", "D_FEATURE_MODE_CFG", {"FLYING_MODE": 0}),
+                              ("rdma_proc", "D_FEATURE_MODE_CFG", {"PROC_PRECISION": 3}),
+                              ("rdma_height", "D_DATA_CUBE_HEIGHT", {"HEIGHT": 77})):
+        layer = draw(with_rdma)
+        setf(layer, "rdma", reg, **fields)
+        out.append((name, layer))
+    # destination rules still apply
+    layer = draw(lambda l: not GroupView(sb, l["sdp"]).D_FEATURE_MODE_CFG.OUTPUT_DST
+                 and GroupView(sb, l["sdp"]).D_DP_EW_CFG.EW_BYPASS)
+    layer["sdp"]["D_DST_BASE_ADDR_LOW"] = (layer["sdp"]["D_DST_BASE_ADDR_LOW"] + 4) \
+        & sb["D_DST_BASE_ADDR_LOW"].mask()
+    out.append(("misaligned_dst", layer))
+    return out
+
+
+def test_nv_small_invalid_flying_programs_finish_without_memory_traffic():
+    rng = np.random.default_rng(24)
+    bad = _invalid_flying(SMALL, rng)
+    layers = make_layers(SMALL, 25, 3, 100, offline=0)
+    for name, layer in bad:
+        assert not _valid(SMALL, layer), name
+        layers.insert(int(rng.integers(0, len(layers) + 1)), layer)
+    run_flying_layers(SMALL, layers, seed=24)
 
 
 @pytest.mark.slow
