@@ -29,6 +29,7 @@ from .mem.dmaif import DmaInterfaces, weight_field
 from .glb import Glb, done_bit
 from .regfile import RegisterFile
 from .sdp import Sdp
+from .conv.conv import BLOCKS as CONV_BLOCKS, ConvPipeline
 
 __all__ = ["NvdlaCore", "DONE_SOURCES", "rtl_units", "dma_clients"]
 
@@ -43,13 +44,13 @@ _UNIT_STATUS = {"MCIF", "CVIF", "BDMA"}
 
 def rtl_units(cfg) -> set:
     """The unit datapaths this build's RTL has (keys of :data:`sim.units.MODEL_BLOCKS`)."""
-    return {"SDP"}
+    return {"SDP", "CONV"}
 
 
 def dma_clients(cfg):
     """(read clients, write clients) of the memory interfaces in this build."""
     reads = ["sdp"] + [n for n, on in (("sdp_b", cfg.sdp_bs), ("sdp_n", cfg.sdp_bn),
-                                       ("sdp_e", cfg.sdp_ew)) if on]
+                                       ("sdp_e", cfg.sdp_ew)) if on] + ["cdma_dat", "cdma_wt"]
     writes = ["sdp"]
     if cfg.bdma:
         reads.append("bdma")
@@ -150,13 +151,26 @@ class NvdlaCore(wiring.Component):
             sdp.rdma_regs.eq(rf_rdma.d), sdp.rdma_op_en.eq(rf_rdma.op_en),
             rf_rdma.done.eq(sdp.rdma_done), rf_rdma.d_status.eq(sdp.rdma_status),
             sdp.pdp.ready.eq(1),             # no PDP datapath yet: SDP->PDP output is dropped
-            sdp.flying.valid.eq(0),          # no CACC wired yet: flying layers wait
         ]
         for c in reads:
             if c.startswith("sdp"):
                 wiring.connect(m, getattr(sdp, f"rd_{c}"), getattr(dmaif, f"rd_{c}"))
         wiring.connect(m, sdp.wr_sdp, dmaif.wr_sdp)
         driven = {"SDP", "SDP_RDMA"}
+
+        # -- convolution pipeline (CDMA, CBUF, CSC, CMAC, CACC) -> SDP flying input --------
+        m.submodules.conv = conv = ConvPipeline(cfg, rmap)
+        for b in CONV_BLOCKS:
+            n = b.lower()
+            m.d.comb += [getattr(conv, f"{n}_regs").eq(rfs[b].d),
+                         getattr(conv, f"{n}_op_en").eq(rfs[b].op_en),
+                         rfs[b].done.eq(getattr(conv, f"{n}_done"))]
+        m.d.comb += [rfs["CDMA"].d_status.eq(conv.cdma_status),
+                     rfs["CACC"].d_status.eq(conv.cacc_status)]
+        wiring.connect(m, conv.out, sdp.flying)
+        wiring.connect(m, conv.rd_cdma_dat, dmaif.rd_cdma_dat)
+        wiring.connect(m, conv.rd_cdma_wt, dmaif.rd_cdma_wt)
+        driven |= set(CONV_BLOCKS)
 
         # -- BDMA -------------------------------------------------------------------------
         if cfg.bdma:

@@ -42,7 +42,7 @@ __all__ = ["RTL_UNITS", "needed_units", "expected_to_pass", "run_rtl", "run_rtl_
            "split_batches"]
 
 #: Units (keys of sim.units.MODEL_BLOCKS) whose datapath exists in the RTL core.
-RTL_UNITS: set = {"SDP"}
+RTL_UNITS: set = {"SDP", "CONV"}
 
 _SIM_OPTIONS = ("max_cycles", "poll_interval", "status_interval", "backpressure", "busy",
                 "latency", "seed", "nposted", "clock_impl")
@@ -91,7 +91,8 @@ def _check_tools(sim):
 def _result(d: dict) -> TraceResult:
     r = TraceResult(d["name"], "rtl", bool(d["passed"]), d["message"],
                     [CheckResult(**c) for c in d["checks"]], int(d["cycles"]), "cycles",
-                    float(d["wall"]))
+                    float(d["wall"]), int(d.get("layer_cycles", 0)),
+                    [int(n) for n in d.get("layers", ())])
     return r
 
 

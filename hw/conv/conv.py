@@ -1,0 +1,116 @@
+"""The convolution pipeline as one unit of the core: CDMA -> CBUF -> CSC -> CMAC -> CACC.
+
+Layer control (spec "Ping-pong Synchronization" and "Convolution Pipeline"): a direct
+convolution layer starts when the consumer groups of CDMA, CSC, CMAC_A, CMAC_B and CACC are
+all enabled (their registers are then stable). ``start`` goes to CDMA and CSC and ``clear``
+to CMAC and CACC in the same cycle; the result streams out of ``out`` into SDP's flying input
+while it is computed. The layer ends when CACC has delivered its last value: the five register
+files get ``done`` together (CDMA_DAT / CDMA_WT and CACC raise their interrupts then; SDP
+raises its own when it has written the last output), CDMA updates its reuse state.
+
+The two CMAC register files (CMAC_A, CMAC_B: each half of NVDLA's MAC array) drive one
+:class:`~hw.conv.cmac.Cmac` of Atomic-K cells: the split is an implementation detail of the
+original floorplan, the arithmetic is the same.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..mem.dma import DmaGeometry, DmaReadPort
+from ..regfile import fields_layout
+from .cacc import Cacc
+from .cbuf import Cbuf
+from .cdma import Cdma
+from .cmac import Cmac
+from .common import conv_out_layout
+from .csc import Csc
+
+__all__ = ["ConvPipeline", "BLOCKS"]
+
+BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+
+class ConvPipeline(wiring.Component):
+    """CDMA, CBUF, CSC, CMAC and CACC with their layer control.
+
+    Members: per block ``<b>_regs`` (the consumer group's rw fields), ``<b>_op_en``,
+    ``<b>_done``; ``cdma_status`` / ``cacc_status`` (hardware-written D fields);
+    ``rd_cdma_dat`` / ``rd_cdma_wt`` (DMA read clients); ``out`` (SDP flying input).
+    """
+
+    def __init__(self, cfg, rmap):
+        self._cfg, self._rmap = cfg, rmap
+        geom = DmaGeometry(cfg)
+        self._cdma, self._csc = Cdma(cfg), Csc(cfg)
+        regs = {"CDMA": self._cdma.signature.members["regs"].shape,
+                "CSC": self._csc.signature.members["regs"].shape}
+        members = {}
+        for b in BLOCKS:
+            n = b.lower()
+            members[f"{n}_regs"] = In(regs.get(b) or
+                                      fields_layout(rmap[b].d_registers, ("rw",)))
+            members[f"{n}_op_en"] = In(1)
+            members[f"{n}_done"] = Out(1)
+        members["cdma_status"] = Out(self._cdma.signature.members["status"].shape)
+        members["cacc_status"] = Out(fields_layout(rmap["CACC"].d_registers, ("ro",)))
+        members["rd_cdma_dat"] = Out(DmaReadPort(geom))
+        members["rd_cdma_wt"] = Out(DmaReadPort(geom))
+        members["out"] = Out(stream.Signature(conv_out_layout(cfg)))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.cdma = cdma = self._cdma
+        m.submodules.cbuf = cbuf = Cbuf(cfg)
+        m.submodules.csc = csc = self._csc
+        m.submodules.cmac = cmac = Cmac(cfg)
+        m.submodules.cacc = cacc = Cacc(cfg)
+
+        # -- layer control -----------------------------------------------------------------
+        all_en = Signal()
+        running = Signal()
+        start = Signal()
+        finish = Signal()
+        m.d.comb += [
+            all_en.eq(self.cdma_op_en & self.csc_op_en & self.cmac_a_op_en &
+                      self.cmac_b_op_en & self.cacc_op_en),
+            start.eq(all_en & ~running),
+            finish.eq(running & cacc.done),
+        ]
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.Elif(finish):
+            m.d.sync += running.eq(0)
+        for b in BLOCKS:
+            m.d.comb += getattr(self, f"{b.lower()}_done").eq(finish)
+
+        # -- units -------------------------------------------------------------------------
+        m.d.comb += [
+            cdma.regs.eq(self.cdma_regs), cdma.start.eq(start), cdma.end.eq(finish),
+            cdma.csc.rls_slices.eq(self.csc_regs.D_RELEASE.RLS_SLICES),
+            cdma.csc.height_ext.eq(self.csc_regs.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
+            csc.regs.eq(self.csc_regs), csc.start.eq(start),
+            cmac.clear.eq(start),
+            cacc.clear.eq(start), cacc.truncate.eq(self.cacc_regs.D_CLIP_CFG.CLIP_TRUNCATE),
+            cacc.kernels_m1.eq(self.csc_regs.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL),
+            cbuf.data_banks.eq(self.cdma_regs.D_BANK.DATA_BANK + 1),
+            cbuf.wr.eq(cdma.cbuf_wr),
+            csc.dat_base.eq(cdma.dat_base), csc.dat_slices.eq(cdma.dat_slices),
+            csc.wt_base.eq(cdma.wt_base), csc.wt_bytes.eq(cdma.wt_bytes),
+            cdma.wt_released.eq(csc.wt_released),
+            self.cdma_status.eq(cdma.status),
+            self.cacc_status.D_OUT_SATURATION.SAT_COUNT.eq(cacc.sat_count),
+        ]
+        wiring.connect(m, csc=csc.dat_rd, cbuf=cbuf.dat_rd)
+        wiring.connect(m, csc=csc.wt_rd, cbuf=cbuf.wt_rd)
+        wiring.connect(m, csc=csc.dat, cmac=cmac.dat)
+        wiring.connect(m, csc=csc.wt, cmac=cmac.wt)
+        wiring.connect(m, cmac=cmac.psum, cacc=cacc.psum)
+        wiring.connect(m, wiring.flipped(self.out), cacc.out)
+        wiring.connect(m, wiring.flipped(self.rd_cdma_dat), cdma.rd_dat)
+        wiring.connect(m, wiring.flipped(self.rd_cdma_wt), cdma.rd_wt)
+        return m
