@@ -18,6 +18,17 @@ Command semantics mirror the golden engine (:func:`sim.trace_run.run_golden`):
   writes that bit to ``S_INTR_STATUS`` (write-1-to-clear);
 - ``check_crc``: ``zlib.crc32`` of the range read through the backdoor.
 
+Layer cycles (what NVDLA's reference reports): a layer runs from the CSB cycle in which the
+last ``D_OP_ENABLE`` write (any block, bit 0 set) before an ``intr_notify`` was accepted to
+the cycle ``nvdla2core_interrupt`` rose for that notify (:class:`~tb.harness.CoreBench`
+records the pin's rising edges in the background). The edge counted for a status bit is the
+one between the last ``S_INTR_STATUS`` read that saw the bit clear and the first that saw it
+set; when there is none (the pin was already high for another source) or the source is
+masked in ``S_INTR_MASK``, the cycle of that first read counts instead. Consecutive
+notifies with no ``D_OP_ENABLE`` between them wait on one layer (e.g. SDP and PDP done of
+an SDP->PDP layer): it ends at the latest of their interrupts. ``layer_cycles`` is the sum
+over the trace's layers, ``layers`` the list; ``cycles`` spans the whole trace.
+
 Each wait gives up after ``max_cycles`` cycles and ends the trace with ``timeout waiting for
 ... after N cycles``; a CRC mismatch fails the trace but the trace goes on.
 """
@@ -56,7 +67,46 @@ class _TraceExec:
         self.status_interval = max(1, int(opts.get("status_interval", 1024)))
         self.wkind = "wn" if opts.get("nposted") else "w"
         self.glb_status = tb.rmap.address("GLB.S_INTR_STATUS") >> 2
+        self.glb_mask = tb.rmap.address("GLB.S_INTR_MASK") >> 2
+        self.intr_mask = tb.rmap.lookup("GLB.S_INTR_MASK")[1].reset
         self.checks, self.failures = [], []
+        # layer timing
+        self.enable_cycle = None        # last D_OP_ENABLE write since the previous notify
+        self.layers = []                # [start, end] cycles
+        self.bit_set = {}               # status bit -> cycle its interrupt came (until cleared)
+        self.last_status_read = tb.csb.cycle
+
+    @property
+    def layer_cycles(self) -> list:
+        return [end - start for start, end in self.layers]
+
+    def _note_writes(self, cmds):
+        """After a burst of ``cmds`` (RegWrite): remember D_OP_ENABLE cycles and the mask."""
+        for c, cyc in zip(cmds, self.tb.csb.op_cycles):
+            if c.register == "D_OP_ENABLE" and c.value & 1:
+                self.enable_cycle = cyc
+            elif c.addr == self.glb_mask:
+                self.intr_mask = c.value
+            elif c.addr == self.glb_status:         # the trace clears status bits itself
+                for b in [b for b in self.bit_set if b & c.value]:
+                    del self.bit_set[b]
+
+    async def read_status(self) -> int:
+        """Read GLB.S_INTR_STATUS, noting when each newly set bit's interrupt came."""
+        csb = self.tb.csb
+        status = await csb.read(self.glb_status)
+        seen, since = csb.op_cycles[0], self.last_status_read
+        self.last_status_read = seen
+        new = status & ~sum(self.bit_set)
+        if new:
+            # the status is sampled as the read is accepted: a bit set by clock edge s reads
+            # set from s + 1 on, and the pin (a register on the status) rises at s + 1
+            edge = next((e for e in self.tb.interrupt_edges if since < e <= seen), None)
+            for bit in range(32):
+                b = 1 << bit
+                if new & b:
+                    self.bit_set[b] = seen if edge is None or self.intr_mask & b else edge
+        return status
 
     async def wait_cycles(self, n):
         """Sleep ``n`` cycles from a clock edge; returns half a cycle before an edge."""
@@ -79,6 +129,7 @@ class _TraceExec:
                     while j < len(cmds) and isinstance(cmds[j], RegWrite):
                         j += 1
                     await self.tb.csb.burst([(self.wkind, c.addr, c.value) for c in cmds[i:j]])
+                    self._note_writes(cmds[i:j])
                     i = j
                     continue
                 if isinstance(cmd, MemLoad):
@@ -126,8 +177,10 @@ class _TraceExec:
         start = csb.cycle
         status = 0
         while True:
-            status = await csb.read(self.glb_status)
+            status = await self.read_status()
             if status & cmd.mask:
+                came = [self.bit_set.pop(b) for b in list(self.bit_set) if b & cmd.mask]
+                self._layer_end(min(came, default=self.last_status_read))
                 await csb.burst([(self.wkind, self.glb_status, cmd.mask)])
                 return
             waited = csb.cycle - start
@@ -144,6 +197,13 @@ class _TraceExec:
                 await First(RisingEdge(pin),
                             Timer(min(self.status_interval, left) * PERIOD_NS - PERIOD_NS // 2,
                                   unit="ns"))
+
+    def _layer_end(self, cycle):
+        if self.enable_cycle is not None:
+            self.layers.append([self.enable_cycle, max(cycle, self.enable_cycle)])
+            self.enable_cycle = None
+        elif self.layers:               # no D_OP_ENABLE since the previous notify: same layer
+            self.layers[-1][1] = max(self.layers[-1][1], cycle)
 
 
 def _memories(tb):
@@ -183,8 +243,10 @@ async def run_traces(dut):
                 ex.failures.extend(m.errors)
             res = dict(name=trace.name, passed=not ex.failures,
                        message="; ".join(ex.failures), checks=ex.checks, cycles=cycles,
+                       layer_cycles=sum(ex.layer_cycles), layers=ex.layer_cycles,
                        wall=time.perf_counter() - t0)
             out.write(json.dumps(res) + "\n")
             out.flush()
             dut._log.info(f"{trace.name}: {'PASS' if res['passed'] else 'FAIL'} "
-                          f"cycles={cycles} {res['wall']:.2f}s {res['message']}")
+                          f"cycles={cycles} layer={res['layer_cycles']} {res['wall']:.2f}s "
+                          f"{res['message']}")

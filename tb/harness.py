@@ -36,7 +36,9 @@ class CsbDriver:
     Requests are issued one per cycle while the core is ready; read data and write
     completions are matched to requests in order, which checks the spec's ordering rule.
     Responses are sampled only while a burst is in flight (no per-cycle Python otherwise);
-    ``cycle`` is the clock cycle number derived from simulation time.
+    ``cycle`` is the clock cycle number derived from simulation time, and ``op_cycles`` the
+    cycle in which each request of the last burst was accepted (``csb2nvdla_ready`` seen
+    high at that clock edge), in order.
     """
 
     def __init__(self, dut, period_ns=10):
@@ -45,6 +47,7 @@ class CsbDriver:
         self.reads = []                 # read data in arrival order
         self.completions = 0            # non-posted write completions seen
         self.accepted = 0
+        self.op_cycles = []             # acceptance cycle of each request of the last burst
         self._h = {n: getattr(dut, n) for n in (
             "csb2nvdla_valid", "csb2nvdla_addr", "csb2nvdla_wdat", "csb2nvdla_write",
             "csb2nvdla_nposted", "csb2nvdla_ready", "nvdla2csb_valid", "nvdla2csb_data",
@@ -70,6 +73,7 @@ class CsbDriver:
         n_np = sum(1 for op in ops if op[0] == "wn")
         reads0, comp0 = len(self.reads), self.completions
         first = last = None
+        self.op_cycles = accepted = []
         prev = (None, None, None, None)
         for kind, addr, data in ops:
             cur = (addr, data or 0, int(kind != "r"), int(kind == "wn"))
@@ -86,6 +90,7 @@ class CsbDriver:
                     break
             self.accepted += 1
             last = self.cycle
+            accepted.append(last)
             first = last if first is None else first
         h["csb2nvdla_valid"].value = 0
         for _ in range(8):

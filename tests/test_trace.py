@@ -387,6 +387,65 @@ def test_cli_summary_and_exit_status(tmp_path, capsys):
                for line in out), out
 
 
+def test_read_reference(tmp_path):
+    from scripts.trace import Reference, read_reference
+    f = tmp_path / "ref.tsv"
+    f.write_text("trace\treference_pass\tlayer_cycles\n"
+                 "a\tTrue\t100\n\n# a comment\nb\tFalse\t456\n")
+    assert read_reference(f) == {"a": Reference(True, 100), "b": Reference(False, 456)}
+    assert read_reference(f)["b"].layer_cycles == 456 and not read_reference(f)["b"].passed
+    for text, message in (("a\tTrue\n", ":1: expected 3 tab-separated columns"),
+                          ("a\tTrue\t1\nb\tTrue\tmany\n", ":2: layer cycles 'many'"),
+                          ("a\tyes\t1\n", ":1: passed column 'yes'"),
+                          ("a\tTrue\t-5\n", ":1: negative layer cycles")):
+        f.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_reference(f)
+    shared = TRACES / "nv_small_reference_cycles.tsv"
+    if shared.is_file():
+        table = read_reference(shared)
+        assert len(table) >= 60
+        assert table["sdp_8x8x32_bypass_int8_0"] == Reference(True, 2145)
+        assert not table["sdp_3x3x33_ew_int8_reg_0"].passed
+
+
+@pytest.mark.rtl
+def test_cli_reference(tmp_path, capsys):
+    """--reference: layer, ref and ratio on each RTL line, then the totals."""
+    from scripts.trace import main
+    # a layer without a datapath: the enable, then GLB's S_INTR_SET raises the interrupt
+    # (2 cycles from the enable to the pin, see tests/test_trace_rtl.py)
+    make_trace(tmp_path, "reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);\n"
+               "reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);\nintr_notify(SDP_0, s);\n"
+               "check_nothing(s);\n", name="lay")
+    make_trace(tmp_path, "reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);\nintr_notify(SDP_0, s);\n"
+               "check_nothing(s);\n", name="unlisted")
+    ref = tmp_path / "ref.tsv"
+    ref.write_text("trace\treference_pass\tlayer_cycles\nlay\tTrue\t4\n"
+                   "elsewhere\tTrue\t1000\n")
+    assert main(["--engine", "rtl", "--sim", "icarus", "--reference", str(ref),
+                 str(tmp_path / "lay"), str(tmp_path / "unlisted")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lay = next(line for line in out if line.startswith("lay "))
+    assert " PASS " in lay and " layer=2 ref=4 ratio=0.50 " in lay, lay
+    unlisted = next(line for line in out if line.startswith("unlisted "))
+    assert " layer=0 " in unlisted and "ref=" not in unlisted, unlisted
+    i = out.index("layer cycles vs reference: 1 of 2 traces in both")
+    assert out[i + 1].split() == ["ours", "2"]
+    assert out[i + 2].split() == ["reference", "4"]
+    assert out[i + 3].split() == ["ratio", "0.50"]
+    assert out[-1] == "2 passed, 0 failed"
+    # a malformed reference file is a usage error
+    ref.write_text("lay\tTrue\n")
+    assert main(["--engine", "rtl", "--reference", str(ref), str(tmp_path / "lay")]) == 2
+    assert "--reference:" in capsys.readouterr().err
+    # the golden model has no layer cycles: the reference is ignored, said once
+    ref.write_text("lay\tTrue\t4\n")
+    main(["--reference", str(ref), str(tmp_path / "lay")])
+    out = capsys.readouterr().out
+    assert "--reference: ignored" in out and "ratio=" not in out
+
+
 # -- NVDLA's public nv_small traces --------------------------------------------------------------
 NV_SMALL = TRACES / "nv_small"
 

@@ -116,16 +116,37 @@ intr_notify(SDP_0, s);
 check_crc(s, pri_mem, 0x80001000, 0x10, 0x12345678);
 check_crc(s, pri_mem, 0x80001000, 0x10, 0x12345678);
 """, {"img.dat": _dat(data[:0x10])})
+    # Two layers without a datapath: an enable, then GLB's S_INTR_SET stands in for the done
+    # interrupt; the second source is masked (its status bit counts, the pin stays low).
+    layers = _make(tmp_path, "layers", """
+reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);
+reg_write(NVDLA_GLB.S_INTR_SET_0, 0x1);
+intr_notify(SDP_0, a);
+reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);
+reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x2);
+reg_write(NVDLA_GLB.S_INTR_SET_0, 0x2);
+intr_notify(SDP_1, b);
+check_nothing(b);
+""")
     malformed = _make(tmp_path, "malformed", "reg_write(NVDLA_SDP.S_POINTER_0, 0x1);\n"
                                              "bogus_command(0x1);\n")
-    return [good, fresh, masked, malformed, bad_crc], zlib.crc32(data[:0x10]) & 0xFFFFFFFF
+    return [good, fresh, masked, layers, malformed, bad_crc], zlib.crc32(data[:0x10]) & 0xFFFFFFFF
 
 
 def _check_synthetic(results, crc_bad):
     by = {r.name: r for r in results}
-    for name in ("good", "fresh", "masked"):
+    for name in ("good", "fresh", "masked", "layers"):
         assert by[name].passed, f"{name}: {by[name].message}"
         assert by[name].engine == "rtl" and by[name].cycle_unit == "cycles"
+    for name in ("good", "fresh", "masked"):            # no D_OP_ENABLE: no layer
+        assert by[name].layer_cycles == 0 and by[name].layers == [], name
+    # Layer 1: the enable is accepted at cycle k, S_INTR_SET at k + 1 sets the status bit at
+    # that edge and the pin rises one cycle later. Layer 2: masked, so the cycle of the
+    # status read that first saw the bit: the enable at k, the mask at k + 1, the set at
+    # k + 2, the read right after the burst at k + 3.
+    lay = by["layers"]
+    assert lay.layers == [2, 3], lay.layers
+    assert lay.layer_cycles == sum(lay.layers) < lay.cycles
     good = by["good"]
     assert [c.passed for c in good.checks] == [True, True]
     assert 10 < good.cycles < 2000
@@ -181,6 +202,25 @@ def test_synthetic_batch_verilator(tmp_path):
 
 
 # -- NVDLA's public traces -----------------------------------------------------------------------
+REFERENCE_TSV = TRACES / "nv_small_reference_cycles.tsv"
+LAYER_TRACE = "sdp_8x8x32_bypass_int8_0"
+
+
+@pytest.mark.rtl
+def test_public_trace_layer_cycles_near_reference():
+    """An SDP trace's layer cycles (last D_OP_ENABLE write to the interrupt) are part of the
+    whole trace's cycles and within 30 % of what the original nv_small RTL takes."""
+    from scripts.trace import read_reference
+    if not (NV_SMALL / LAYER_TRACE).is_dir() or not REFERENCE_TSV.is_file():
+        pytest.skip(f"public traces or reference cycles not found under {TRACES}")
+    ref = read_reference(REFERENCE_TSV)[LAYER_TRACE]
+    r = _run(run_rtl_batch, [str(NV_SMALL / LAYER_TRACE)], CFG,
+             max_cycles=PUBLIC_MAX_CYCLES)[0]
+    assert r.passed, r.message
+    assert 0 < r.layer_cycles < r.cycles and r.layers == [r.layer_cycles]
+    assert abs(r.layer_cycles - ref.layer_cycles) <= 0.3 * ref.layer_cycles, \
+        (r.layer_cycles, ref.layer_cycles)
+
 def _public():
     """(expected to run: [name], needing missing units: [(name, reason)])."""
     if not NV_SMALL.is_dir():
