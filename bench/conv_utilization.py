@@ -1,0 +1,149 @@
+"""MAC utilization of the convolution pipeline: layer cycles against the MAC and DBBIF bounds.
+
+    python bench/conv_utilization.py [--config nv_small] [--traces DIR] [--synthetic]
+
+For every direct-convolution layer it runs (NVDLA's public ``dc_*`` traces of ``--traces``,
+and with ``--synthetic`` a few generated layer shapes), the RTL engine (Verilator, memory
+without back-pressure, 1-8 cycles of latency) measures the layer cycles as NVDLA's reference
+does: from the final ``D_OP_ENABLE`` write to the interrupt. Printed per layer:
+
+* MACs = Ho x Wo x K x C x R x S (the useful multiply-accumulates);
+* MAC bound = MACs / (Atomic-C x Atomic-K): cycles of a perfectly busy MAC array;
+* DBBIF bound = (input + weight + output bytes) / bus bytes per cycle;
+* bound = the larger of the two; utilization = bound / layer cycles (1.00 = at the bound);
+* with ``--reference TSV`` the original RTL's layer cycles and our ratio to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from arch.config import load_config  # noqa: E402
+from sim.conv.program import decode  # noqa: E402
+from sim.core import GoldenCore  # noqa: E402
+from sim.trace import parse_trace  # noqa: E402
+from sim.trace_run import run_golden  # noqa: E402
+
+SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..",
+                      "shared", "nvdla", "traces")
+
+
+def layer_programs(path, cfg):
+    """The ConvPrograms the golden model runs for a trace (in order)."""
+    progs = []
+    core = GoldenCore(cfg)
+    unit = core.units["CONV"]
+    plan = unit.plan
+
+    def spy(c):
+        p = plan(c)
+        if p is not None and hasattr(p, "run"):
+            run = p.run
+
+            def wrapped():
+                progs.append(decode(c.cfg, *(c.view(b) for b in
+                                             ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"))))
+                return run()
+            p.run = wrapped
+        return p
+
+    unit.plan = spy
+    run_golden(parse_trace(path, cfg), cfg, core=core)
+    return progs
+
+
+def bounds(cfg, p):
+    macs = p.out_width * p.out_height * p.kernels * p.in_channels * p.kh * p.kw
+    mac_bound = macs / (cfg.atomic_c * cfg.atomic_k)
+    atom = cfg.memory_atom
+    in_bytes = p.width * p.height * -(-p.channels // atom) * atom
+    out_bytes = p.out_width * p.out_height * -(-p.kernels // atom) * atom
+    bus = cfg.dbbif_width // 8
+    byte_bound = (in_bytes + p.weight_bytes + out_bytes) / bus
+    return macs, mac_bound, byte_bound
+
+
+def synthetic(cfg, directory):
+    """A few aligned and unaligned shapes as trace directories (golden CRCs)."""
+    from sim.conv.random_programs import _golden_crcs, conv_layer, write_trace
+    ac, ak = cfg.atomic_c, cfg.atomic_k
+    shapes = [dict(W=16, H=16, C=4 * ac, K=4 * ak, kh=3, kw=3, pad=(1, 1, 1, 1)),
+              dict(W=28, H=28, C=2 * ac, K=2 * ak, kh=1, kw=1),
+              dict(W=13, H=13, C=3 * ac, K=ak, kh=5, kw=5, pad=(2, 2, 2, 2)),
+              dict(W=32, H=8, C=ac + 3, K=ak + 5, kh=3, kw=3, stride=(2, 2))]
+    paths = []
+    for i, s in enumerate(shapes):
+        layer = conv_layer(cfg, **s)
+        name = f"syn_{s['W']}x{s['H']}x{s['C']}_{s['kh']}x{s['kw']}x{s['K']}"
+        path = write_trace(directory, name, [layer])
+        crcs, err = _golden_crcs(cfg, path, 1)
+        if crcs is None:
+            print(f"{name}: skipped, the golden model rejects it: {err}")
+            continue
+        paths.append(write_trace(directory, name, [layer], crcs))
+    return paths
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="nv_small")
+    ap.add_argument("--traces", default=os.path.join(SHARED, "nv_small"))
+    ap.add_argument("--synthetic", action="store_true")
+    ap.add_argument("--reference", default=os.path.join(SHARED,
+                                                         "nv_small_reference_cycles.tsv"))
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    cfg = load_config(args.config)
+    paths = sorted(glob.glob(os.path.join(args.traces, "dc_*"))) if args.traces and \
+        os.path.isdir(args.traces) else []
+    tmp = tempfile.mkdtemp(prefix="conv-util-")
+    if args.synthetic:
+        paths += synthetic(cfg, tmp)
+    if not paths:
+        print("no convolution layers to run (give --traces or --synthetic)")
+        return 2
+    ref = {}
+    if args.reference and os.path.exists(args.reference):
+        from scripts.trace import read_reference
+        ref = {k: v.layer_cycles for k, v in read_reference(args.reference).items()}
+
+    from tb.trace_rtl import run_rtl_batch, split_batches
+    import concurrent.futures
+    batches = split_batches(paths, args.jobs)
+    opts = dict(sim="verilator", backpressure=False, busy=0.0, latency=(1, 8))
+    with concurrent.futures.ThreadPoolExecutor(len(batches)) as pool:
+        results = [r for rs in pool.map(lambda b: run_rtl_batch(b, cfg, **opts), batches)
+                   for r in rs]
+    by_name = {r.name: r for r in results}
+    print(f"config {cfg.name}: Atomic-C {cfg.atomic_c} x Atomic-K {cfg.atomic_k}, "
+          f"DBBIF {cfg.dbbif_width} bits")
+    head = f"{'layer':<36} {'MACs':>10} {'MAC bound':>10} {'DBB bound':>10} {'cycles':>9} " \
+           f"{'util':>5} {'ref':>9} {'ratio':>6}"
+    print(head)
+    for path in paths:
+        name = os.path.basename(os.path.normpath(path))
+        r = by_name[name]
+        progs = layer_programs(path, cfg)
+        if not r.passed or not progs:
+            print(f"{name:<36} FAILED: {r.message[:120]}")
+            continue
+        macs = mb = bb = 0
+        for p in progs:
+            a, b, c = bounds(cfg, p)
+            macs, mb, bb = macs + a, mb + b, bb + c
+        bound = max(mb, bb)
+        cyc = r.layer_cycles
+        rc = ref.get(name)
+        print(f"{name:<36} {macs:>10} {mb:>10.0f} {bb:>10.0f} {cyc:>9} {bound / cyc:>5.2f} "
+              f"{rc if rc else '':>9} {(f'{cyc / rc:.2f}' if rc else ''):>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
