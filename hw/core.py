@@ -168,6 +168,7 @@ class NvdlaCore(wiring.Component):
         m.d.comb += [rfs["CDMA"].d_status.eq(conv.cdma_status),
                      rfs["CACC"].d_status.eq(conv.cacc_status)]
         wiring.connect(m, conv.out, sdp.flying)
+        m.d.comb += [sdp.flying_go.eq(conv.flying_go), sdp.flying_abort.eq(conv.flying_abort)]
         wiring.connect(m, conv.rd_cdma_dat, dmaif.rd_cdma_dat)
         wiring.connect(m, conv.rd_cdma_wt, dmaif.rd_cdma_wt)
         driven |= set(CONV_BLOCKS)

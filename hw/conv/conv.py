@@ -8,6 +8,15 @@ while it is computed. The layer ends when CACC has delivered its last value: the
 files get ``done`` together (CDMA_DAT / CDMA_WT and CACC raise their interrupts then; SDP
 raises its own when it has written the last output), CDMA updates its reuse state.
 
+Invalid programs (project rule: rejected, no hang, nothing written outside the programmed
+surfaces): when the five groups are enabled, :class:`~hw.conv.check.ConvCheck` runs first
+(:data:`~hw.conv.check.CHECK_CYCLES` cycles, the rules of :func:`sim.conv.program.decode` and
+of the CBUF reuse that this int8 RTL can run). A valid program then starts the units; an
+invalid one starts none of them and issues no DMA: the five register files get ``done`` in
+the next cycle and ``flying_abort`` pulses, which ends SDP's flying layer (the one waiting
+for this layer, or the next one to start) without DMA (:class:`hw.sdp.Sdp`). ``flying_go``
+is high while a valid layer runs: SDP's flying layer issues its DMA commands only then.
+
 The two CMAC register files (CMAC_A, CMAC_B: each half of NVDLA's MAC array) drive one
 :class:`~hw.conv.cmac.Cmac` of Atomic-K cells: the split is an implementation detail of the
 original floorplan, the arithmetic is the same.
@@ -24,6 +33,7 @@ from ..regfile import fields_layout
 from .cacc import Cacc
 from .cbuf import Cbuf
 from .cdma import Cdma
+from .check import ConvCheck
 from .cmac import Cmac
 from .common import conv_out_layout
 from .csc import Csc
@@ -38,7 +48,9 @@ class ConvPipeline(wiring.Component):
 
     Members: per block ``<b>_regs`` (the consumer group's rw fields), ``<b>_op_en``,
     ``<b>_done``; ``cdma_status`` / ``cacc_status`` (hardware-written D fields);
-    ``rd_cdma_dat`` / ``rd_cdma_wt`` (DMA read clients); ``out`` (SDP flying input).
+    ``rd_cdma_dat`` / ``rd_cdma_wt`` (DMA read clients); ``out`` (SDP flying input);
+    ``flying_abort`` (pulse: the layer's program was rejected), ``flying_go`` (a valid layer
+    runs), both to SDP.
     """
 
     def __init__(self, cfg, rmap):
@@ -59,6 +71,8 @@ class ConvPipeline(wiring.Component):
         members["rd_cdma_dat"] = Out(DmaReadPort(geom))
         members["rd_cdma_wt"] = Out(DmaReadPort(geom))
         members["out"] = Out(stream.Signature(conv_out_layout(cfg)))
+        members["flying_abort"] = Out(1)
+        members["flying_go"] = Out(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -70,23 +84,40 @@ class ConvPipeline(wiring.Component):
         m.submodules.cmac = cmac = Cmac(cfg)
         m.submodules.cacc = cacc = Cacc(cfg)
 
-        # -- layer control -----------------------------------------------------------------
+        # -- layer control: check, then run (or reject) --------------------------------------
+        m.submodules.check = check = ConvCheck(cfg, self._rmap)
+        for b in BLOCKS:
+            n = b.lower()
+            m.d.comb += getattr(check, f"{n}_regs").eq(getattr(self, f"{n}_regs"))
         all_en = Signal()
-        running = Signal()
         start = Signal()
         finish = Signal()
-        m.d.comb += [
-            all_en.eq(self.cdma_op_en & self.csc_op_en & self.cmac_a_op_en &
-                      self.cmac_b_op_en & self.cacc_op_en),
-            start.eq(all_en & ~running),
-            finish.eq(running & cacc.done),
-        ]
-        with m.If(start):
-            m.d.sync += running.eq(1)
-        with m.Elif(finish):
-            m.d.sync += running.eq(0)
+        m.d.comb += all_en.eq(self.cdma_op_en & self.csc_op_en & self.cmac_a_op_en &
+                              self.cmac_b_op_en & self.cacc_op_en)
+        with m.FSM(name="layer"):
+            with m.State("IDLE"):
+                with m.If(all_en):
+                    m.d.comb += check.start.eq(1)
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                with m.If(check.done):
+                    with m.If(check.ok):
+                        m.d.comb += start.eq(1)
+                        m.next = "RUN"
+                    with m.Else():
+                        m.next = "REJECT"
+            with m.State("RUN"):
+                m.d.comb += self.flying_go.eq(1)
+                with m.If(cacc.done):
+                    m.d.comb += [finish.eq(1), check.end.eq(1)]
+                    m.next = "IDLE"
+            with m.State("REJECT"):
+                m.d.comb += self.flying_abort.eq(1)
+                m.next = "IDLE"
+        rejected = Signal()
+        m.d.comb += rejected.eq(self.flying_abort)
         for b in BLOCKS:
-            m.d.comb += getattr(self, f"{b.lower()}_done").eq(finish)
+            m.d.comb += getattr(self, f"{b.lower()}_done").eq(finish | rejected)
 
         # -- units -------------------------------------------------------------------------
         m.d.comb += [

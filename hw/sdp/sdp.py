@@ -25,6 +25,16 @@ its ``op_en`` is set), aligned with the position and channels of each flying tra
 output (memory or PDP) and completion are as offline. ``flying`` is only taken while the
 layer runs (after its checks); a flying layer waits for its data as long as it takes.
 
+Flying layers and the convolution's check (``flying_go``, ``flying_abort``)
+    A flying layer that passes its own checks issues no DMA command (operand reads, output
+    writes) until its producer has passed its check: it waits until ``flying_go`` (the
+    convolution pipeline runs a valid layer) or the first ``flying`` transfer. A
+    ``flying_abort`` pulse (the producer rejected its program) is kept until a flying layer
+    takes it: the flying layer waiting for its producer, or the next flying layer to start,
+    ends then like an invalid program (``done``, no DMA, nothing written). A running layer
+    (its producer was valid) is never aborted; a flying layer that fails its own checks takes
+    a pending abort with it. So either unit may be enabled first.
+
 Invalid programs
     A layer the golden model rejects (``run_sdp`` raises SdpProgramError, or
     NotImplementedError for the modes it does not cover) issues no DMA and finishes in the
@@ -129,6 +139,7 @@ class Sdp(wiring.Component):
             "wr_sdp": Out(DmaWritePort(geom)),
             "pdp": Out(stream.Signature(out_layout(T))),
             "flying": In(stream.Signature(conv_out_layout(cfg))),
+            "flying_go": In(1), "flying_abort": In(1),
             "busy": Out(1),
         }
         for st in self._stages:
@@ -381,6 +392,16 @@ class Sdp(wiring.Component):
 
         finish = Signal()
         m.d.comb += [self.done.eq(finish), self.rdma_done.eq(finish & rdma_active)]
+        issue = Signal()                         # start the layer's DMA commands
+        with m.If(issue):
+            for name, enabled, c in cubes:
+                m.d.sync += cmd_pend[name].eq(enabled)
+        abort_pend = Signal()                    # a flying_abort not yet taken
+        abort_take = Signal()
+        with m.If(abort_take):
+            m.d.sync += abort_pend.eq(0)
+        with m.Elif(self.flying_abort):
+            m.d.sync += abort_pend.eq(1)
         with m.FSM(name="ctl"):
             with m.State("IDLE"):
                 with m.If(start):
@@ -400,10 +421,20 @@ class Sdp(wiring.Component):
                     m.next = "DECIDE"
             with m.State("DECIDE"):
                 with m.If(invalid):
+                    with m.If(flying):
+                        m.d.comb += abort_take.eq(1)
                     m.next = "FINISH"
-                with m.Else():                     # (flying: the input cube is not enabled)
-                    for name, enabled, c in cubes:
-                        m.d.sync += cmd_pend[name].eq(enabled)
+                with m.Elif(flying):                 # (the input cube is not enabled)
+                    m.next = "FLY_WAIT"
+                with m.Else():
+                    m.d.comb += issue.eq(1)
+                    m.next = "RUN"
+            with m.State("FLY_WAIT"):
+                with m.If(abort_pend | self.flying_abort):
+                    m.d.comb += abort_take.eq(1)
+                    m.next = "FINISH"
+                with m.Elif(self.flying_go | self.flying.valid):
+                    m.d.comb += issue.eq(1)
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)

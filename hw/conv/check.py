@@ -1,0 +1,294 @@
+"""ConvCheck: the layer-start check of a direct-convolution register program (the rules of
+:func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
+this int8, batch-1 RTL).
+
+``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
+cycles later with ``ok``. The products the rules need go through small shift-and-add
+multipliers (one adder each, one bit of the narrow factor per cycle, all in parallel), so the
+check has no wide general multiplier. ``end`` (pulse, a valid layer's end, registers still
+the layer's) records what the CBUF keeps for the next layer, as Cdma does.
+
+Rules (any one fails the program)
+    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` PIXEL or
+      ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
+    * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- the RTL computes
+      int8 only, so INT16 / FP16 fail here even on builds that list them (``CVT_EN`` is not
+      a rule: NVDLA's own int8 traces set it);
+    * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
+      ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
+      surfaces that overlap (``S > 1`` and ``SURF_STRIDE < LINE_STRIDE x H``); the cube past
+      the address space (not checked on full data reuse: nothing is fetched); RAM type CV on a
+      build without SRAMIF (input and weights);
+    * agreement: CDMA size = its EXT size, CSC ``DATAIN_WIDTH_EXT`` / ``DATAIN_CHANNEL_EXT``
+      = CDMA's, ``WEIGHT_CHANNEL_EXT`` = input channels, kernel counts, ``D_BANK``,
+      ``WEIGHT_BYTES``, strides, left / top padding, the reuse / release bits (CDMA = CSC),
+      ``DATAOUT_*`` (CSC = CACC), ``DATAOUT_CHANNEL`` = kernels;
+    * CBUF: ``ENTRY_PER_SLICE`` (CDMA and CSC) = the entries a line takes; data + weight banks
+      <= the build's; ``in_h x entries`` <= data banks x depth; one kernel group's bytes <= the
+      weight banks;
+    * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``;
+      atom-aligned weight base; weights past the address space (not on weight reuse);
+    * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
+      span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
+      1 > in_h`` unless ``SKIP_DATA_RLS``;
+    * reuse (CDMA keeps, for the next layer, the bank split, width, entries per slice and
+      memory atoms per position of the kept slices, and the kept weights' bank split, bytes,
+      kernel count, kernel size and channels): ``DATA_REUSE`` with kept slices under the same
+      bank split but another width or entries per slice; partial reuse with another number of
+      atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
+      reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
+      other weight geometry or bank split.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..regfile import fields_layout
+
+__all__ = ["ConvCheck", "CHECK_CYCLES"]
+
+_NARROW = 15                 #: bits of the narrow factor of every product
+CHECK_CYCLES = _NARROW + 2   #: from ``start`` to ``done``
+_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+_CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
+
+
+class ConvCheck(wiring.Component):
+    """``ConvCheck(cfg, rmap)``: the program check (see the module docstring).
+
+    Members: ``<block>_regs`` (in, the consumer groups' rw fields), ``start`` / ``end`` (in,
+    pulses), ``done`` / ``ok`` (out: ``ok`` is valid while ``done`` pulses).
+    """
+
+    def __init__(self, cfg, rmap):
+        self._cfg, self._rmap = cfg, rmap
+        members = {f"{b.lower()}_regs": In(fields_layout(rmap[b].d_registers, ("rw",)))
+                   for b in _BLOCKS}
+        members.update({"start": In(1), "end": In(1), "done": Out(1), "ok": Out(1)})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, rmap = self._cfg, self._rmap
+        D, C = self.cdma_regs, self.csc_regs
+        A, B, K = self.cmac_a_regs, self.cmac_b_regs, self.cacc_regs
+        aw = cfg.address_width
+        ATOM, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
+        ash = (ATOM - 1).bit_length()
+        P = BW // ATOM                                     # memory atoms per CBUF entry
+        pb = (P - 1).bit_length()
+
+        def byte_value(view, block, reg, fld):
+            f = rmap[block][reg][fld]
+            v = view[reg][fld]
+            return Cat(Const(0, f.lsb), v) if f.lsb else v
+
+        def address(view, block, low_reg, low_fld, high_reg, high_fld):
+            low = byte_value(view, block, low_reg, low_fld)
+            return Cat(low, view[high_reg][high_fld]) if aw > 32 else low
+
+        def misaligned(v):
+            return v[:ash].any() if ash else Const(0)
+
+        errs = []
+        late = []                                           # rules on the products
+
+        # -- modes and precision ---------------------------------------------------------
+        for v in (D, C, A, B, K):
+            errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
+        errs += [D.D_MISC_CFG.IN_PRECISION != 0, C.D_MISC_CFG.IN_PRECISION != 0,
+                 D.D_DATAIN_FORMAT.DATAIN_FORMAT != 0, C.D_DATAIN_FORMAT.DATAIN_FORMAT != 0,
+                 D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0,
+                 D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
+                 K.D_BATCH_NUMBER.BATCHES != 0]
+
+        # -- input cube --------------------------------------------------------------------
+        wm1 = D.D_DATAIN_SIZE_0.DATAIN_WIDTH
+        hm1 = D.D_DATAIN_SIZE_0.DATAIN_HEIGHT
+        width, height, surfs = Signal(14), Signal(14), Signal(14)
+        m.d.comb += [width.eq(wm1 + 1), height.eq(hm1 + 1),
+                     surfs.eq((D.D_DATAIN_SIZE_1.DATAIN_CHANNEL >> ash) + 1)]
+        base = address(D, "CDMA", "D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",
+                       "D_DAIN_ADDR_HIGH_0", "DATAIN_ADDR_HIGH_0")
+        ls = byte_value(D, "CDMA", "D_LINE_STRIDE", "LINE_STRIDE")
+        ss = byte_value(D, "CDMA", "D_SURF_STRIDE", "SURF_STRIDE")
+        line_packed = D.D_DAIN_MAP.LINE_PACKED
+        grains = D.D_FETCH_GRAIN.GRAINS
+        errs += [misaligned(base), misaligned(ls), misaligned(ss),
+                 line_packed != (ls == (width << ash)),
+                 ~line_packed & (grains != 0), grains > hm1]
+        if not cfg.sramif:
+            errs += [D.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE == 0,
+                     D.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE == 0]
+
+        # -- agreement between the blocks ---------------------------------------------------
+        ext = D.D_DATAIN_SIZE_EXT_0
+        cext0, cext1 = C.D_DATAIN_SIZE_EXT_0, C.D_DATAIN_SIZE_EXT_1
+        cw0, cw1 = C.D_WEIGHT_SIZE_EXT_0, C.D_WEIGHT_SIZE_EXT_1
+        errs += [ext.DATAIN_WIDTH_EXT != wm1, ext.DATAIN_HEIGHT_EXT != hm1,
+                 cext0.DATAIN_WIDTH_EXT != ext.DATAIN_WIDTH_EXT,
+                 cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL,
+                 cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT,
+                 cw1.WEIGHT_KERNEL != D.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
+                 C.D_BANK.DATA_BANK != D.D_BANK.DATA_BANK,
+                 C.D_BANK.WEIGHT_BANK != D.D_BANK.WEIGHT_BANK,
+                 C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != D.D_CONV_STRIDE.CONV_X_STRIDE,
+                 C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != D.D_CONV_STRIDE.CONV_Y_STRIDE,
+                 C.D_ZERO_PADDING.PAD_LEFT != D.D_ZERO_PADDING.PAD_LEFT,
+                 C.D_ZERO_PADDING.PAD_TOP != D.D_ZERO_PADDING.PAD_TOP,
+                 C.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != cw1.WEIGHT_KERNEL,
+                 K.D_DATAOUT_SIZE_0.DATAOUT_WIDTH != C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH,
+                 K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT != C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
+                 K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != C.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL,
+                 K.D_CLIP_CFG.CLIP_TRUNCATE > _CLIP_MAX]
+        for fld in ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"):
+            errs.append(C.D_MISC_CFG[fld] != D.D_MISC_CFG[fld])
+        wbytes = Signal(33)
+        m.d.comb += wbytes.eq(byte_value(D, "CDMA", "D_WEIGHT_BYTES", "WEIGHT_BYTES"))
+        errs.append(byte_value(C, "CSC", "D_WEIGHT_BYTES", "WEIGHT_BYTES") != wbytes)
+        wbase = address(D, "CDMA", "D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
+                        "D_WEIGHT_ADDR_HIGH", "WEIGHT_ADDR_HIGH")
+        errs.append(misaligned(wbase))
+
+        # -- CBUF split ----------------------------------------------------------------------
+        dbanks, wbanks = Signal(7), Signal(7)
+        m.d.comb += [dbanks.eq(D.D_BANK.DATA_BANK + 1), wbanks.eq(D.D_BANK.WEIGHT_BANK + 1)]
+        errs.append(dbanks + wbanks > cfg.cbuf_banks)
+        eps = Signal(16)                                     # ENTRY_PER_SLICE + 1
+        m.d.comb += eps.eq(D.D_ENTRY_PER_SLICE.ENTRIES + 1)
+        in_h = Signal(14)
+        m.d.comb += in_h.eq(cext0.DATAIN_HEIGHT_EXT + 1)
+        kernels = Signal(14)
+        m.d.comb += kernels.eq(cw1.WEIGHT_KERNEL + 1)
+        bpk = Signal(19)
+        m.d.comb += bpk.eq(D.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1)
+
+        # -- sequencing: spans and output sizes (small factors) ------------------------------
+        for axis, o_m1, s_m1, k_m1, d_m1, n_m1, pa, pz in (
+                ("x", C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH, C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT,
+                 cw0.WEIGHT_WIDTH_EXT, C.D_DILATION_EXT.X_DILATION_EXT, cext0.DATAIN_WIDTH_EXT,
+                 C.D_ZERO_PADDING.PAD_LEFT, D.D_ZERO_PADDING.PAD_RIGHT),
+                ("y", C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT, C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT,
+                 cw0.WEIGHT_HEIGHT_EXT, C.D_DILATION_EXT.Y_DILATION_EXT,
+                 cext0.DATAIN_HEIGHT_EXT, C.D_ZERO_PADDING.PAD_TOP,
+                 D.D_ZERO_PADDING.PAD_BOTTOM)):
+            span = Signal(12, name=f"span_{axis}")           # (k - 1) x dilation + 1
+            reach = Signal(18, name=f"reach_{axis}")         # (o - 1) x stride + span
+            padded = Signal(15, name=f"padded_{axis}")
+            m.d.comb += [span.eq(k_m1 * (d_m1 + 1) + 1), reach.eq(o_m1 * (s_m1 + 1) + span),
+                         padded.eq(n_m1 + 1 + pa + pz)]
+            errs += [span > padded, reach > padded]
+        errs.append(~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES >= in_h))
+
+        # -- reuse state (recorded at the end of each valid layer) -------------------------------
+        kept_count = Signal(14)
+        kept_all = Signal()
+        key_dbank, key_wbank = Signal(5), Signal(5)
+        key_width = Signal(13)
+        key_eps = Signal(16)
+        key_surfs = Signal(14)
+        w_kept = Signal()
+        w_key = Signal(33 + 13 + 5 + 5 + 13)                 # bytes, kernels, kw, kh, channels
+        cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
+                       cext1.DATAIN_CHANNEL_EXT)
+        key_match = Signal()
+        m.d.comb += key_match.eq((key_dbank == D.D_BANK.DATA_BANK)
+                                 & (key_wbank == D.D_BANK.WEIGHT_BANK))
+        misc = D.D_MISC_CFG
+        d_reuse = Signal()
+        full_reuse = Signal()
+        w_reuse = Signal()
+        m.d.comb += [
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match
+                       & (key_width == ext.DATAIN_WIDTH_EXT) & (key_eps == eps)),
+            full_reuse.eq(d_reuse & kept_all),
+            w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
+        ]
+        errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~d_reuse,
+                 d_reuse & ~kept_all & (key_surfs != surfs),
+                 w_reuse & (~key_match | (w_key != cur_wkey))]
+        avail = Signal(15)
+        m.d.comb += avail.eq(Mux(d_reuse, kept_count, 0) + Mux(full_reuse, 0, height))
+        errs.append(avail < in_h)
+        need = Signal(14)
+        rls = Signal(13)
+        m.d.comb += [need.eq(cext0.DATAIN_HEIGHT_EXT + 1), rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
+        with m.If(self.end):
+            m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
+                         key_width.eq(ext.DATAIN_WIDTH_EXT), key_eps.eq(eps),
+                         key_surfs.eq(surfs), kept_all.eq(misc.SKIP_DATA_RLS),
+                         kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
+                                           Mux(rls >= need, 0, need - rls))),
+                         w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey)]
+
+        # -- products: shift-and-add, one bit of the narrow factor per cycle -----------------------
+        load = self.start
+
+        def product(name, narrow, wide, wide_bits):
+            a = Signal(_NARROW, name=f"{name}_a")
+            b = Signal(wide_bits + _NARROW, name=f"{name}_b")
+            acc = Signal(wide_bits + _NARROW, name=name)
+            with m.If(load):
+                m.d.sync += [a.eq(narrow), b.eq(wide), acc.eq(0)]
+            with m.Else():
+                m.d.sync += [a.eq(a >> 1), b.eq(b << 1), acc.eq(acc + Mux(a[0], b, 0))]
+            return acc
+
+        whole = Signal(14)                                   # atoms in whole entries
+        m.d.comb += whole.eq(surfs >> pb)
+        p_whole = product("p_whole_w", whole, width, 14)     # whole x W
+        p_lines = product("p_ls_h", height, ls, 32)          # LINE_STRIDE x H
+        p_surfs = product("p_ss_s", surfs - 1, ss, 32)       # SURF_STRIDE x (S - 1)
+        p_data = product("p_inh_eps", in_h, eps, 16)         # in_h x entries
+        kwkh = Signal(11)
+        m.d.comb += kwkh.eq((cw0.WEIGHT_WIDTH_EXT + 1) * (cw0.WEIGHT_HEIGHT_EXT + 1))
+        p_bpk = product("p_bpk", cext1.DATAIN_CHANNEL_EXT + 1, kwkh, 11)  # kw x kh x C
+        p_wt = product("p_wt", kernels, bpk, 19)             # BYTE_PER_KERNEL x K
+        group_k = Signal(range(cfg.atomic_k + 1))
+        m.d.comb += group_k.eq(Mux(kernels > cfg.atomic_k, cfg.atomic_k, kernels))
+        p_group = product("p_group", group_k, bpk, 19)       # one kernel group's bytes
+
+        # entries per slice: whole x W plus the cripple group's entries
+        rem = Signal(max(pb, 1))
+        if P > 1:
+            m.d.comb += rem.eq(surfs[:pb])
+        crip = Signal(14)
+        with m.If(rem == 0):
+            m.d.comb += crip.eq(0)
+        if P >= 2:
+            with m.Elif(rem == P // 2):
+                m.d.comb += crip.eq((width + 1) >> 1)
+        if P >= 4:
+            with m.Elif(rem == P // 4):
+                m.d.comb += crip.eq((width + 3) >> 2)
+        with m.Else():
+            m.d.comb += crip.eq(width)
+        entries = Signal(29)
+        m.d.comb += entries.eq(p_whole + crip)
+        late += [entries != eps,
+                 (C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries,
+                 p_data > (dbanks * DEPTH),
+                 p_bpk != bpk,
+                 wbytes < p_wt,
+                 p_group > wbanks * (DEPTH * BW),
+                 (surfs > 1) & (ss < p_lines)]
+        # the input and the weights inside the address space
+        packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
+        feat_end = Signal(aw + 20)
+        m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
+                                    base + p_lines - ls + p_surfs + (width << ash)))
+        late += [~full_reuse & (feat_end > (1 << aw)),
+                 ~w_reuse & (wbase + wbytes > (1 << aw))]
+
+        # -- sequence ----------------------------------------------------------------
+        count = Signal(range(CHECK_CYCLES + 1))
+        static_err = Signal()
+        m.d.comb += static_err.eq(Cat(*errs).any())
+        with m.If(self.start):
+            m.d.sync += count.eq(CHECK_CYCLES)
+        with m.Elif(count != 0):
+            m.d.sync += count.eq(count - 1)
+        m.d.comb += [self.done.eq(count == 1),
+                     self.ok.eq(~static_err & ~Cat(*late).any())]
+        return m
