@@ -251,6 +251,7 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
                 await ctx.tick().repeat(1 + int(rng.random() * 30))
                 fly_queue.extend(transfers)
             count = 0
+            late = layer.get("rdma_late")          # SDP_RDMA enabled for a later layer
             while True:
                 _, _, done, rdone, st, rst = await ctx.tick().sample(
                     sdp.done, sdp.rdma_done, sdp.status, sdp.rdma_status)
@@ -258,6 +259,10 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
                 assert count < max_cycles, f"layer {n} did not finish"
                 if done:
                     break
+                if late is not None and fly_taken:
+                    ctx.set(sdp.rdma_regs, view_value(sdp.rdma_regs.shape(), rb, late))
+                    ctx.set(sdp.rdma_op_en, 1)
+                    late = None
             rdma_active = (not flying) or bool(layer["rdma_op_en"])
             assert bool(rdone) == rdma_active, (n, rdone)
             ctx.set(sdp.op_en, 0)
@@ -335,6 +340,19 @@ def test_nv_small_flying_layers():
     layers = make_layers(SMALL, 21, 10, 200, offline=2)
     assert {"offline", "dma", "regs", "rdma_off", "pdp"} <= _kinds(SMALL, layers)
     run_flying_layers(SMALL, layers, seed=21)
+
+
+def test_nv_small_flying_rdma_enabled_later():
+    """A flying layer without SDP_RDMA whose RDMA group is enabled while it runs (for the next
+    layer, which reads operands from memory: the RDMA groups are taken in order, as NVDLA's
+    traces program them) finishes with its own operands and leaves that group alone."""
+    layers = make_layers(SMALL, 5, 30, 200, offline=0)
+    dma = [ly["rdma"] for ly in layers if ly["cube"] is not None and _dma_used(SMALL, ly["rdma"])]
+    off = [ly for ly in layers if ly["cube"] is not None and not ly["rdma_op_en"]]
+    assert dma and len(off) >= 3
+    for i, ly in enumerate(off[:3]):
+        ly["rdma_late"] = dma[i % len(dma)]
+    run_flying_layers(SMALL, off[:3], seed=5)
 
 
 def test_nv_small_flying_slow_memory():

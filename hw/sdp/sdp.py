@@ -54,7 +54,8 @@ Invalid programs
       on builds without SRAMIF, and its data inside the address space;
     * RDMA ``FLYING_MODE``, ``WINOGRAD`` and cube size equal to SDP's (when it takes part;
       in flying mode SDP_RDMA takes part only when its ``op_en`` is set too, as in the golden
-      model);
+      model -- decided when the layer issues its DMA and kept to its end, so an RDMA group
+      enabled for a later layer while a flying layer without RDMA runs stays that layer's);
     * offline: source RAM type, atom-aligned base / line / surface stride, cube inside the
       address space;
     * destination (written unless PDP or EQL): RAM type, alignment, lines and surfaces that
@@ -184,8 +185,12 @@ class Sdp(wiring.Component):
         fm, rfm = S.D_FEATURE_MODE_CFG, R.D_FEATURE_MODE_CFG
         flying = fm.FLYING_MODE
         to_pdp = fm.OUTPUT_DST
+        # Whether SDP_RDMA takes part is decided when the layer's DMA starts and kept to its
+        # end: a flying layer without RDMA must not take up an RDMA group enabled (for a
+        # later layer) while it runs
         rdma_active = Signal()
-        m.d.comb += rdma_active.eq(~flying | self.rdma_op_en)
+        rdma_lock, rdma_kept = Signal(), Signal()
+        m.d.comb += rdma_active.eq(Mux(rdma_lock, rdma_kept, ~flying | self.rdma_op_en))
         wm1 = S.D_DATA_CUBE_WIDTH.WIDTH
         hm1 = S.D_DATA_CUBE_HEIGHT.HEIGHT
         cm1 = S.D_DATA_CUBE_CHANNEL.CHANNEL
@@ -396,6 +401,9 @@ class Sdp(wiring.Component):
         with m.If(issue):
             for name, enabled, c in cubes:
                 m.d.sync += cmd_pend[name].eq(enabled)
+            m.d.sync += [rdma_lock.eq(1), rdma_kept.eq(rdma_active)]
+        with m.If(finish):
+            m.d.sync += rdma_lock.eq(0)
         abort_pend = Signal()                    # a flying_abort not yet taken
         abort_take = Signal()
         with m.If(abort_take):
