@@ -35,13 +35,21 @@ Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
 
 Ports
     ``regs``        in, the CDMA D-group rw fields (consumer group), stable from ``start`` to
-                    ``end``.
+                    ``end``; latched the cycle after ``start`` (the layer's copy serves until
+                    its fetch is complete, also after ``end``).
     ``csc``         in, ``rls_slices`` = CSC ``D_RELEASE.RLS_SLICES``, ``height_ext`` = CSC
-                    ``D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT`` (the slices the CSC uses).
+                    ``D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT`` (the slices the CSC uses);
+                    latched with ``regs``.
     ``start``       in, pulse: the layer's groups are enabled (may come while the previous
                     layer's ``end`` bookkeeping runs; it is held until then).
     ``end``         in, pulse at the layer's end (after the CSC finished): update the reuse
                     state. Layers do not overlap: ``start`` of the next layer after ``end``.
+                    The CSC may finish before the fetch does (lines no output reads, the
+                    weight surface past the kernels): the Cdma then completes the fetch after
+                    ``end`` from its latched registers, with no weight-ring limit (the CSC
+                    released everything), so that kept slices are whole and nothing of the
+                    layer is left in the readers; ``dat_slices`` and ``wt_bytes`` read 0 from
+                    ``end`` until the next layer's counts (the next CSC may start meanwhile).
     ``rd_dat`` / ``rd_wt``  out, DMA read clients (feature data / weights).
     ``cbuf_wr``     out, :func:`hw.conv.common.cbuf_write_layout`, registered.
     ``dat_base``    out, data ring position (flat entry, the data region starts at 0) of slice 0
@@ -59,7 +67,8 @@ Ports
                     a read request waited for the memory interface while ``D_PERF_ENABLE.DMA_EN``
                     (cleared at ``start``, valid from the done pulses on); NaN / Inf counters and
                     the latency counters stay 0.
-    ``busy``        out, a layer is between ``start`` and ``end``.
+    ``busy``        out, a layer is between ``start`` and the end of its ``end`` bookkeeping
+                    (fetch complete).
 
 Throughput: one CBUF write per cycle, shared by data and weights (alternating when both have
 an atom), so each stream moves one memory atom per cycle. Assumes a valid program
@@ -118,7 +127,14 @@ class Cdma(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, g, blk = self._cfg, self._geom, self._block
-        R = self.regs
+        # The layer's registers, latched when it starts (state LOAD): the fetch may still be
+        # completing after ``end`` (state END), when the register files already present the
+        # next layer's group.
+        R = Signal.like(self.regs)
+        csc = Signal.like(self.csc)
+        load = Signal()
+        with m.If(load):
+            m.d.sync += [R.eq(self.regs), csc.eq(self.csc)]
         aw, ash = g.addr_width, g.atom_shift
         ATOM, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
         P = BW // ATOM                                   # atoms per entry
@@ -244,22 +260,32 @@ class Cdma(wiring.Component):
 
         need = Signal(14)
         rls = Signal(13)
-        m.d.comb += [need.eq(self.csc.height_ext + 1), rls.eq(self.csc.rls_slices + 1)]
+        m.d.comb += [need.eq(csc.height_ext + 1), rls.eq(csc.rls_slices + 1)]
+        running = Signal()                               # RUN: between start and end
+        ending = Signal()                                # END: completing the fetch
+        fetching = Signal()                              # data or weights still to write
 
         with m.FSM(name="ctl"):
             with m.State("IDLE"):
                 with m.If(self.start | pend_start):
-                    m.next = "DECIDE"
+                    m.next = "LOAD"
+            with m.State("LOAD"):
+                m.d.comb += load.eq(1)
+                m.next = "DECIDE"
             with m.State("DECIDE"):
                 m.d.comb += decide.eq(1)
                 m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += [self.busy.eq(1), running.eq(1)]
                 with m.If(self.end):
                     m.next = "END"
             with m.State("END"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(acc_ready):
+                # the CSC may finish before every fetched line or weight byte arrived (lines
+                # no output reads, the weight surface's tail): the fetch completes here, so
+                # that the kept slices are whole and nothing of this layer is left in the
+                # readers for the next one
+                m.d.comb += [self.busy.eq(1), ending.eq(1)]
+                with m.If(acc_ready & ~fetching):
                     m.d.comb += finish.eq(1)
                     m.next = "IDLE"
 
@@ -314,7 +340,7 @@ class Cdma(wiring.Component):
         room = Signal(34)                                # wt_released + ring bytes
         m.d.comb += room.eq(self.wt_released + wcap)
         limit = Signal(34)                               # atoms that may be requested
-        m.d.comb += limit.eq(Mux(room >= wbytes, n_atoms, room >> ash))
+        m.d.comb += limit.eq(Mux(ending | (room >= wbytes), n_atoms, room >> ash))
         space = Signal(35)
         m.d.comb += space.eq(limit - w_iss)
         n_req = Signal(range(chunk + 1))
@@ -322,7 +348,8 @@ class Cdma(wiring.Component):
         wcmd = wt_reader.cmd
         wc = wcmd.payload
         m.d.comb += [
-            wcmd.valid.eq(w_fetch & self.busy & (w_iss < n_atoms) & ~space[-1] & (space != 0)),
+            wcmd.valid.eq(w_fetch & (running | ending) & (w_iss < n_atoms) & ~space[-1]
+                          & (space != 0)),
             wc.base.eq(w_addr), wc.ram_type.eq(R.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE),
             wc.line_atoms.eq(n_req - 1), wc.lines.eq(0), wc.surfaces.eq(0),
             wc.batches.eq(0), wc.line_stride.eq(0), wc.surface_stride.eq(0),
@@ -433,12 +460,15 @@ class Cdma(wiring.Component):
 
         # -- announcements, one cycle after the write is presented ---------------------------
         m.d.sync += [self.dat_done.eq(wr_dlast), self.wt_done.eq(wr_wlast)]
-        with m.If(wr_slice):
+        with m.If(wr_slice & running):
             m.d.sync += self.dat_slices.eq(self.dat_slices + 1)
-        with m.If(wr_wt):
+        with m.If(wr_wt & running):
             m.d.sync += self.wt_bytes.eq(wr_wbytes)
+        with m.If(self.end):             # nothing is announced to the next layer before DECIDE
+            m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
+        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en)
 
-        # -- layer end: nothing more to request (the registers may change now) --------------
+        # -- layer end: the fetch is complete, nothing more to request ---------------------
         with m.If(finish):
             m.d.sync += [w_fetch.eq(0), cmd_left.eq(0), d_active.eq(0), w_active.eq(0)]
 
