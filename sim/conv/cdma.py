@@ -30,6 +30,7 @@ import numpy as np
 from sim.formats.common import ceil_div, round_shift_right, saturate
 from sim.formats.weight import dc_weight_offsets
 
+from .image import fetch_image, image_weight_index
 from .program import INT8, RAM_CV, ConvProgram, ConvProgramError
 
 __all__ = ["fetch_feature", "fetch_weights", "CbufState", "load_cbuf"]
@@ -99,6 +100,8 @@ def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
     raw = mem.gather(addrs)
     n = p.kernels * p.byte_per_kernel
     vals = _decode(raw[:n].reshape(-1, nbytes), nbytes)
+    if p.image is not None:
+        return vals[image_weight_index(cfg, p)]
     group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
     cube_c = cfg.atomic_c
     off = dc_weight_offsets(p.kernels, p.in_channels, p.kh, p.kw, group_k, cube_c)
@@ -126,6 +129,12 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     """Fetch what this layer needs into the CBUF model (or reuse what is there); return the
     input cube [B, H, W, C_atoms] and weights [K, C, R, S] the sequencer works on, and update
     ``state`` for the next layer."""
+    if p.image is not None:
+        # an image layer fetches its whole input (DATA_REUSE is rejected by decode)
+        cube = fetch_image(cfg, p, _memory(core, p.ram_type))
+        state.log.append("data: image fetched")
+        return _finish(core, cfg, p, state, cube,
+                       (0, p.data_bank, p.weight_bank, 1, p.in_width, p.entries, 1))
     key = (0, p.data_bank, p.weight_bank, 0, p.in_width, p.entries, p.batches)
     B = p.batches
     if (p.data_reuse and state.slices is not None and state.key != key
@@ -158,9 +167,16 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
             f"layer needs {p.in_height}")
     used = slices[:need]
     cube = used.reshape(p.in_height, B, *used.shape[1:]).transpose(1, 0, 2, 3)
+    return _finish(core, cfg, p, state, cube, key)
 
+
+def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
+    """Weights (fetched or reused) and the CBUF bookkeeping at the end of the layer."""
+    B = cube.shape[0]
+    used = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
+    post = p.image.post_extension if p.image is not None else 0
     wkey = (0, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
-            p.in_channels, p.precision)
+            p.in_channels, p.precision, post)
     if state.weights is not None and state.weights_kept and p.weight_reuse:
         if state.wkey != wkey:
             raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer's "

@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.formats.common import ceil_div
+from sim.formats.pixel import PixelFormat, max_x_offset, pixel_format
+from sim.formats.rules import PrecisionConversionError, check_precision_conversion
 
-__all__ = ["ConvProgramError", "ConvProgram", "decode", "PRECISIONS", "entries_per_slice",
-           "RAM_CV", "RAM_MC"]
+__all__ = ["ConvProgramError", "ConvProgram", "ImageInput", "decode", "PRECISIONS",
+           "entries_per_slice", "image_entries_per_slice", "uv_x_offset_bytes", "RAM_CV",
+           "RAM_MC"]
 
 RAM_CV, RAM_MC = 0, 1
 INT8, INT16, FP16 = 0, 1, 2
@@ -59,6 +62,29 @@ def entries_per_slice(width: int, channels: int, precision: int, atom: int,
         else:
             n += width
     return n
+
+
+def image_entries_per_slice(width: int, pad_left: int, pad_right: int, channels: int,
+                            precision: int, bank_width: int) -> int:
+    """CBUF entries one image line takes: the CDMA writes the line with its left and right
+    padding, ``channels`` elements per pixel in the processing precision, packed back to back
+    and rounded up to whole entries."""
+    return ceil_div((pad_left + width + pad_right) * channels * _BYTES[precision], bank_width)
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """The image-input settings of a layer (``D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL``)."""
+    fmt: PixelFormat
+    x_offset: int             #: PIXEL_X_OFFSET (pixels before the ROI in each line)
+    base1: int                #: plane-1 (U/V) base address of semi-planar formats
+    uv_line_stride: int
+    signed: bool              #: PIXEL_SIGN_OVERRIDE=SIGNED_INT
+    mean: tuple | None        #: (RY, GU, BV, AX) signed 16-bit, when MEAN_FORMAT=ENABLE
+    pad_left: int             #: CDMA's left / right padding (done while writing the CBUF)
+    pad_right: int
+    pad_value: int            #: CDMA's D_ZERO_PADDING_VALUE (left / right padding)
+    post_extension: int       #: CSC D_POST_Y_EXTENSION as a line count (1, 2, 4)
 
 
 @dataclass
@@ -112,6 +138,10 @@ class ConvProgram:
     skip_weight_rls: bool
     rls_slices: int
     clip_truncate: int
+    #: image input (None: feature data). For an image the CSC view is the padded line:
+    #: ``in_width`` = PAD_LEFT + width + PAD_RIGHT, ``pad_left`` 0, ``kw`` the original
+    #: kernel width S (WEIGHT_CHANNEL_EXT = S x channels), dilation 1.
+    image: ImageInput | None = None
 
     @property
     def element_bytes(self) -> int:
@@ -147,11 +177,113 @@ def _same(a_name, a, b_name, b, what):
         _err(f"{b_name}={b}", f"must equal {a_name}={a} ({what})")
 
 
+_PREC_CODE = {"int8": INT8, "int16": INT16, "fp16": FP16}
+
+
+def _s16(v: int) -> int:
+    return v - (1 << 16) if v & 0x8000 else v
+
+
+def _image_format(cfg, cdma, in_prec: int, prec: int) -> PixelFormat:
+    """The pixel format of an image-input layer, checked against the build, Table 33 (input
+    precision, channels) and Table 29 (precision conversion)."""
+    code = cdma.D_DATAIN_FORMAT.PIXEL_FORMAT
+    try:
+        f = pixel_format(int(code))
+    except ValueError:
+        _err(f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={code}", "reserved value (Table 33: 0..35)")
+    where = f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={f.name}"
+    enabled = set(cfg.image_packed_formats) | set(cfg.image_semi_formats)
+    if f.name[2:] not in enabled:
+        _err(where, "this build does not take this image format (image_packed_formats / "
+             "image_semi_formats: " + ", ".join(sorted(enabled)) + ")")
+    if cdma.D_DATAIN_FORMAT.PIXEL_MAPPING:
+        _err("CDMA.D_DATAIN_FORMAT.PIXEL_MAPPING=RESERVED_LINEAR",
+             "image input is pitch linear only")
+    if in_prec != _PREC_CODE[f.precision]:
+        _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
+             f"{f.name} pixels are {f.precision.upper()} input (Table 33)")
+    try:
+        check_precision_conversion("conv", f.name, PRECISIONS[prec])
+    except PrecisionConversionError as e:
+        _err(f"CDMA.D_MISC_CFG.PROC_PRECISION={PRECISIONS[prec].upper()}", str(e))
+    if f.is_float:
+        _err(where, "fp16 image input is not modelled yet")
+    return f
+
+
+def _image_input(cfg, cdma, csc, f: PixelFormat, width: int, channels: int,
+                 line_stride: int, cvt) -> ImageInput:
+    """The remaining image-input rules (channels, pixel offsets, strides and the second plane,
+    sign, post-extension) and the :class:`ImageInput` of the layer."""
+    atom = cfg.memory_atom
+    if channels != f.channels:
+        _err(f"CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL={channels - 1}",
+             f"{f.name} has {f.channels} channel(s) (Table 33): must be {f.channels - 1}")
+    xo = cdma.D_PIXEL_OFFSET.PIXEL_X_OFFSET
+    xmax = max_x_offset(f, atom)
+    if xo > xmax:
+        _err(f"CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET={xo}",
+             f"{f.name}: the first pixel must lie in the first {atom}-byte atom of the line "
+             f"(0..{xmax})")
+    if cdma.D_PIXEL_OFFSET.PIXEL_Y_OFFSET:
+        _err(f"CDMA.D_PIXEL_OFFSET.PIXEL_Y_OFFSET={cdma.D_PIXEL_OFFSET.PIXEL_Y_OFFSET}",
+             "must be 0 for pitch-linear image input")
+    bpp0 = f.bytes_per_pixel[0]
+    need = (xo + width) * bpp0
+    if line_stride < need:
+        _err(f"CDMA.D_LINE_STRIDE.LINE_STRIDE={line_stride}",
+             f"a line of PIXEL_X_OFFSET {xo} + {width} pixels of {bpp0} bytes needs {need}")
+    base1 = uv = 0
+    if f.planes == 2:
+        base1 = _addr(cfg, cdma, "D_DAIN_ADDR_LOW_1", "DATAIN_ADDR_LOW_1",
+                      "D_DAIN_ADDR_HIGH_1", "DATAIN_ADDR_HIGH_1")
+        uv = _bytes(cdma, "D_LINE_UV_STRIDE", "UV_LINE_STRIDE")
+        for name, v in (("D_DAIN_ADDR_LOW_1.DATAIN_ADDR_LOW_1", base1),
+                        ("D_LINE_UV_STRIDE.UV_LINE_STRIDE", uv)):
+            if v % atom:
+                _err(f"CDMA.{name}={v:#x}", f"must be a multiple of the {atom}-byte memory atom")
+        bpp1 = f.bytes_per_pixel[1]
+        need1 = uv_x_offset_bytes(f, xo, atom) + width * bpp1
+        if uv < need1:
+            _err(f"CDMA.D_LINE_UV_STRIDE.UV_LINE_STRIDE={uv}",
+                 f"a U/V line of {width} pixels of {bpp1} bytes from its offset needs {need1}")
+    signed = bool(cdma.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE)
+    if not signed and cvt is None:
+        _err("CDMA.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE=UNSIGNED_INT",
+             "unsigned pixels reach the MAC only through the input convertor: needs "
+             "D_CVT_CFG.CVT_EN=ENABLE (or SIGNED_INT)")
+    mean = None
+    if cdma.D_MEAN_FORMAT.MEAN_FORMAT:
+        g0, g1 = cdma.D_MEAN_GLOBAL_0, cdma.D_MEAN_GLOBAL_1
+        mean = (_s16(g0.MEAN_RY), _s16(g0.MEAN_GU), _s16(g1.MEAN_BV), _s16(g1.MEAN_AX))
+    return ImageInput(
+        fmt=f, x_offset=xo, base1=base1, uv_line_stride=uv, signed=signed, mean=mean,
+        pad_left=cdma.D_ZERO_PADDING.PAD_LEFT, pad_right=cdma.D_ZERO_PADDING.PAD_RIGHT,
+        pad_value=cdma.D_ZERO_PADDING_VALUE.PAD_VALUE,
+        post_extension=1 << csc.D_POST_Y_EXTENSION.Y_EXTENSION)
+
+
+def uv_x_offset_bytes(f: PixelFormat, x_offset: int, atom: int) -> int:
+    """Bytes from the plane-1 (U/V) line start to the first ROI pixel: the X offset in U/V
+    bytes within one atom (NVDLA's CDMA takes it modulo the atom, so the plane-1 address must
+    point at the atom holding the first U/V pixel). The atom counts 16-bit elements for the
+    10/12/16-bit semi-planar formats, as NVDLA's C model does."""
+    esize = 1 if f.bytes_per_pixel[0] == 1 else 2
+    return (x_offset * f.bytes_per_pixel[1]) % (atom * esize)
+
+
 def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     """Check the consumer groups' program and return it (see the module docstring)."""
     D = "CDMA"
+    fmt = _enum(cdma, D, "D_DATAIN_FORMAT", "DATAIN_FORMAT")
+    _same("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT", fmt, "CSC.D_DATAIN_FORMAT.DATAIN_FORMAT",
+          _enum(csc, "CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"), "one input format per layer")
     mode = _enum(cdma, D, "D_MISC_CFG", "CONV_MODE")
     if mode:
+        if fmt:
+            _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD",
+                 "image input (DATAIN_FORMAT=PIXEL) is direct convolution only")
         if not cfg.winograd:
             _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build has no Winograd")
         _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "Winograd is not modelled yet")
@@ -160,7 +292,13 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
               _enum(v, blk, "D_MISC_CFG", "CONV_MODE"), "one mode per layer")
     in_prec = _enum(cdma, D, "D_MISC_CFG", "IN_PRECISION")
     prec = _enum(cdma, D, "D_MISC_CFG", "PROC_PRECISION")
-    for what, p in (("IN_PRECISION", in_prec), ("PROC_PRECISION", prec)):
+    pix = None
+    if fmt:
+        pix = _image_format(cfg, cdma, in_prec, prec)
+    # image input takes the pixel's own precision (Table 33) whenever the build takes the
+    # format; the convertor brings it to a processing precision the build computes
+    for what, p in ((("IN_PRECISION", in_prec),) if pix is None else ()) + \
+            (("PROC_PRECISION", prec),):
         if PRECISIONS[p] not in cfg.data_types:
             _err(f"CDMA.D_MISC_CFG.{what}={PRECISIONS[p].upper()}",
                  f"this build computes {'/'.join(cfg.data_types)} only")
@@ -171,12 +309,6 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
           _enum(csc, "CSC", "D_MISC_CFG", "IN_PRECISION"), "one input precision per layer")
     if prec == FP16:
         _err("CDMA.D_MISC_CFG.PROC_PRECISION=FP16", "fp16 convolution is not modelled yet")
-
-    fmt = _enum(cdma, D, "D_DATAIN_FORMAT", "DATAIN_FORMAT")
-    _same("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT", fmt, "CSC.D_DATAIN_FORMAT.DATAIN_FORMAT",
-          _enum(csc, "CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"), "one input format per layer")
-    if fmt:
-        _err("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL", "image input is not modelled yet")
 
     cvt = None
     if _enum(cdma, D, "D_CVT_CFG", "CVT_EN"):
@@ -191,12 +323,20 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
              f"must equal PROC_PRECISION={PRECISIONS[prec].upper()} unless "
              "D_CVT_CFG.CVT_EN converts it (precision conversion table)")
+    y_ext = csc.D_POST_Y_EXTENSION.Y_EXTENSION
+    if y_ext and pix is None:
+        _err(f"CSC.D_POST_Y_EXTENSION.Y_EXTENSION={y_ext}",
+             "channel post-extension is for image input only (Table 34); must be 0")
+    if y_ext == 3:
+        _err("CSC.D_POST_Y_EXTENSION.Y_EXTENSION=3", "reserved (0, 1, 2: 1, 2 or 4 lines)")
 
     batches = cdma.D_BATCH_NUMBER.BATCHES + 1
     max_batch = cfg.max_batch if cfg.batching else 1
     if batches > max_batch:
         _err(f"CDMA.D_BATCH_NUMBER.BATCHES={batches - 1}",
              f"this build convolves at most {max_batch} batch(es)")
+    if pix is not None and batches > 1:
+        _err(f"CDMA.D_BATCH_NUMBER.BATCHES={batches - 1}", "image input has one batch")
     for blk, v in (("CSC", csc), ("CACC", cacc)):
         _same("CDMA.D_BATCH_NUMBER.BATCHES", batches - 1, f"{blk}.D_BATCH_NUMBER.BATCHES",
               v.D_BATCH_NUMBER.BATCHES, "one batch count per layer")
@@ -211,31 +351,36 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     batch_stride = _bytes(cdma, "D_BATCH_STRIDE", "BATCH_STRIDE")
     base = _addr(cfg, cdma, "D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",
                  "D_DAIN_ADDR_HIGH_0", "DATAIN_ADDR_HIGH_0")
-    for name, v in (("D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0", base),
-                    ("D_LINE_STRIDE.LINE_STRIDE", line_stride),
-                    ("D_SURF_STRIDE.SURF_STRIDE", surf_stride)):
+    checked = [("D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0", base),
+               ("D_LINE_STRIDE.LINE_STRIDE", line_stride)]
+    if pix is None:
+        checked.append(("D_SURF_STRIDE.SURF_STRIDE", surf_stride))
+    for name, v in checked:
         if v % atom:
             _err(f"CDMA.{name}={v:#x}", f"must be a multiple of the {atom}-byte memory atom")
     line_packed = bool(_enum(cdma, D, "D_DAIN_MAP", "LINE_PACKED"))
     surf_packed = bool(_enum(cdma, D, "D_DAIN_MAP", "SURF_PACKED"))
     grain = cdma.D_FETCH_GRAIN.GRAINS + 1
-    if line_packed != (line_stride == width * atom):
-        _err(f"CDMA.D_DAIN_MAP.LINE_PACKED={int(line_packed)}",
-             f"must be 1 exactly when LINE_STRIDE ({line_stride}) = width x atom "
-             f"({width * atom})")
-    if not line_packed and grain != 1:
-        _err(f"CDMA.D_FETCH_GRAIN.GRAINS={grain - 1}", "must be 0 when lines are not packed")
-    if grain > height:
-        _err(f"CDMA.D_FETCH_GRAIN.GRAINS={grain - 1}",
-             f"fetch grain {grain} exceeds the input height {height}")
-    surfaces = ceil_div(channels * in_bytes, atom)
-    if surfaces > 1 and surf_stride < line_stride * height:
-        _err(f"CDMA.D_SURF_STRIDE.SURF_STRIDE={surf_stride}",
-             f"surfaces overlap: must be at least LINE_STRIDE x height = {line_stride * height}")
-    if batches > 1 and batch_stride < surf_stride * surfaces:
-        _err(f"CDMA.D_BATCH_STRIDE.BATCH_STRIDE={batch_stride}",
-             f"batches overlap: must be at least SURF_STRIDE x surfaces = "
-             f"{surf_stride * surfaces}")
+    if pix is None:
+        if line_packed != (line_stride == width * atom):
+            _err(f"CDMA.D_DAIN_MAP.LINE_PACKED={int(line_packed)}",
+                 f"must be 1 exactly when LINE_STRIDE ({line_stride}) = width x atom "
+                 f"({width * atom})")
+        if not line_packed and grain != 1:
+            _err(f"CDMA.D_FETCH_GRAIN.GRAINS={grain - 1}",
+                 "must be 0 when lines are not packed")
+        if grain > height:
+            _err(f"CDMA.D_FETCH_GRAIN.GRAINS={grain - 1}",
+                 f"fetch grain {grain} exceeds the input height {height}")
+        surfaces = ceil_div(channels * in_bytes, atom)
+        if surfaces > 1 and surf_stride < line_stride * height:
+            _err(f"CDMA.D_SURF_STRIDE.SURF_STRIDE={surf_stride}",
+                 f"surfaces overlap: must be at least LINE_STRIDE x height = "
+                 f"{line_stride * height}")
+        if batches > 1 and batch_stride < surf_stride * surfaces:
+            _err(f"CDMA.D_BATCH_STRIDE.BATCH_STRIDE={batch_stride}",
+                 f"batches overlap: must be at least SURF_STRIDE x surfaces = "
+                 f"{surf_stride * surfaces}")
     ram_type = _enum(cdma, D, "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE")
     weight_ram = _enum(cdma, D, "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")
     for name, v in (("D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE", ram_type),
@@ -243,13 +388,15 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         if v == RAM_CV and not cfg.sramif:
             _err(f"CDMA.{name}=CVIF", "this build has no SRAMIF; use MCIF")
 
-    # the CSC's (extended) view of the input: for feature data it is the fetched cube
+    # the CSC's (extended) view of the input: for feature data and images it is the fetched
+    # cube (an image's left/right padding is added by the CDMA, its top/bottom by the CSC)
+    what = "feature input" if pix is None else "image input"
     ext_w = cdma.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1
     ext_h = cdma.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1
     _same("CDMA.D_DATAIN_SIZE_0.DATAIN_WIDTH", width - 1,
-          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", ext_w - 1, "feature input")
+          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", ext_w - 1, what)
     _same("CDMA.D_DATAIN_SIZE_0.DATAIN_HEIGHT", height - 1,
-          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1, "feature input")
+          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1, what)
     in_w = csc.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1
     in_h = csc.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1
     in_c = csc.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
@@ -257,13 +404,27 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
           "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", in_w - 1, "one input cube")
     _same("CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL", channels - 1,
           "CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT", in_c - 1, "one input cube")
+    if pix is not None:
+        _same("CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1,
+              "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", in_h - 1,
+              "image input is fetched whole (no data reuse)")
 
-    entries = entries_per_slice(width, channels, prec, atom, cfg.cbuf_bank_width)
+    image = None
+    if pix is not None:
+        image = _image_input(cfg, cdma, csc, pix, width, channels, line_stride, cvt)
+    if pix is None:
+        entries = entries_per_slice(width, channels, prec, atom, cfg.cbuf_bank_width)
+        line_what = f"a {width}-wide line of {channels} channels"
+    else:
+        pl_, pr_ = cdma.D_ZERO_PADDING.PAD_LEFT, cdma.D_ZERO_PADDING.PAD_RIGHT
+        entries = image_entries_per_slice(width, pl_, pr_, channels, prec,
+                                          cfg.cbuf_bank_width)
+        line_what = (f"an image line of PAD_LEFT {pl_} + {width} + PAD_RIGHT {pr_} pixels of "
+                     f"{channels} {PRECISIONS[prec]} elements")
     for blk, v in (("CDMA", cdma), ("CSC", csc)):
         if v.D_ENTRY_PER_SLICE.ENTRIES != entries - 1:
             _err(f"{blk}.D_ENTRY_PER_SLICE.ENTRIES={v.D_ENTRY_PER_SLICE.ENTRIES}",
-                 f"must be {entries - 1}: a {width}-wide line of {channels} channels takes "
-                 f"{entries} CBUF entries")
+                 f"must be {entries - 1}: {line_what} takes {entries} CBUF entries")
 
     data_bank = cdma.D_BANK.DATA_BANK + 1
     weight_bank = cdma.D_BANK.WEIGHT_BANK + 1
@@ -295,8 +456,19 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     kh = csc.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT + 1
     wc = csc.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT + 1
     kernels = csc.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL + 1
-    _same("CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT", in_c - 1,
-          "CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT", wc - 1, "kernels span the input")
+    if image is None:
+        _same("CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT", in_c - 1,
+              "CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT", wc - 1, "kernels span the input")
+    else:
+        # image weights are pre-extended: one kernel line is one channel vector of S x C
+        if kw != 1:
+            _err(f"CSC.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT={kw - 1}",
+                 "must be 0 for image input: weights are pre-extended (kernel width 1, "
+                 "WEIGHT_CHANNEL_EXT + 1 = kernel width x channels)")
+        if wc % in_c:
+            _err(f"CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT={wc - 1}",
+                 f"image input: WEIGHT_CHANNEL_EXT + 1 = kernel width x {in_c} channels "
+                 f"(pre-extension); {wc} is not a multiple of {in_c}")
     _same("CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL", kernels - 1,
           "CDMA.D_WEIGHT_SIZE_1.WEIGHT_KERNEL", cdma.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
           "one kernel count")
@@ -333,6 +505,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
           "CDMA.D_CONV_STRIDE.CONV_Y_STRIDE", cdma.D_CONV_STRIDE.CONV_Y_STRIDE, "one stride")
     dx = csc.D_DILATION_EXT.X_DILATION_EXT + 1
     dy = csc.D_DILATION_EXT.Y_DILATION_EXT + 1
+    if image is not None:
+        dx = dy = 1                 # the sequencer ignores dilation for image input
     pl, pt = csc.D_ZERO_PADDING.PAD_LEFT, csc.D_ZERO_PADDING.PAD_TOP
     _same("CSC.D_ZERO_PADDING.PAD_LEFT", pl, "CDMA.D_ZERO_PADDING.PAD_LEFT",
           cdma.D_ZERO_PADDING.PAD_LEFT, "one padding")
@@ -343,9 +517,25 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     ow = csc.D_DATAOUT_SIZE_0.DATAOUT_WIDTH + 1
     oh = csc.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1
     oc = csc.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL + 1
+    seq_w, seq_pl, seq_pr = in_w, pl, pr
+    if image is not None:
+        # the CDMA wrote the left/right padding into each CBUF line; the sequencer walks the
+        # padded line with the original kernel width S
+        kw = wc // in_c
+        seq_w, seq_pl, seq_pr = pl + in_w + pr, 0, 0
+        p_ext = image.post_extension
+        if p_ext > 1:
+            lanes = cfg.atomic_c // p_ext
+            for what_, v in (("kernel width x channels (WEIGHT_CHANNEL_EXT + 1)", wc),
+                             ("CONV_X_STRIDE_EXT + 1 x channels", sx * in_c)):
+                if v > lanes:
+                    _err(f"CSC.D_POST_Y_EXTENSION.Y_EXTENSION={p_ext // 2}",
+                         f"{p_ext}-line post-extension needs {what_} = {v} <= Atomic-C / "
+                         f"{p_ext} = {lanes}")
     span_w, span_h = (kw - 1) * dx + 1, (kh - 1) * dy + 1
     for axis, o, s, span, n, a, b, fo, fa, fb in (
-            ("width", ow, sx, span_w, in_w, pl, pr, "DATAOUT_WIDTH", "PAD_LEFT", "PAD_RIGHT"),
+            ("width", ow, sx, span_w, seq_w, seq_pl, seq_pr, "DATAOUT_WIDTH", "PAD_LEFT",
+             "PAD_RIGHT"),
             ("height", oh, sy, span_h, in_h, pt, pb, "DATAOUT_HEIGHT", "PAD_TOP",
              "PAD_BOTTOM")):
         if span > n + a + b:
@@ -372,6 +562,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     for fld in ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"):
         _same(f"CDMA.D_MISC_CFG.{fld}", misc[fld], f"CSC.D_MISC_CFG.{fld}",
               csc.D_MISC_CFG[fld], "CDMA and CSC manage one CBUF")
+    if image is not None and misc.DATA_REUSE:
+        _err("CDMA.D_MISC_CFG.DATA_REUSE=ENABLE", "data reuse of image input is not modelled")
     rls = csc.D_RELEASE.RLS_SLICES + 1
     if not misc.SKIP_DATA_RLS and rls > in_h * batches:
         _err(f"CSC.D_RELEASE.RLS_SLICES={rls - 1}",
@@ -381,11 +573,12 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         precision=prec, in_precision=in_prec, width=width, height=height, channels=channels,
         batches=batches, base=base, line_stride=line_stride, surf_stride=surf_stride,
         batch_stride=batch_stride, line_packed=line_packed, surf_packed=surf_packed,
-        ram_type=ram_type, grain=grain, entries=entries, cvt=cvt, in_width=in_w,
+        ram_type=ram_type, grain=grain, entries=entries, cvt=cvt, in_width=seq_w,
         in_height=in_h, in_channels=in_c, kernels=kernels, kw=kw, kh=kh, byte_per_kernel=bpk,
         weight_bytes=wbytes, weight_base=weight_base, weight_ram=weight_ram, stride_x=sx,
-        stride_y=sy, dil_x=dx, dil_y=dy, pad_left=pl, pad_top=pt, pad_value=pad_value,
+        stride_y=sy, dil_x=dx, dil_y=dy, pad_left=seq_pl, pad_top=pt, pad_value=pad_value,
         out_width=ow, out_height=oh, out_channels=oc, data_bank=data_bank,
         weight_bank=weight_bank, data_reuse=bool(misc.DATA_REUSE),
         weight_reuse=bool(misc.WEIGHT_REUSE), skip_data_rls=bool(misc.SKIP_DATA_RLS),
-        skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip)
+        skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip,
+        image=image)

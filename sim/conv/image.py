@@ -1,0 +1,115 @@
+"""CDMA image input: what the convolution DMA writes into the CBUF for a pixel surface.
+
+For ``D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL`` the CDMA reads a pitch-linear surface (Table 33 of
+in_memory_data_formats.md; the format table is :mod:`sim.formats.pixel`) and writes one CBUF
+line per image line: ``PAD_LEFT + width + PAD_RIGHT`` pixels of ``channels`` elements in the
+processing precision, in R, G, B, A (Y, U, V, A; X takes the A slot) order. Per line ``y`` and
+ROI pixel ``i``:
+
+* plane 0 pixel at ``DATAIN_ADDR_0 + y*LINE_STRIDE + (PIXEL_X_OFFSET + i)*bytes0``;
+* semi-planar plane 1 (U/V) pixel at ``DATAIN_ADDR_1 + y*LINE_UV_STRIDE + u + i*bytes1`` with
+  ``u`` = the X offset in U/V bytes modulo the atom (:func:`~sim.conv.program.uv_x_offset_bytes`);
+* each component is put in its 8- or 16-bit container (10-bit fields and the 2-bit alpha
+  left-aligned) and extended to 17 bits: sign extension with PIXEL_SIGN_OVERRIDE=SIGNED_INT,
+  zero extension otherwise (:func:`sim.formats.pixel.pixel_to_signed`);
+* with ``D_CVT_CFG.CVT_EN``: ``saturate(round((d - o) * CVT_SCALE / 2^CVT_TRUNCATE))`` to the
+  processing precision, ties away from zero, where ``o`` is the channel's mean
+  (``D_MEAN_GLOBAL_*`` MEAN_RY/GU/BV/AX, signed 16 bits) when ``D_MEAN_FORMAT`` is ENABLE and
+  ``CVT_OFFSET`` otherwise; without the convertor the container's bits go to the CBUF as they
+  are (read as signed) and the mean is not applied;
+* the left and right padding pixels hold CDMA's ``D_ZERO_PADDING_VALUE`` in the processing
+  precision (its low byte for int8), unconverted. Top and bottom padding is the sequencer's
+  (CSC's pad value, :mod:`.csc`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.formats.common import round_shift_right, saturate
+from sim.formats.pixel import pixel_to_signed
+from sim.formats.weight import image_weight_offsets
+
+from .program import INT8, ConvProgram, ConvProgramError, uv_x_offset_bytes
+
+__all__ = ["image_codes", "convert_image", "fetch_image", "image_weight_index"]
+
+
+def _check_space(cfg, addrs: np.ndarray, where: str):
+    if addrs.size and int(addrs.max()) >= (1 << cfg.address_width):
+        raise ConvProgramError(f"{where}: the surface ends past the {cfg.address_width}-bit "
+                               "address space")
+
+
+def image_codes(cfg, p: ConvProgram, mem) -> np.ndarray:
+    """Raw component codes int64 [channels, H, W] of the ROI, in output channel order."""
+    img = p.image
+    f = img.fmt
+    H, W = p.height, p.width
+    atom = cfg.memory_atom
+    y = np.arange(H, dtype=np.int64)[:, None]
+    i = np.arange(W, dtype=np.int64)[None, :]
+    words = []
+    for plane in range(f.planes):
+        bpp = f.bytes_per_pixel[plane]
+        if plane == 0:
+            start = p.base + y * p.line_stride + (img.x_offset + i) * bpp
+            where = f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}"
+        else:
+            start = (img.base1 + y * img.uv_line_stride + uv_x_offset_bytes(f, img.x_offset, atom)
+                     + i * bpp)
+            where = f"CDMA.D_DAIN_ADDR_LOW_1.DATAIN_ADDR_LOW_1={img.base1:#x}"
+        addrs = start[..., None] + np.arange(bpp, dtype=np.int64)
+        _check_space(cfg, addrs, where)
+        raw = mem.gather(addrs.reshape(-1)).reshape(H, W, bpp).astype(np.uint64)
+        word = np.zeros((H, W), np.uint64)
+        for b in range(bpp):                      # little-endian pixel word
+            word |= raw[..., b] << np.uint64(8 * b)
+        words.append(word)
+    out = np.empty((len(f.components), H, W), np.int64)
+    for k, c in enumerate(f.components):
+        out[k] = ((words[c.plane] >> np.uint64(c.lsb)) & np.uint64((1 << c.width) - 1)).astype(
+            np.int64)
+    return out
+
+
+def convert_image(p: ConvProgram, codes: np.ndarray) -> np.ndarray:
+    """Component codes [channels, H, W] -> CBUF values int64 [channels, H, W] in the
+    processing precision (sign/zero extension, mean or offset, scale, truncate, saturate)."""
+    img = p.image
+    out_bits = 8 if p.precision == INT8 else 16
+    if p.cvt is None:
+        # no convertor: the container's bits as they are, read as a signed value
+        return pixel_to_signed(codes, img.fmt, sign_override=True)
+    d = pixel_to_signed(codes, img.fmt, sign_override=img.signed)
+    off, scale, trunc = p.cvt
+    offsets = np.array(img.mean[:codes.shape[0]] if img.mean is not None
+                       else [off] * codes.shape[0], dtype=np.int64)[:, None, None]
+    return saturate(round_shift_right((d - offsets) * scale, trunc), out_bits)
+
+
+def _pad_element(p: ConvProgram) -> int:
+    v = p.image.pad_value
+    if p.precision == INT8:
+        v &= 0xFF
+        return v - 0x100 if v & 0x80 else v
+    v &= 0xFFFF
+    return v - 0x10000 if v & 0x8000 else v
+
+
+def fetch_image(cfg, p: ConvProgram, mem) -> np.ndarray:
+    """The image as the CBUF holds it: int64 [1, H, PAD_LEFT + W + PAD_RIGHT, channels]."""
+    img = p.image
+    vals = convert_image(p, image_codes(cfg, p, mem))          # [C, H, W]
+    C, H, W = vals.shape
+    line = np.full((1, H, img.pad_left + W + img.pad_right, C), _pad_element(p), np.int64)
+    line[0, :, img.pad_left:img.pad_left + W, :] = vals.transpose(1, 2, 0)
+    return line
+
+
+def image_weight_index(cfg, p: ConvProgram) -> np.ndarray:
+    """Element offsets [K, C, R, S] of image-input weights (pre-extension, post-extension,
+    direct-convolution grouping with Atomic-K kernel groups and Atomic-C small cubes)."""
+    group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
+    return image_weight_offsets(p.kernels, p.in_channels, p.kh, p.kw, group_k, cfg.atomic_c,
+                                p.image.post_extension)
