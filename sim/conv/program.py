@@ -7,6 +7,18 @@ consumer groups, checks every rule the golden model relies on and returns a
 the register field and the rule. Follows the hardware architectural spec ("Convolution DMA",
 "Convolution Sequence Controller", "Convolution Accumulator") and the data-format spec
 (feature data, weights for direct convolution, precision conversion tables).
+
+Image input (``D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL``, :class:`ImageInput`; the fetch is
+:mod:`.image`): the format must be one the build enables (``image_packed_formats`` /
+``image_semi_formats``), pitch linear, with Table 33's input precision and channel count and
+Table 29's conversion to the processing precision (the convertor, ``D_CVT_CFG.CVT_EN``, is
+needed whenever they differ and for unsigned pixels); PIXEL_X_OFFSET within the first atom,
+PIXEL_Y_OFFSET 0, line strides covering the ROI, one batch, no data reuse. The CDMA writes
+each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
+``PAD_LEFT + width + PAD_RIGHT`` pixels; the CSC takes pre-extended weights
+(``WEIGHT_WIDTH_EXT`` 0, ``WEIGHT_CHANNEL_EXT + 1`` = kernel width x channels), ignores
+dilation, and combines 2 or 4 lines with ``D_POST_Y_EXTENSION`` when kernel width x channels
+and x stride x channels fit Atomic-C / lines (post-extension is rejected for feature data).
 """
 
 from __future__ import annotations
