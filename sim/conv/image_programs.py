@@ -23,7 +23,7 @@ from sim.formats.weight import pack_image_weights
 from ..sdp.random_programs import Regs
 from .program import image_entries_per_slice, uv_x_offset_bytes
 from .random_programs import (_BASES, _GUARD, _SLOT, CONV_BLOCKS, _addr64, _group_k,
-                              _intr_mask, min_banks, sdp_program)
+                              _intr_mask, min_banks, output_program)
 
 __all__ = ["image_layer"]
 
@@ -106,7 +106,7 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
 
     # -- registers -------------------------------------------------------------------------
     Rg = {b: Regs(rmap[b]) for b in CONV_BLOCKS}
-    cdma, csc, cacc = Rg["CDMA"], Rg["CSC"], Rg["CACC"]
+    cdma, csc = Rg["CDMA"], Rg["CSC"]
     in_prec = _PREC[f.precision]
     spv = pad_value if csc_pad_value is None else csc_pad_value
     for b, pv in (("CDMA", pad_value), ("CSC", spv)):
@@ -167,34 +167,9 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
     csc.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
     csc.set("D_PRA_CFG", PRA_TRUNCATE=0)
 
-    cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
-    cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
-    cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
-    cacc.set("D_BATCH_NUMBER", BATCHES=0)
-    cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
-    cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
-    cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
-             SURF_PACKED=int(dsurf == Ho * dline))
-    cacc.set("D_CLIP_CFG", CLIP_TRUNCATE=clip)
-
-    # -- SDP (flying, pass-through by default) ----------------------------------------------
-    if sdp is None:
-        sdp = sdp_program(cfg, None, Wo, Ho, K, prec, slot)
-    sdp_words, rdma_words, sdp_images = sdp
-    s = Regs(rmap["SDP"])
-    s.words.update(sdp_words)
-    s.addr("D_DST_BASE_ADDR_LOW", dbase & 0xFFFFFFFF)
-    if "D_DST_BASE_ADDR_HIGH" in rmap["SDP"]:
-        s.addr("D_DST_BASE_ADDR_HIGH", dbase >> 32)
-    s.addr("D_DST_LINE_STRIDE", dline)
-    s.addr("D_DST_SURFACE_STRIDE", dsurf)
-    s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
-    images.extend(sdp_images)
-
-    regs = {"SDP": s.words}
-    if rdma_words is not None:
-        regs["SDP_RDMA"] = rdma_words
-    regs.update({b: Rg[b].words for b in CONV_BLOCKS})
+    regs = output_program(cfg, rmap, Rg, Wo=Wo, Ho=Ho, K=K, dbase=dbase, dline=dline,
+                          dsurf=dsurf, clip=clip, sdp=sdp, prec=prec, slot=slot,
+                          dst_ram=dst_ram, images=images)
     info = dict(W=W, H=H, C=C, K=K, kh=R, kw=S, stride=stride, pad=pad, prec=prec, Wo=Wo,
                 Ho=Ho, entries=entries, banks=banks, wbytes=wbytes, feature_base=base0,
                 uv_base=base1, weight_base=wbase, fmt=f.name, x_offset=x_offset,

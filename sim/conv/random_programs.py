@@ -165,7 +165,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
 
     # -- registers -------------------------------------------------------------------------
     R = {b: Regs(rmap[b]) for b in CONV_BLOCKS}
-    cdma, csc, cacc = R["CDMA"], R["CSC"], R["CACC"]
+    cdma, csc = R["CDMA"], R["CSC"]
     dr, wr, sdr, swr = reuse
     for b in ("CDMA", "CSC"):
         R[b].set("D_MISC_CFG", CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
@@ -217,35 +217,9 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     csc.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
     csc.set("D_PRA_CFG", PRA_TRUNCATE=0)
 
-    cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
-    cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
-    cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
-    cacc.set("D_BATCH_NUMBER", BATCHES=0)
-    cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
-    cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
-    cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
-             SURF_PACKED=int(dsurf == Ho * dline))
-    cacc.set("D_CLIP_CFG", CLIP_TRUNCATE=clip)
-    cacc.set("D_CYA", CYA=cya)
-
-    # -- SDP (flying) ----------------------------------------------------------------------
-    if sdp is None:
-        sdp = sdp_program(cfg, None, Wo, Ho, K, prec, slot)
-    sdp_words, rdma_words, sdp_images = sdp
-    s = Regs(rmap["SDP"])
-    s.words.update(sdp_words)
-    s.addr("D_DST_BASE_ADDR_LOW", dbase & 0xFFFFFFFF)
-    if "D_DST_BASE_ADDR_HIGH" in rmap["SDP"]:
-        s.addr("D_DST_BASE_ADDR_HIGH", dbase >> 32)
-    s.addr("D_DST_LINE_STRIDE", dline)
-    s.addr("D_DST_SURFACE_STRIDE", dsurf)
-    s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
-    images.extend(sdp_images)
-
-    regs = {"SDP": s.words}
-    if rdma_words is not None:
-        regs["SDP_RDMA"] = rdma_words
-    regs.update({b: R[b].words for b in CONV_BLOCKS})
+    regs = output_program(cfg, rmap, R, Wo=Wo, Ho=Ho, K=K, dbase=dbase, dline=dline,
+                          dsurf=dsurf, clip=clip, cya=cya, sdp=sdp, prec=prec, slot=slot,
+                          dst_ram=dst_ram, images=images)
     info = dict(W=W, H=H, C=C, K=K, kh=kh, kw=kw, stride=stride, dilation=dilation, pad=pad,
                 pad_value=pad_value, clip=clip, prec=prec, Wo=Wo, Ho=Ho, in_h=in_h,
                 fetch_rows=(row0, fetch_h), entries=entries, banks=banks, wbytes=wbytes,
@@ -262,6 +236,46 @@ def _addr64(cfg, regs, low, high, value):
     if cfg.address_width > 32:
         regs.addr(high, value >> 32)
 
+
+
+def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, sdp, prec, slot,
+                   dst_ram, images, cya=None) -> dict:
+    """The output side of a convolution layer: CACC's output cube and truncation, and SDP in
+    flying mode writing the result (``sdp``: a :func:`sdp_program` triple, or None for a
+    pass-through). Returns the register words of every block of the layer (``blocks``: the
+    conv blocks' :class:`Regs`) and appends SDP's operand images to ``images``."""
+    atom = cfg.memory_atom
+    cacc = blocks["CACC"]
+    cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
+    cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
+    cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
+    cacc.set("D_BATCH_NUMBER", BATCHES=0)
+    cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
+    cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
+    cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
+             SURF_PACKED=int(dsurf == Ho * dline))
+    cacc.set("D_CLIP_CFG", CLIP_TRUNCATE=clip)
+    if cya is not None:
+        cacc.set("D_CYA", CYA=cya)
+
+    if sdp is None:
+        sdp = sdp_program(cfg, None, Wo, Ho, K, prec, slot)
+    sdp_words, rdma_words, sdp_images = sdp
+    s = Regs(rmap["SDP"])
+    s.words.update(sdp_words)
+    s.addr("D_DST_BASE_ADDR_LOW", dbase & 0xFFFFFFFF)
+    if "D_DST_BASE_ADDR_HIGH" in rmap["SDP"]:
+        s.addr("D_DST_BASE_ADDR_HIGH", dbase >> 32)
+    s.addr("D_DST_LINE_STRIDE", dline)
+    s.addr("D_DST_SURFACE_STRIDE", dsurf)
+    s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
+    images.extend(sdp_images)
+
+    regs = {"SDP": s.words}
+    if rdma_words is not None:
+        regs["SDP_RDMA"] = rdma_words
+    regs.update({b: blocks[b].words for b in CONV_BLOCKS})
+    return regs
 
 def min_banks(cfg, in_h, entries, wbytes):
     """Smallest (data banks, weight banks) holding ``in_h`` lines of ``entries`` entries and
