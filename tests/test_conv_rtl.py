@@ -6,9 +6,9 @@ by the batches through the build lock). Each random program is a trace directory
 :mod:`sim.conv.random_programs` with golden CRCs over the output surface plus guard bands, run
 under random AXI back-pressure (30 % busy) and latency (1-24 cycles).
 
-Default run: the 9 public dc_* traces (3 batches of about equal cycles) and 80 small random
-programs on nv_small (2 shards). ``-m slow`` adds the full suites: 300 programs of up to 200k
-MACs on nv_small and 100 on nv_small_256.
+Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 random programs
+of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
+atoms per CBUF entry; 2 shards of 50).
 """
 
 from __future__ import annotations
@@ -68,24 +68,14 @@ def test_public_dc_traces_rtl(batch):
     _check(_rtl([str(DC / n) for n in names], NV_SMALL, max_cycles=1_000_000), len(names))
 
 
-SMALL_SHARDS = [(NV_SMALL, seed, 40, 30_000) for seed in (11, 12)]
-FULL_SHARDS = [(NV_SMALL, seed, 60, 200_000) for seed in range(5)] + \
-    [(NV_SMALL_256, 100 + seed, 50, 200_000) for seed in range(2)]
+SHARDS = [(NV_SMALL, seed, 60) for seed in range(5)] + \
+    [(NV_SMALL_256, 100 + seed, 50) for seed in range(2)]
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg, seed, count, macs", SMALL_SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _, _ in SMALL_SHARDS])
-def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count, macs):
-    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=macs)
-    _check(_rtl(paths, cfg, max_cycles=400_000, seed=seed, busy=0.3, latency=(1, 24)), count)
-
-
-@pytest.mark.rtl
-@pytest.mark.slow
-@pytest.mark.parametrize("cfg, seed, count, macs", FULL_SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _, _ in FULL_SHARDS])
-def test_random_conv_programs_rtl_full(tmp_path, cfg, seed, count, macs):
-    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=macs)
+@pytest.mark.parametrize("cfg, seed, count", SHARDS,
+                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
