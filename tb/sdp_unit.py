@@ -29,7 +29,7 @@ from sim.sdp import SdpProgramError, run_sdp
 from sim.sdp.lut import SdpLut
 from tb.axi_model import AxiMemoryModel
 
-__all__ = ["SdpBench", "run_layers", "golden", "view_value", "field_values", "mem_diff",
+__all__ = ["SdpBench", "run_layers", "pdp_sink", "golden", "view_value", "field_values", "mem_diff",
            "memory_pages", "pdp_expected", "STALLS_SDP", "STALLS_RDMA"]
 
 STALLS_SDP = {("D_PERF_WDMA_WRITE_STALL", "WDMA_STALL")}
@@ -102,6 +102,19 @@ def memory_pages(mem):
 # -----------------------------------------------------------------------------------------
 # Running layers
 # -----------------------------------------------------------------------------------------
+def pdp_sink(sdp, out, seed, ready_share):
+    """A simulator process taking ``sdp``'s PDP stream (ready with probability
+    ``ready_share``); every transfer is appended to ``out`` as (values, last)."""
+    async def process(ctx):
+        prng = random.Random(seed)
+        async for _, _, valid, ready, payload in ctx.tick().sample(
+                sdp.pdp.valid, sdp.pdp.ready, sdp.pdp.payload):
+            if valid and ready:
+                out.append(([int(v) for v in payload.data], int(payload.last)))
+            ctx.set(sdp.pdp.ready, prng.random() < ready_share)
+    return process
+
+
 def run_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, pdp_ready=0.7,
                max_cycles=40000):
     """Run ``layers`` (program dicts, ``"invalid"`` set on invalid ones) back to back; check
@@ -132,15 +145,7 @@ def run_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, pdp_read
     for a in axis:
         a.add_to(sim)
 
-    async def pdp_sink(ctx):
-        prng = random.Random(seed + 1)
-        async for _, _, valid, ready, payload in ctx.tick().sample(
-                sdp.pdp.valid, sdp.pdp.ready, sdp.pdp.payload):
-            if valid and ready:
-                pdp_out.append(([int(v) for v in payload.data], int(payload.last)))
-            ctx.set(sdp.pdp.ready, prng.random() < pdp_ready)
-
-    sim.add_process(pdp_sink)
+    sim.add_process(pdp_sink(sdp, pdp_out, seed + 1, pdp_ready))
 
     async def lut_write(ctx, table, entries):
         ctx.set(sdp.lut_cfg_wdata, (1 << 17) | (table << 16))

@@ -27,7 +27,7 @@ from sim.sdp import SdpProgramError, run_sdp
 from sim.sdp.lut import SdpLut
 from sim.sdp.random_programs import Regs, random_program
 from tb.axi_model import AxiMemoryModel
-from tb.sdp_unit import SdpBench, field_values, mem_diff, memory_pages, pdp_expected, view_value
+from tb.sdp_unit import SdpBench, field_values, pdp_sink, mem_diff, memory_pages, pdp_expected, view_value
 
 SMALL = PRESETS["nv_small"]
 FULL = NvdlaConfig.preset("nv_full")
@@ -184,14 +184,6 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
     for a in axis:
         a.add_to(sim)
 
-    async def pdp_sink(ctx):
-        prng = random.Random(seed + 1)
-        async for _, _, valid, ready, payload in ctx.tick().sample(
-                sdp.pdp.valid, sdp.pdp.ready, sdp.pdp.payload):
-            if valid and ready:
-                pdp_out.append(([int(v) for v in payload.data], int(payload.last)))
-            ctx.set(sdp.pdp.ready, prng.random() < pdp_ready)
-
     async def fly_source(ctx):
         """Drives ``sdp.flying`` from ``fly_queue`` with random gaps; a raised valid is held
         with its payload until taken."""
@@ -212,7 +204,7 @@ def run_flying_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, p
                 fly_taken.append(cycle)
                 offered = False
 
-    sim.add_process(pdp_sink)
+    sim.add_process(pdp_sink(sdp, pdp_out, seed + 1, pdp_ready))
     sim.add_process(fly_source)
 
     async def tb(ctx):
