@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..lut import select_table
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -385,10 +386,8 @@ def lut_lookup(lut: SdpLut, x, p: LutParams) -> LutOutput:
     lo_i, lo_f, lo_u, lo_o = lut_index_linear(x, p.lo_start, p.lo_index_select, LO_DEPTH)
 
     le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
-    use_lo = np.select(
-        [le_u & lo_u, le_o & lo_o, (le_hit & lo_hit) | (~le_hit & ~lo_hit), le_hit],
-        [p.uflow_priority_lo, p.oflow_priority_lo, p.hybrid_priority_lo, False],
-        default=True)
+    use_lo, _ = select_table(le_u, le_o, lo_u, lo_o, p.uflow_priority_lo, p.oflow_priority_lo,
+                             p.hybrid_priority_lo)
     index = np.where(use_lo, lo_i, le_i)
     frac = np.where(use_lo, lo_f, le_f)
     uflow = np.where(use_lo, lo_u, le_u)
