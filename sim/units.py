@@ -11,7 +11,13 @@ Layers and the blocks that must all be enabled for them to start (their consumer
   ``OUTPUT_DST=PDP`` also PDP, whose model then takes the SDP output on the fly.
 - SDP flying (input from CACC): launched by the convolution pipeline (``sim/conv``: CDMA,
   CSC, CMAC_A, CMAC_B, CACC, SDP and, when its group is enabled, SDP_RDMA).
-- PDP, CDP (with their RDMA in offline mode) -- not modelled yet.
+- CDP (``sim/cdp``, builds with ``cfg.cdp``): CDP + CDP_RDMA, one layer when both consumer
+  groups are enabled. The unit owns the CDP LUT RAMs (``core.cdp_lut``, a
+  :class:`sim.cdp.CdpLut` on the LUT core of ``sim/lut.py`` shared with the SDP) behind CDP's
+  ``S_LUT_ACCESS_CFG`` / ``S_LUT_ACCESS_DATA``, and writes back D_OUT_SATURATION, the LUT
+  counters D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT and the NaN/Inf counters on every layer,
+  as NVDLA's C model does.
+- PDP (with its RDMA in offline mode) -- not modelled yet.
 - BDMA (``sim/bdma.py``, builds with ``cfg.bdma``): not ping-pong; a ``CFG_LAUNCH0/1`` write
   makes the queued operations a batch, which runs as one step of block BDMA with its group.
 
@@ -32,7 +38,7 @@ import importlib
 
 from .core import Launch, UnitError, UnitModel, Wait
 
-__all__ = ["SdpUnit", "default_units", "MODEL_BLOCKS", "missing_models", "ro_fields"]
+__all__ = ["SdpUnit", "CdpUnit", "default_units", "MODEL_BLOCKS", "missing_models", "ro_fields"]
 
 # Which unit model owns which blocks (for diagnostics and for choosing tests).
 MODEL_BLOCKS = {
@@ -121,6 +127,35 @@ class SdpUnit(UnitModel):
         return written
 
 
+class CdpUnit(UnitModel):
+    """CDP layers (CDP + CDP_RDMA) through ``sim.cdp.run_cdp``."""
+
+    name = "CDP"
+    blocks = MODEL_BLOCKS["CDP"]
+
+    def __init__(self, cdp_module):
+        self._cdp = cdp_module
+
+    def install(self, core):
+        core.cdp_lut = None
+        if not core.has_block("CDP"):
+            return
+        core.cdp_lut = self._cdp.CdpLut()
+        core.cdp_lut.install(core, "CDP")
+
+    def plan(self, core):
+        if not core.enabled("CDP") and not core.enabled("CDP_RDMA"):
+            return None
+
+        def run():
+            res = self._cdp.run_cdp(core.cfg, core.view("CDP_RDMA"), core.view("CDP"),
+                                    core.memory, lut=core.cdp_lut)
+            return {b: ro_fields(core.rmap[b], regs)
+                    for b, regs in res.status_registers().items()}
+
+        return Launch(("CDP", "CDP_RDMA"), run, "CDP layer")
+
+
 def ro_fields(block, registers):
     """``{register: word}`` of hardware-written registers -> ``{register: {field: value}}`` of
     their ro fields (what the hardware stores into the finished group)."""
@@ -144,6 +179,9 @@ def default_units(cfg) -> dict:
     conv = _optional("conv")
     if conv is not None and hasattr(conv, "ConvUnit"):
         units["CONV"] = conv.ConvUnit()
+    cdp = _optional("cdp")
+    if cdp is not None and hasattr(cdp, "run_cdp") and cfg.cdp:
+        units["CDP"] = CdpUnit(cdp)
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()

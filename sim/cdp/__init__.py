@@ -1,0 +1,19 @@
+"""Golden model of the CDP unit (spec: CDP, CDP_RDMA): cross-channel local response
+normalization.
+
+:mod:`sim.cdp.program` decodes and checks a CDP/CDP_RDMA register program (``decode``,
+``CdpProgramError`` naming the field and the rule); :mod:`sim.cdp.cdp` runs one layer bit-exactly
+(``run_cdp``: input converter, square sum over 3/5/7/9 channels, LE/LO LUT on the shared
+:mod:`sim.lut` core, multiplier, output converter, counters) and holds the stage functions;
+:mod:`sim.cdp.random_programs` draws constrained-random CDP layers and writes them as NVDLA trace
+directories (import it by its full name: it needs the trace runner). The unit is registered as
+``"CDP"`` in :mod:`sim.units`.
+"""
+
+from .cdp import (CdpLut, CdpLutOutput, CdpResult, compute, input_convert, lut_lookup,
+                  output_convert, round_half_away, run_cdp, shift_round_saturate, square_sum)
+from .program import CdpLutParams, CdpProgram, CdpProgramError, decode
+
+__all__ = ["CdpLut", "CdpLutOutput", "CdpResult", "run_cdp", "compute", "input_convert",
+           "square_sum", "lut_lookup", "output_convert", "round_half_away",
+           "shift_round_saturate", "CdpLutParams", "CdpProgram", "CdpProgramError", "decode"]

@@ -1,0 +1,332 @@
+"""Golden model of the CDP (cross-channel local response normalization) and CDP_RDMA.
+
+One call runs one hardware layer, bit-exactly on whole cubes (int64 numpy, no per-element
+Python loops):
+
+    result = run_cdp(cfg, rdma_view, cdp_view, memory, lut)
+
+``memory(ram_type, where)`` gives the SparseMemory a RAM-type field selects
+(:meth:`sim.core.GoldenCore.memory`); ``lut`` is the :class:`CdpLut` holding the LE/LO RAMs.
+
+Datapath, per element (c, h, w) of the cube with its channels padded to whole surfaces
+(``S x atom / bytes`` channels); every integer is signed two's complement::
+
+    in -> converter -> square sum over the channel window -> LUT -> x input? -> out converter
+
+Input converter (int8: 9-bit result, int16: 17-bit)
+    ``saturate(round((x - offset) * DATIN_SCALE >> DATIN_SHIFTER))``, offset = the low 8 (int8)
+    or 16 (int16) bits of DATIN_OFFSET as a signed value. Channels outside the cube -- below 0,
+    and from C up to the end of the window past the last surface -- enter as the offset, i.e.
+    as 0 after the converter (the padding channels of the last surface are computed and
+    written like real ones).
+Square sum
+    the sum of the squares of the converted values of channels c - n .. c + n (window 2n + 1 =
+    3/5/7/9 of D_LRN_CFG.NORMALZ_LEN); with SQSUM_BYPASS the converted value itself.
+LUT (both tables look up the square sum ``s``)
+    LE linear / LO: ``i = (s - start) >> INDEX_SELECT`` (a negative select shifts left, leaving
+    no fraction); underflow when ``s - start <= 0``, overflow when ``i >= 64`` (LE) / ``256``
+    (LO). LE exponent: ``i = floor(log2(s - LE_START)) - LE_INDEX_OFFSET``; underflow when
+    ``s - LE_START <= 0`` or ``i < 0``, overflow when ``i >= 64``. A hit interpolates
+    ``y0 + round((y1 - y0) * f / 2^16)`` with the 16-bit fraction ``f`` (the bits below the
+    index, aligned to 16 bits; exponent mode: the bits below the leading one); a miss
+    extrapolates ``y_edge + round(((s - ref) * slope_scale) * 2^-slope_shift)`` from entry 0 and
+    ``ref = start`` (underflow; LE exponent mode also subtracts ``2^LE_INDEX_OFFSET`` when the
+    offset is >= 0) or from the last entry and ``ref = end`` (overflow), saturated to 56 then
+    16 bits. Rounding is half away from zero. Table choice and counters: both underflow ->
+    UFLOW_PRIORITY (counted as uflow), both overflow -> OFLOW_PRIORITY (oflow), only one hits ->
+    that one (le_hit / lo_hit), otherwise HYBRID_PRIORITY (hybrid); see
+    :func:`sim.lut.select_table`.
+Multiplier
+    ``lut * converted input`` (int8: 25 bits, int16: 33 bits); MUL_BYPASS passes the LUT value.
+Output converter
+    ``round(((x - offset) * DATOUT_SCALE) >> DATOUT_SHIFTER)`` saturated to int8 / int16, offset
+    = DATOUT_OFFSET's low 25 (int8) or 32 (int16) bits, signed. D_OUT_SATURATION counts the
+    elements whose truncated quotient lies more than 1 away from the saturated result.
+
+Counters written back (as NVDLA's C model writes them, every layer, padding channels
+included): D_OUT_SATURATION, D_PERF_LUT_UFLOW / OFLOW / HYBRID / LE_HIT / LO_HIT, and
+D_NAN_INPUT_NUM / D_INF_INPUT_NUM / D_NAN_OUTPUT_NUM (0 for integer layers).
+
+Memory: CDP_RDMA reads ``S`` surfaces of ``W x H`` atoms (``base + s * surface_stride + h *
+line_stride + w * atom``); CDP writes the same layout at its destination, whole atoms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
+                   select_table)
+from ..sdp.sdp import saturate, sign_extend
+from .program import INT8, CdpLutParams, CdpProgram, decode
+
+__all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
+           "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
+           "CdpLutOutput"]
+
+LUT_FRACTION_BITS = 16                  # interpolation weight precision
+EXTRAPOLATION_BITS = 56                 # slope term width
+
+
+class CdpLut(LutRam):
+    """The CDP's LE (65) and LO (257) tables and access pointer: a data access moves the
+    pointer only in its own direction, and it stops at the table's last entry."""
+
+    pointer = "hold"
+
+
+# =========================================================================================
+# Integer helpers
+# =========================================================================================
+def round_half_away(x, shift: int):
+    """``x / 2^shift`` rounded half away from zero (``shift`` >= 0 scalar, int64 ``x``)."""
+    x = np.asarray(x, dtype=np.int64)
+    s = min(int(shift), 62)
+    if s <= 0:
+        return x.copy()
+    floor = x >> s
+    half = (x >> (s - 1)) & 1
+    sticky = (x & ((np.int64(1) << (s - 1)) - 1)) != 0
+    return floor + ((half == 1) & ((x >= 0) | sticky))
+
+
+def shift_round_saturate(x, shift, bits: int):
+    """``x * 2^-shift`` (``shift`` signed, scalar or array) rounded half away from zero and
+    saturated to ``bits`` signed bits."""
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.broadcast_to(np.asarray(shift, dtype=np.int64), x.shape)
+    out = np.zeros(x.shape, dtype=np.int64)
+    lim = 1 << (bits - 1)
+    for s in np.unique(shift):                       # a handful of distinct shifts
+        m = shift == s
+        s = int(s)
+        if s >= 0:
+            out[m] = round_half_away(x[m], s)
+        else:
+            n = -s
+            bound = (lim >> n) + 1
+            out[m] = np.clip(x[m], -bound, bound) << n
+    return saturate(out, bits)
+
+
+# =========================================================================================
+# Stages
+# =========================================================================================
+def input_convert(raw, precision: int, offset: int, scale: int, shift: int):
+    """Input converter on raw int8/int16 values; int8 gives 9-bit, int16 17-bit results."""
+    bits = 8 if precision == INT8 else 16
+    off = sign_extend(offset, bits)
+    v = (np.asarray(raw, dtype=np.int64) - off) * int(scale)
+    return saturate(round_half_away(v, shift), bits + 1)
+
+
+def square_sum(x, window: int, bypass: bool = False):
+    """Sum of squares over ``window`` channels centred on each channel of ``x[C, ...]``;
+    channels outside ``x`` count 0. With ``bypass`` the centre value itself."""
+    x = np.asarray(x, dtype=np.int64)
+    if bypass:
+        return x.copy()
+    n = window // 2
+    sq = x * x
+    c = sq.shape[0]
+    zeros = np.zeros((n,) + sq.shape[1:], dtype=np.int64)
+    cs = np.cumsum(np.concatenate([zeros, sq, zeros]), axis=0)
+    cs = np.concatenate([np.zeros((1,) + sq.shape[1:], np.int64), cs])
+    return cs[2 * n + 1:2 * n + 1 + c] - cs[:c]
+
+
+@dataclass
+class CdpLutOutput:
+    value: np.ndarray                  #: int16 LUT results
+    category: np.ndarray               #: sim.lut CAT_* per element
+    le: np.ndarray                     #: LE result per element (before the choice)
+    lo: np.ndarray                     #: LO result per element
+
+    def count(self, cat) -> int:
+        return int(np.count_nonzero(self.category == cat))
+
+
+def _interpolate(table, index, frac):
+    y0 = table[index]
+    y1 = table[np.minimum(index + 1, table.size - 1)]
+    return saturate(y0 + round_half_away((y1 - y0) * frac, LUT_FRACTION_BITS), 16)
+
+
+def _extrapolate(edge, s, ref, scale, shift):
+    slope = shift_round_saturate((s - ref) * int(scale), int(shift), EXTRAPOLATION_BITS)
+    return saturate(int(edge) + slope, 16)
+
+
+def _align_fraction(rem, bits):
+    """The ``bits`` low bits ``rem`` of a difference, aligned to a 16-bit fraction."""
+    bits = np.asarray(bits, dtype=np.int64)
+    down = np.clip(bits - LUT_FRACTION_BITS, 0, 62)
+    up = np.clip(LUT_FRACTION_BITS - bits, 0, LUT_FRACTION_BITS)
+    return np.where(bits > LUT_FRACTION_BITS, rem >> down, rem << up)
+
+
+def _linear(s, table, start, end, select, uscale, ushift, oscale, oshift):
+    depth_limit = table.size - 1                    # 64 (LE) / 256 (LO)
+    diff = s - start
+    under = diff <= 0
+    if select >= 0:
+        sel = min(select, 62)
+        index = np.where(under, 0, diff >> sel)
+        over = ~under & (index >= depth_limit)
+        frac = _align_fraction(diff & ((np.int64(1) << sel) - 1), sel)
+    else:
+        n = -select
+        threshold = -(-depth_limit // (1 << n))     # diff << n >= limit  <=>  diff >= this
+        over = ~under & (diff >= threshold)
+        index = np.where(under | over, 0, np.clip(diff, 0, threshold) << n)
+        frac = np.zeros_like(diff)
+    hit = ~under & ~over
+    idx = np.where(hit, index, 0)
+    value = np.where(hit, _interpolate(table, idx, np.where(hit, frac, 0)), 0)
+    value = np.where(under, _extrapolate(table[0], s, start, uscale, ushift), value)
+    value = np.where(over, _extrapolate(table[-1], s, end, oscale, oshift), value)
+    return value, under, over
+
+
+def _bit_length(v):
+    v = np.asarray(v, dtype=np.int64)
+    n = np.zeros(v.shape, dtype=np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        big = (v >> step) > 0
+        n = np.where(big, n + step, n)
+        v = np.where(big, v >> step, v)
+    return n + (v > 0)
+
+
+def _exponent(s, table, p: CdpLutParams):
+    diff = s - p.le_start
+    positive = diff > 0
+    log2 = np.where(positive, _bit_length(np.maximum(diff, 0)) - 1, 0)
+    index = log2 - p.le_index_offset
+    under = ~positive | (index < 0)
+    over = ~under & (index >= table.size - 1)
+    hit = ~under & ~over
+    idx = np.where(hit, index, 0)
+    rem = np.where(hit, diff - (np.int64(1) << np.clip(log2, 0, 62)), 0)
+    frac = _align_fraction(rem, log2)
+    value = np.where(hit, _interpolate(table, idx, frac), 0)
+    bias = (1 << p.le_index_offset) if p.le_index_offset >= 0 else 0
+    value = np.where(under, _extrapolate(table[0], s, p.le_start + bias, p.le_uflow_scale,
+                                         p.le_uflow_shift), value)
+    value = np.where(over, _extrapolate(table[-1], s, p.le_end, p.le_oflow_scale,
+                                        p.le_oflow_shift), value)
+    return value, under, over
+
+
+def lut_lookup(lut: LutRam, s, p: CdpLutParams) -> CdpLutOutput:
+    """Look the square sums ``s`` (int64, any shape) up in both tables and choose."""
+    s = np.asarray(s, dtype=np.int64)
+    if p.le_linear:
+        le, le_u, le_o = _linear(s, lut.le, p.le_start, p.le_end, p.le_index_select,
+                                 p.le_uflow_scale, p.le_uflow_shift, p.le_oflow_scale,
+                                 p.le_oflow_shift)
+    else:
+        le, le_u, le_o = _exponent(s, lut.le, p)
+    lo, lo_u, lo_o = _linear(s, lut.lo, p.lo_start, p.lo_end, p.lo_index_select,
+                             p.lo_uflow_scale, p.lo_uflow_shift, p.lo_oflow_scale,
+                             p.lo_oflow_shift)
+    use_lo, cat = select_table(le_u, le_o, lo_u, lo_o, p.uflow_priority_lo,
+                               p.oflow_priority_lo, p.hybrid_priority_lo)
+    return CdpLutOutput(value=np.where(use_lo, lo, le), category=cat, le=le, lo=lo)
+
+
+def output_convert(x, precision: int, offset: int, scale: int, shift: int):
+    """Output converter; returns ``(value, saturated)``."""
+    bits = 8 if precision == INT8 else 16
+    off = sign_extend(offset, 25 if precision == INT8 else 32)
+    v = (np.asarray(x, dtype=np.int64) - off) * int(scale)
+    rounded = round_half_away(v, shift)
+    out = saturate(rounded, bits)
+    truncated = v >> min(int(shift), 62)
+    return out, np.abs(truncated - out) > 1
+
+
+# =========================================================================================
+# Layer
+# =========================================================================================
+@dataclass
+class CdpResult:
+    """Output and counters of one CDP layer (counts include the padding channels)."""
+    output: np.ndarray                 #: [C, H, W] int64 output values
+    padded_output: np.ndarray          #: [S x channels per atom, H, W]
+    out_saturation: int = 0
+    lut_uflow: int = 0
+    lut_oflow: int = 0
+    lut_hybrid: int = 0
+    lut_le_hit: int = 0
+    lut_lo_hit: int = 0
+    dst_extent: tuple = None           #: (first byte address, end address) written
+
+    def status_registers(self) -> dict:
+        """``{block: {register: word}}`` of the hardware-written registers."""
+        cdp = {"D_OUT_SATURATION": self.out_saturation,
+               "D_PERF_LUT_UFLOW": self.lut_uflow, "D_PERF_LUT_OFLOW": self.lut_oflow,
+               "D_PERF_LUT_HYBRID": self.lut_hybrid, "D_PERF_LUT_LE_HIT": self.lut_le_hit,
+               "D_PERF_LUT_LO_HIT": self.lut_lo_hit, "D_NAN_INPUT_NUM": 0,
+               "D_INF_INPUT_NUM": 0, "D_NAN_OUTPUT_NUM": 0}
+        return {"CDP": {k: min(int(v), (1 << 32) - 1) for k, v in cdp.items()}}
+
+
+def compute(prog: CdpProgram, raw, lut: LutRam):
+    """The datapath on raw input values ``raw[S x channels per atom, H, W]`` (channels past C
+    are ignored: they enter as padding). Returns ``(output, saturated, lut_output)``."""
+    raw = np.asarray(raw, dtype=np.int64)
+    x = input_convert(raw, prog.precision, prog.datin_offset, prog.datin_scale,
+                      prog.datin_shift)
+    x[prog.channel:] = 0                             # padding channels: the offset, i.e. 0
+    s = square_sum(x, prog.window, prog.sqsum_bypass)
+    lut_out = lut_lookup(lut, s, prog.lut)
+    y = lut_out.value if prog.mul_bypass else lut_out.value * x
+    out, sat = output_convert(y, prog.precision, prog.datout_offset, prog.datout_scale,
+                              prog.datout_shift)
+    return out, sat, lut_out
+
+
+def _addresses(base, line, surf, S, H, W, atom):
+    s = np.arange(S, dtype=np.int64)[:, None, None, None]
+    h = np.arange(H, dtype=np.int64)[None, :, None, None]
+    w = np.arange(W, dtype=np.int64)[None, None, :, None]
+    b = np.arange(atom, dtype=np.int64)[None, None, None, :]
+    return base + s * surf + h * line + w * atom + b            # [S, H, W, atom]
+
+
+def run_cdp(cfg, rdma, cdp, memory, lut: LutRam | None = None) -> CdpResult:
+    """Run one CDP layer: decode (raising :class:`~sim.cdp.program.CdpProgramError` on an
+    invalid program, before any memory access), read, compute, write."""
+    prog = decode(cfg, rdma, cdp)
+    lut = lut if lut is not None else CdpLut()
+    atom = cfg.memory_atom
+    nb = prog.bytes_per_element
+    cpa = atom // nb
+    W, H, C = prog.width, prog.height, prog.channel
+    S = -(-C // cpa)
+    ram, base, line, surf = prog.src
+    addrs = _addresses(base, line, surf, S, H, W, atom)
+    data = memory(ram, "CDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE").gather(addrs.reshape(-1))
+    data = np.asarray(data, dtype=np.uint8).reshape(S, H, W, cpa, nb).astype(np.int64)
+    vals = data[..., 0] if nb == 1 else data[..., 0] | (data[..., 1] << 8)
+    vals = sign_extend(vals, 8 * nb)
+    raw = vals.transpose(0, 3, 1, 2).reshape(S * cpa, H, W)
+
+    out, sat, lut_out = compute(prog, raw, lut)
+
+    ram, base, line, surf = prog.dst
+    waddrs = _addresses(base, line, surf, S, H, W, atom)
+    elems = (out & ((1 << (8 * nb)) - 1)).reshape(S, cpa, H, W).transpose(0, 2, 3, 1)
+    bytes_ = np.stack([(elems >> (8 * k)) & 0xFF for k in range(nb)], axis=-1)
+    memory(ram, "CDP.D_DST_DMA_CFG.DST_RAM_TYPE").scatter(
+        waddrs.reshape(-1), bytes_.reshape(-1).astype(np.uint8))
+    return CdpResult(
+        output=out[:C].copy(), padded_output=out, out_saturation=int(sat.sum()),
+        lut_uflow=lut_out.count(CAT_UFLOW), lut_oflow=lut_out.count(CAT_OFLOW),
+        lut_hybrid=lut_out.count(CAT_HYBRID), lut_le_hit=lut_out.count(CAT_LE_HIT),
+        lut_lo_hit=lut_out.count(CAT_LO_HIT),
+        dst_extent=(int(waddrs.min()), int(waddrs.max()) + 1))
+
