@@ -1,0 +1,469 @@
+"""Constrained-random CDP layers, written as NVDLA trace directories with golden CRCs.
+
+Each program is one CDP layer -- or two, ping-ponged through register groups 0 and 1 --
+programmed the way NVDLA's own ``cdp_*`` traces do it: the LUT tables loaded over CSB
+(``S_LUT_ACCESS_CFG`` then one ``S_LUT_ACCESS_DATA`` write per entry, LE then LO), the LUT
+configuration (single-group registers, shared by both layers of a pair), the CDP and CDP_RDMA D
+groups, then CDP and CDP_RDMA enabled; ``intr_notify(CDP_g)`` and a CRC check of the output
+surface with a zero-initialised guard band before and after it (and the gaps of unpacked
+strides), so a write outside the output changes the CRC.
+
+Drawn: the build's precisions (int8; int16 where ``cfg.data_types`` has it), windows 3/5/7/9,
+square-sum and multiplier bypasses, LE in linear and exponent mode, LO index selects that shift
+right or left, all priority combinations, random tables (smooth curves or full-range noise),
+LUT ranges placed on the layer's actual square sums so that elements interpolate, underflow and
+overflow, random slopes (scale and signed shift), input/output converters (offsets, scales,
+shifts) with some saturation, packed and unpacked source and destination, channel counts off the
+surface grid, MC or CV (builds with an SRAMIF). Legal on every preset (nv_small: 8-byte atoms,
+throughput 1; nv_large / nv_full: 32-byte atoms, throughput 8, 512-bit DBBIF).
+
+    paths = write_random_traces(cfg, out_dir, count=50, seed=1)        # golden CRCs included
+    cases = write_invalid_traces(cfg, out_dir)                         # [(path, field)]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zlib
+
+import numpy as np
+
+from arch.registers import register_map
+
+from ..sdp.random_programs import Regs, _dat_text
+from ..trace import parse_trace
+from ..trace_run import run_golden
+from .cdp import input_convert, lut_lookup, square_sum
+from .program import BYTES, INT8, INT16, CdpLutParams
+
+__all__ = ["random_program", "random_pair", "write_trace", "write_random_traces",
+           "write_invalid_traces", "INVALID_MUTATIONS", "golden_core", "run_trace_golden",
+           "lut_writes"]
+
+_BASES = {"src": 0x8000_0000, "dst": 0x9000_0000}
+_SLOT = 0x0040_0000            # address offset between the layers of one trace
+_GUARD = 64
+_MEM = {1: "pri_mem", 0: "sec_mem"}
+
+
+def golden_core(cfg):
+    """A GoldenCore with the default units (CDP included on builds with a CDP)."""
+    from ..core import GoldenCore
+    return GoldenCore(cfg)
+
+
+def run_trace_golden(path, cfg):
+    """Run a trace directory on the golden core."""
+    return run_golden(parse_trace(path, cfg), cfg, core=golden_core(cfg))
+
+
+def _wide(regs, name, value):
+    """A 38-bit signed LUT bound into S_LUT_<name>_LOW / _HIGH."""
+    value &= (1 << 38) - 1
+    regs.set(f"S_LUT_{name}_LOW", **{f"LUT_{name}_LOW": value & 0xFFFFFFFF})
+    regs.set(f"S_LUT_{name}_HIGH", **{f"LUT_{name}_HIGH": value >> 32})
+
+
+def _table(rng, n):
+    kind = rng.integers(4)
+    if kind == 0:                                        # full-range noise
+        return rng.integers(-32768, 32768, n)
+    if kind == 1:                                        # decreasing (an LRN-like curve)
+        top = int(rng.integers(1000, 32768))
+        return np.round(top / (1 + np.arange(n) / rng.uniform(2, 40)) ** rng.uniform(0.3, 1))\
+            .astype(np.int64)
+    if kind == 2:                                        # a ramp of either sign
+        a, b = rng.integers(-32768, 32768, 2)
+        return np.round(np.linspace(a, b, n)).astype(np.int64)
+    return rng.integers(-300, 300, n)                    # small values
+
+
+def _log2(v):
+    return max(int(v), 1).bit_length() - 1
+
+
+def _lut(rng, sums):
+    """Random LUT parameters placed on the square sums ``sums`` and the two tables."""
+    q = lambda p: int(np.percentile(sums, p))           # noqa: E731
+    lo_v, hi_v = q(rng.uniform(0, 35)), q(rng.uniform(65, 100))
+    span = max(hi_v - lo_v, 1)
+
+    def linear(depth):
+        sel = max(_log2(span // depth) + int(rng.integers(-1, 2)), -3)
+        if rng.random() < 0.15:
+            sel = int(rng.integers(-5, 0))               # left shift: no fraction
+        sel = min(sel, 31)
+        start = lo_v - int(rng.integers(0, 3))
+        extent = depth << sel if sel >= 0 else max(depth >> -sel, 1)
+        end = start + extent if rng.random() < 0.85 else start + int(rng.integers(-5, extent + 5))
+        return sel, start, end
+
+    le_linear = bool(rng.random() < 0.5)
+    le_sel, le_start, le_end = linear(64)
+    le_offset = 0
+    if not le_linear:
+        le_start = lo_v - int(rng.integers(1, 4)) if rng.random() < 0.8 else q(50)
+        top = _log2(max(hi_v - le_start, 1))
+        if rng.random() < 0.5:
+            le_offset = top - 63 + int(rng.integers(-2, 3))        # overflows at the top
+        else:
+            le_offset = int(rng.integers(0, top + 2))              # underflows at the bottom
+        le_offset = int(np.clip(le_offset, -128, 39))
+        le_end = le_start + (1 << max(min(le_offset + 64, 37), 0))
+        le_sel = int(rng.integers(-32, 32))                         # unused in exponent mode
+    lo_sel, lo_start, lo_end = linear(256)
+
+    def scale():
+        return int(rng.integers(-32768, 32768)) if rng.random() < 0.3 \
+            else int(rng.integers(-64, 65))
+
+    def shift():
+        return int(rng.integers(-4, 16))
+    p = CdpLutParams(
+        le_linear=le_linear, uflow_priority_lo=bool(rng.integers(2)),
+        oflow_priority_lo=bool(rng.integers(2)), hybrid_priority_lo=bool(rng.integers(2)),
+        le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
+        le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end,
+        le_uflow_scale=scale(), le_oflow_scale=scale(), lo_uflow_scale=scale(),
+        lo_oflow_scale=scale(), le_uflow_shift=shift(), le_oflow_shift=shift(),
+        lo_uflow_shift=shift(), lo_oflow_shift=shift())
+    return p, _table(rng, 65), _table(rng, 257)
+
+
+def _lut_regs(rmap, p: CdpLutParams):
+    r = Regs(rmap["CDP"])
+    r.set("S_LUT_CFG", LUT_LE_FUNCTION=int(p.le_linear),
+          LUT_UFLOW_PRIORITY=int(p.uflow_priority_lo), LUT_OFLOW_PRIORITY=int(p.oflow_priority_lo),
+          LUT_HYBRID_PRIORITY=int(p.hybrid_priority_lo))
+    r.set("S_LUT_INFO", LUT_LE_INDEX_OFFSET=p.le_index_offset & 0xFF,
+          LUT_LE_INDEX_SELECT=p.le_index_select & 0xFF,
+          LUT_LO_INDEX_SELECT=p.lo_index_select & 0xFF)
+    for name, v in (("LE_START", p.le_start), ("LE_END", p.le_end), ("LO_START", p.lo_start),
+                    ("LO_END", p.lo_end)):
+        _wide(r, name, v)
+    r.set("S_LUT_LE_SLOPE_SCALE", LUT_LE_SLOPE_UFLOW_SCALE=p.le_uflow_scale & 0xFFFF,
+          LUT_LE_SLOPE_OFLOW_SCALE=p.le_oflow_scale & 0xFFFF)
+    r.set("S_LUT_LE_SLOPE_SHIFT", LUT_LE_SLOPE_UFLOW_SHIFT=p.le_uflow_shift & 0x1F,
+          LUT_LE_SLOPE_OFLOW_SHIFT=p.le_oflow_shift & 0x1F)
+    r.set("S_LUT_LO_SLOPE_SCALE", LUT_LO_SLOPE_UFLOW_SCALE=p.lo_uflow_scale & 0xFFFF,
+          LUT_LO_SLOPE_OFLOW_SCALE=p.lo_oflow_scale & 0xFFFF)
+    r.set("S_LUT_LO_SLOPE_SHIFT", LUT_LO_SLOPE_UFLOW_SHIFT=p.lo_uflow_shift & 0x1F,
+          LUT_LO_SLOPE_OFLOW_SHIFT=p.lo_oflow_shift & 0x1F)
+    return r.words
+
+
+def lut_writes(le, lo) -> list:
+    """``[(register, word)]`` that load the LE and LO tables over CSB (auto-increment)."""
+    out = [("S_LUT_ACCESS_CFG", 0x20000)]                   # WRITE, LE, address 0
+    out += [("S_LUT_ACCESS_DATA", int(v) & 0xFFFF) for v in le]
+    out.append(("S_LUT_ACCESS_CFG", 0x30000))               # WRITE, LO, address 0
+    out += [("S_LUT_ACCESS_DATA", int(v) & 0xFFFF) for v in lo]
+    return out
+
+
+class _Tables:
+    def __init__(self, le, lo):
+        self.le, self.lo = np.asarray(le, np.int64), np.asarray(lo, np.int64)
+
+
+def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None, **fixed) -> dict:
+    """One random valid CDP layer for ``cfg``.
+
+    Returns ``{"cdp": {reg: word}, "rdma": {reg: word}, "lut": (params, le, lo), "lut_regs":
+    {reg: word} (the single-group S_LUT_* registers), "images": [(addr, bytes, ram)],
+    "window": (addr, size, ram)}``. ``lut`` reuses the LUT of another
+    layer (the LUT registers are shared by both groups); ``fixed`` pins ``W``, ``H``, ``C``,
+    ``prec``, ``window``, ``sqsum_bypass``, ``mul_bypass``, ``packed``. Layers of different
+    ``slot`` use disjoint memory."""
+    rmap = register_map(cfg)
+    atom = cfg.memory_atom
+    precs = [INT8] + ([INT16] if "int16" in cfg.data_types else [])
+    prec = fixed.get("prec", int(rng.choice(precs)))
+    nb = BYTES[prec]
+    cpa = atom // nb
+    C = fixed.get("C") or int(rng.integers(1, 4 * cpa + 1))
+    S = -(-C // cpa)
+    budget = max(max_elems // (S * cpa), 1)
+    W = fixed.get("W") or int(rng.integers(1, min(16, budget) + 1))
+    H = fixed.get("H") or int(rng.integers(1, max(min(16, budget // W), 1) + 1))
+    window = fixed.get("window", int(rng.choice([3, 5, 7, 9])))
+    sq_bypass = fixed.get("sqsum_bypass", bool(rng.random() < 0.2))
+    mul_bypass = fixed.get("mul_bypass", bool(rng.random() < 0.3))
+    packed = fixed.get("packed")
+
+    # -- data ------------------------------------------------------------------------------
+    lo_, hi_ = -(1 << (8 * nb - 1)), 1 << (8 * nb - 1)
+    if rng.random() < 0.5:
+        amp = int(rng.integers(1, hi_ + 1))
+        data = rng.integers(-amp, amp, (C, H, W))
+    else:
+        data = rng.integers(lo_, hi_, (C, H, W))
+    off_bits = 8 * nb
+    datin_offset = int(rng.integers(-8, 9)) if rng.random() < 0.7 \
+        else int(rng.integers(lo_, hi_))
+    datin_scale = int(rng.integers(1, 5)) if rng.random() < 0.6 \
+        else int(rng.integers(-300, 301))
+    mag = (hi_ + abs(datin_offset)) * max(abs(datin_scale), 1)
+    datin_shift = int(np.clip(_log2(mag) - (8 * nb - 1) + int(rng.integers(-1, 3)), 0, 31))
+    if rng.random() < 0.2:
+        datin_shift = int(rng.integers(0, 32))
+
+    raw = np.zeros((S * cpa, H, W), np.int64)
+    raw[:C] = data
+    x = input_convert(raw, prec, datin_offset & ((1 << off_bits) - 1), datin_scale,
+                      datin_shift)
+    x[C:] = 0
+    sums = square_sum(x, window, sq_bypass)
+    if lut is None:
+        lut = _lut(rng, sums)
+    params, le, lo = lut
+    y = lut_lookup(_Tables(le, lo), sums, params).value
+    if not mul_bypass:
+        y = y * x
+    out_bits = 8 * nb
+    off_w = 25 if prec == INT8 else 32
+    datout_offset = int(np.median(y)) if rng.random() < 0.5 else int(rng.integers(-100, 101))
+    datout_offset = int(np.clip(datout_offset, -(1 << (off_w - 1)), (1 << (off_w - 1)) - 1))
+    datout_scale = int(rng.integers(1, 4)) if rng.random() < 0.5 \
+        else int(rng.integers(-20000, 20001))
+    spread = int(np.percentile(np.abs(y - datout_offset), 90)) * max(abs(datout_scale), 1)
+    datout_shift = int(np.clip(_log2(spread) - (out_bits - 1) + int(rng.integers(-1, 3)),
+                               0, 63))
+
+    # -- memory ----------------------------------------------------------------------------
+    src_base = _BASES["src"] + slot * _SLOT
+    dst_base = _BASES["dst"] + slot * _SLOT + _GUARD
+
+    def strides():
+        tight = packed if packed is not None else rng.random() < 0.6
+        line = W * atom + (0 if tight else int(rng.integers(0, 3)) * atom)
+        surf = H * line + (0 if tight else int(rng.integers(0, 3)) * atom)
+        return line, surf
+
+    def ram():
+        return int(rng.integers(2)) if cfg.sramif else 1
+
+    s_line, s_surf = strides()
+    d_line, d_surf = strides()
+    s_ram, d_ram = ram(), ram()
+    src_size = (S - 1) * s_surf + (H - 1) * s_line + W * atom
+    mem = np.zeros(src_size, np.uint8)
+    vals = (raw & ((1 << (8 * nb)) - 1)).reshape(S, cpa, H, W).transpose(0, 2, 3, 1)
+    elem_bytes = np.stack([(vals >> (8 * k)) & 0xFF for k in range(nb)], -1)
+    s_ = np.arange(S)[:, None, None, None]
+    h_ = np.arange(H)[None, :, None, None]
+    w_ = np.arange(W)[None, None, :, None]
+    b_ = np.arange(atom)[None, None, None, :]
+    mem[(s_ * s_surf + h_ * s_line + w_ * atom + b_).reshape(-1)] = \
+        elem_bytes.reshape(-1).astype(np.uint8)
+    dst_size = (S - 1) * d_surf + (H - 1) * d_line + W * atom
+
+    rdma, cdp = Regs(rmap["CDP_RDMA"]), Regs(rmap["CDP"])
+    rdma.set("D_DATA_CUBE_WIDTH", WIDTH=W - 1)
+    rdma.set("D_DATA_CUBE_HEIGHT", HEIGHT=H - 1)
+    rdma.set("D_DATA_CUBE_CHANNEL", CHANNEL=C - 1)
+    rdma.addr("D_SRC_BASE_ADDR_LOW", src_base)
+    rdma.set("D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0)
+    rdma.addr("D_SRC_LINE_STRIDE", s_line)
+    rdma.addr("D_SRC_SURFACE_STRIDE", s_surf)
+    rdma.set("D_SRC_DMA_CFG", SRC_RAM_TYPE=s_ram)
+    rdma.set("D_DATA_FORMAT", INPUT_DATA=prec)
+    rdma.set("D_PERF_ENABLE", DMA_EN=int(rng.integers(2)))
+    cdp.set("D_FUNC_BYPASS", SQSUM_BYPASS=int(sq_bypass), MUL_BYPASS=int(mul_bypass))
+    cdp.addr("D_DST_BASE_ADDR_LOW", dst_base)
+    cdp.set("D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0)
+    cdp.addr("D_DST_LINE_STRIDE", d_line)
+    cdp.addr("D_DST_SURFACE_STRIDE", d_surf)
+    cdp.set("D_DST_DMA_CFG", DST_RAM_TYPE=d_ram)
+    cdp.set("D_DATA_FORMAT", INPUT_DATA_TYPE=prec)
+    cdp.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(rng.integers(2)))
+    cdp.set("D_LRN_CFG", NORMALZ_LEN=(window - 3) // 2)
+    cdp.set("D_DATIN_OFFSET", DATIN_OFFSET=datin_offset & 0xFFFF)
+    cdp.set("D_DATIN_SCALE", DATIN_SCALE=datin_scale & 0xFFFF)
+    cdp.set("D_DATIN_SHIFTER", DATIN_SHIFTER=datin_shift)
+    cdp.set("D_DATOUT_OFFSET", DATOUT_OFFSET=datout_offset & 0xFFFFFFFF)
+    cdp.set("D_DATOUT_SCALE", DATOUT_SCALE=datout_scale & 0xFFFF)
+    cdp.set("D_DATOUT_SHIFTER", DATOUT_SHIFTER=datout_shift)
+    cdp.set("D_PERF_ENABLE", DMA_EN=int(rng.integers(2)), LUT_EN=int(rng.integers(2)))
+    return {"cdp": cdp.words, "rdma": rdma.words, "lut": lut,
+            "lut_regs": _lut_regs(rmap, params),
+            "images": [(src_base, mem, s_ram)],
+            "window": (dst_base - _GUARD, dst_size + 2 * _GUARD, d_ram)}
+
+
+def random_pair(cfg, rng, max_elems: int = 1500) -> list:
+    """Two layers (groups 0 and 1) sharing one LUT (its registers are single-group)."""
+    first = random_program(cfg, rng, max_elems, slot=0)
+    return [first, random_program(cfg, rng, max_elems, slot=1, lut=first["lut"])]
+
+
+def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
+    """Write ``layers`` (:func:`random_program` dicts, groups 0, 1, 0, ...) as the trace
+    directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). The LUT of
+    the first layer is loaded once, before any layer is programmed."""
+    path = os.path.join(directory, name)
+    os.makedirs(path, exist_ok=True)
+    lines = []
+    out = lines.append
+    for i, layer in enumerate(layers):
+        for j, (addr, data, ram) in enumerate(layer["images"]):
+            fname = f"l{i}_m{j}.dat"
+            with open(os.path.join(path, fname), "w") as f:
+                f.write(_dat_text(data))
+            out(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
+            out(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
+        waddr, wsize, wram = layer["window"]
+        out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+    _, le, lo = layers[0]["lut"]
+    for reg, word in lut_writes(le, lo):
+        out(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
+    for reg, word in layers[0]["lut_regs"].items():
+        out(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
+    for i, layer in enumerate(layers):
+        g = i % 2
+        for block, key in (("CDP", "cdp"), ("CDP_RDMA", "rdma")):
+            out(f"reg_write(NVDLA_{block}.S_POINTER_0, {g:#x});")
+            for reg, word in layer[key].items():
+                out(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
+        out("reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);")
+        out("reg_write(NVDLA_CDP_RDMA.D_OP_ENABLE_0, 0x1);")
+    for i, layer in enumerate(layers):
+        out(f"intr_notify(CDP_{i % 2}, sync_id_{i});")
+        waddr, wsize, wram = layer["window"]
+        crc = crcs[i] if crcs else 0
+        out(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, {crc:#010x});")
+    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _golden_crcs(cfg, path, n):
+    res = run_trace_golden(path, cfg)
+    if len(res.checks) != n:
+        return None, res.message or "incomplete"
+    return [c.actual for c in res.checks], None
+
+
+def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
+                        two_layer_share: float = 0.25, max_elems: int = 1500,
+                        prefix: str = "cdp_random") -> list:
+    """``count`` random valid CDP programs as trace directories with golden CRCs; returns
+    their paths. Deterministic by ``seed``; a program the golden model rejects is redrawn."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    while len(paths) < count:
+        if rng.random() < two_layer_share:
+            layers = random_pair(cfg, rng, max_elems)
+        else:
+            layers = [random_program(cfg, rng, max_elems)]
+        name = f"{prefix}_{seed}_{len(paths):04d}"
+        path = write_trace(directory, name, layers)
+        crcs, err = _golden_crcs(cfg, path, len(layers))
+        if crcs is None:
+            shutil.rmtree(path)
+            continue
+        write_trace(directory, name, layers, crcs)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------------------------
+# Invalid programs
+# ------------------------------------------------------------------------------------------
+def _setf(cfg, layer, key, block, reg, **fields):
+    r = Regs(register_map(cfg)[block])
+    r.words = layer[key]
+    r.set(reg, **fields)
+
+
+def _m_precision_mismatch(cfg, layer):
+    _setf(cfg, layer, "cdp", "CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=1)
+    return "CDP.D_DATA_FORMAT.INPUT_DATA_TYPE"
+
+
+def _m_missing_precision(cfg, layer):
+    if "int16" in cfg.data_types:
+        return None
+    _setf(cfg, layer, "rdma", "CDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=1)
+    _setf(cfg, layer, "cdp", "CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=1)
+    return "CDP_RDMA.D_DATA_FORMAT.INPUT_DATA"
+
+
+def _m_reserved_precision(cfg, layer):
+    _setf(cfg, layer, "rdma", "CDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=3)
+    return "CDP_RDMA.D_DATA_FORMAT.INPUT_DATA"
+
+
+def _m_misaligned_dst(cfg, layer):
+    if cfg.register_layout == "full":
+        return None                    # the full layout has no low address bits
+    layer["cdp"]["D_DST_BASE_ADDR_LOW"] += 4
+    return "CDP.D_DST_BASE_ADDR_LOW"
+
+
+def _m_misaligned_src_stride(cfg, layer):
+    if cfg.register_layout == "full":
+        return None
+    layer["rdma"]["D_SRC_LINE_STRIDE"] += 3
+    return "CDP_RDMA.D_SRC_LINE_STRIDE"
+
+
+def _m_dst_lines_overlap(cfg, layer):
+    layer["cdp"]["D_DST_LINE_STRIDE"] = cfg.memory_atom      # W = 2 atoms per line
+    return "CDP.D_DST_LINE_STRIDE"
+
+
+def _m_dst_surfaces_overlap(cfg, layer):
+    layer["cdp"]["D_DST_SURFACE_STRIDE"] = cfg.memory_atom
+    return "CDP.D_DST_SURFACE_STRIDE"
+
+
+def _m_lo_index_select(cfg, layer):
+    _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LO_INDEX_SELECT=40)
+    return "CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT"
+
+
+def _m_le_index_offset(cfg, layer):
+    _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_CFG", LUT_LE_FUNCTION=0)
+    _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LE_INDEX_OFFSET=60)
+    return "CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET"
+
+
+def _m_cv_without_sramif(cfg, layer):
+    if cfg.sramif:
+        return None
+    _setf(cfg, layer, "cdp", "CDP", "D_DST_DMA_CFG", DST_RAM_TYPE=0)
+    return "CDP.D_DST_DMA_CFG.DST_RAM_TYPE"
+
+
+INVALID_MUTATIONS = {
+    "precision_mismatch": _m_precision_mismatch, "missing_precision": _m_missing_precision,
+    "reserved_precision": _m_reserved_precision, "misaligned_dst": _m_misaligned_dst,
+    "misaligned_src_stride": _m_misaligned_src_stride,
+    "dst_lines_overlap": _m_dst_lines_overlap, "dst_surfaces_overlap": _m_dst_surfaces_overlap,
+    "lo_index_select_range": _m_lo_index_select, "le_index_offset_range": _m_le_index_offset,
+    "cv_without_sramif": _m_cv_without_sramif,
+}
+
+
+def _base_layer(cfg, rng):
+    atom = cfg.memory_atom
+    layer = random_program(cfg, rng, W=2, H=2, C=atom + 1, prec=INT8, packed=True)
+    layer["lut_regs"] = dict(layer["lut_regs"])
+    return layer
+
+
+def write_invalid_traces(cfg, directory: str) -> list:
+    """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
+    must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is
+    that of the untouched (all-zero) destination window."""
+    out = []
+    for name, mutate in INVALID_MUTATIONS.items():
+        layer = _base_layer(cfg, np.random.default_rng(1))
+        fld = mutate(cfg, layer)
+        if fld is None:
+            continue
+        crc = zlib.crc32(bytes(layer["window"][1]))
+        out.append((write_trace(directory, f"cdp_invalid_{name}", [layer], [crc]), fld))
+    return out
