@@ -81,12 +81,9 @@ class SdpUnit(UnitModel):
         core.sdp_lut = None
         if self._lut is None or not core.cfg.sdp_lut or not core.has_block("SDP"):
             return
-        lut = core.sdp_lut = self._lut.SdpLut()
+        core.sdp_lut = self._lut.SdpLut()
         # The LUT access port: the RAM pointer and data go through the LUT model.
-        for reg in ("S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA"):
-            core.add_register_hook("SDP", reg,
-                                   on_write=lambda word, r=reg: lut.csb_write(r, word),
-                                   on_read=lambda r=reg: lut.csb_read(r))
+        core.sdp_lut.install(core, "SDP")
 
     def plan(self, core):
         if not core.enabled("SDP"):

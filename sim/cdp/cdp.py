@@ -18,7 +18,9 @@ Input converter (int8: 9-bit result, int16: 17-bit)
     or 16 (int16) bits of DATIN_OFFSET as a signed value. Channels outside the cube -- below 0,
     and from C up to the end of the window past the last surface -- enter as the offset, i.e.
     as 0 after the converter (the padding channels of the last surface are computed and
-    written like real ones).
+    written like real ones). On int16 layers NVDLA's C model fills those channels byte by byte
+    with the offset's low byte (and its fill of the last surface's padding channels reaches
+    past them); this model keeps the int8 rule, padding = offset = 0 after the converter.
 Square sum
     the sum of the squares of the converted values of channels c - n .. c + n (window 2n + 1 =
     3/5/7/9 of D_LRN_CFG.NORMALZ_LEN); with SQSUM_BYPASS the converted value itself.
