@@ -344,3 +344,22 @@ def test_decode_rules_name_field_and_rule():
                                           "LUT_LE_FUNCTION": 1})
         decode(SMALL, GroupView(rmap["CDP_RDMA"], layer["rdma"]),
                GroupView(rmap["CDP"], {**layer["cdp"], **words}))
+
+
+def test_random_programs_cover_every_mode_and_lut_path():
+    """Over a few dozen draws: every window, both bypasses, both LE modes, every LUT
+    category, negative (left-shifting) index selects, and output saturation."""
+    rng = np.random.default_rng(21)
+    modes, totals = set(), np.zeros(6, np.int64)
+    left_shift = False
+    for _ in range(40):
+        res, _, prog = _run_layer(SMALL, random_program(SMALL, rng, max_elems=300))
+        modes |= {("window", prog.window), ("sqsum_bypass", prog.sqsum_bypass),
+                  ("mul_bypass", prog.mul_bypass), ("le_linear", prog.lut.le_linear)}
+        left_shift |= prog.lut.lo_index_select < 0
+        totals += [res.lut_uflow, res.lut_oflow, res.lut_le_hit, res.lut_lo_hit,
+                   res.lut_hybrid, res.out_saturation]
+    assert {("window", w) for w in (3, 5, 7, 9)} <= modes
+    assert {(k, v) for k in ("sqsum_bypass", "mul_bypass", "le_linear")
+            for v in (False, True)} <= modes
+    assert left_shift and (totals > 0).all(), totals
