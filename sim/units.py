@@ -117,7 +117,8 @@ class SdpUnit(UnitModel):
         written = {b: ro_fields(core.rmap[b], regs)
                    for b, regs in res.status_registers().items()}
         if pdp is not None:
-            written.update(pdp.run_flying(core, res.output))
+            # SDP streams whole surfaces: the channel padding of the last one goes to PDP too
+            written.update(pdp.run_flying(core, res.padded_output))
         return written
 
 
@@ -144,6 +145,9 @@ def default_units(cfg) -> dict:
     conv = _optional("conv")
     if conv is not None and hasattr(conv, "ConvUnit"):
         units["CONV"] = conv.ConvUnit()
+    pdp = _optional("pdp")
+    if pdp is not None and hasattr(pdp, "PdpUnit") and cfg.pdp:
+        units["PDP"] = pdp.PdpUnit()
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()
