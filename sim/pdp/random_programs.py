@@ -348,8 +348,10 @@ def flying_layer(cfg, rng, slot=0, max_elems=1200) -> dict:
 # ------------------------------------------------------------------------------------------
 def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     """Write ``layers`` (:func:`pdp_layer` dicts; PDP groups 0, 1, 0, ...; SDP/SDP_RDMA of
-    SDP->PDP layers and PDP_RDMA of offline ones ping-pong their own groups) as the trace directory ``directory/name``; ``crcs``
-    are the expected CRCs (0 when unknown). Returns its path."""
+    SDP->PDP layers and PDP_RDMA of offline ones ping-pong their own groups; from the third
+    layer on, layer i waits for layer i - 2's interrupt before reusing its group) as the trace
+    directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). Returns
+    its path."""
     path = os.path.join(directory, name)
     os.makedirs(path, exist_ok=True)
     lines = []
@@ -364,10 +366,14 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
         waddr, wsize, wram = layer["window"]
         out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
     sdp_group = rdma_group = 0           # SDP and PDP_RDMA ping-pong on their own
-    notes = []
+    notes = []                           # per layer: its interrupt waits and check
     for i, layer in enumerate(layers):
+        if i >= 2:                       # group i % 2 is reused: wait for layer i - 2 first
+            lines.extend(notes[i - 2])
         g = i % 2
         regs = layer["regs"]
+        note = []
+        notes.append(note)
         order = ("SDP", "SDP_RDMA", "PDP") if "SDP" in regs else ("PDP", "PDP_RDMA")
         for block in order:
             grp = sdp_group if block.startswith("SDP") else \
@@ -382,15 +388,16 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
         if "PDP_RDMA" in regs:
             rdma_group ^= 1
         if "SDP" in regs:
-            notes.append(f"intr_notify(SDP_{sdp_group}, sync_sdp_{i});")
-            notes.append(f"check_nothing(sync_sdp_{i});")
+            note.append(f"intr_notify(SDP_{sdp_group}, sync_sdp_{i});")
+            note.append(f"check_nothing(sync_sdp_{i});")
             sdp_group ^= 1
         waddr, wsize, wram = layer["window"]
         crc = crcs[i] if crcs else 0
-        notes.append(f"intr_notify(PDP_{g}, sync_id_{i});")
-        notes.append(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, "
-                     f"{crc:#010x});")
-    lines.extend(notes)
+        note.append(f"intr_notify(PDP_{g}, sync_id_{i});")
+        note.append(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, "
+                    f"{crc:#010x});")
+    for note in notes[max(len(layers) - 2, 0):]:
+        lines.extend(note)
     with open(os.path.join(path, f"{name}.cfg"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
