@@ -340,3 +340,50 @@ def test_decode_rules_name_field_and_rule():
 def test_pdp_registered_only_on_builds_with_pdp():
     assert "PDP" in default_units(NV_SMALL)
     assert "PDP" not in default_units(NV_SMALL.replace(name="no_pdp", pdp_throughput=0))
+
+
+# -----------------------------------------------------------------------------------------
+# Convolution -> SDP -> PDP
+# -----------------------------------------------------------------------------------------
+def test_convolution_output_flies_through_sdp_into_pdp():
+    from sim.conv.random_programs import conv_layer, golden_core
+    cfg = NV_SMALL
+    rmap = register_map(cfg)
+    rng = np.random.default_rng(4)
+    C, K, W, H = 5, 11, 6, 5                      # K: one full and one padded surface
+    data = rng.integers(-8, 9, (C, H, W))
+    weights = rng.integers(-3, 4, (K, C, 2, 2))
+    conv = conv_layer(cfg, W=W, H=H, C=C, K=K, kh=2, kw=2, data=data, weights=weights)
+    Wo, Ho = conv["info"]["Wo"], conv["info"]["Ho"]
+    pdp = rp.pdp_layer(cfg, W=Wo, H=Ho, C=K, kernel=(3, 2), stride=(2, 1),
+                       pad=(1, 1, 0, 1), method=AVERAGE, flying=True,
+                       pad_values=tuple(n * 5 for n in range(1, 8)))
+    sdp = dict(conv["regs"]["SDP"])
+    f = rmap["SDP"]["D_FEATURE_MODE_CFG"]["OUTPUT_DST"]
+    sdp["D_FEATURE_MODE_CFG"] |= 1 << f.lsb
+    regs = {**conv["regs"], "SDP": sdp, "PDP": pdp["regs"]["PDP"]}
+    core = golden_core(cfg)
+    for addr, img, _ in conv["images"]:
+        core.dbb.write(addr, img)
+    for block, words in regs.items():
+        for reg, word in words.items():
+            core.csb_write(rmap.address(f"{block}.{reg}") >> 2, word)
+    for block in ("PDP", "SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
+        core.csb_write(rmap.address(f"{block}.D_OP_ENABLE") >> 2, 1)
+    assert core.run() == 1, core.pending()
+    assert core.field("GLB", "S_INTR_STATUS", "PDP_DONE_STATUS0") == 1
+    # expected: the exact convolution (a pass-through SDP), then the pooling
+    acc = np.zeros((K, Ho, Wo), np.int64)
+    for i in range(2):
+        for j in range(2):
+            acc += np.einsum("kc,chw->khw", weights[:, :, i, j],
+                             data[:, i:i + Ho, j:j + Wo])
+    acc = np.clip(acc, -128, 127)
+    acc = np.concatenate([acc, np.zeros((16 - K, Ho, Wo), np.int64)])
+    want = pool(acc, AVERAGE, (3, 2), (2, 1), (1, 1, 0, 1), (pdp["info"]["Wo"],
+                                                             pdp["info"]["Ho"]),
+                tuple(n * 5 for n in range(1, 8)), pdp["info"]["recip"])
+    base, line, surf = pdp["info"]["dst"]
+    from sim.pdp.pdp import read_cube
+    got = read_cube(cfg, core.dbb, base, line, surf, K, pdp["info"]["Ho"], pdp["info"]["Wo"], 1)
+    assert np.array_equal(got, want)
