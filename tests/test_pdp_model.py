@@ -6,7 +6,8 @@ constrained-random programs and invalid programs.
 - :func:`sim.pdp.pool` equals a naive reference written the way NVDLA's C model walks the
   input (per input element and kernel offset: line operation with its left/right padding
   rules, then the vertical step with top/bottom padding, then the two reciprocal roundings),
-  on random cubes, kernels, strides, paddings, pad values and reciprocals;
+  with the RTL's bit widths, on random cubes, kernels, strides, paddings, pad values and
+  reciprocals;
 - with PAD_VALUE_NX = N x v and reciprocals of 1.0 the average sum is the window sum with v at
   every padded position; max/min ignore padding;
 - a legal split-width program computes the unsplit pooling;
@@ -118,10 +119,20 @@ def naive_pool(x, method, kw, kh, sw, sh, pl, pr, pt, pb, fields, rw, rh, bits):
     res = np.zeros((C, oh, ow), np.int64)
     for (o_h, o_w, c), v in out.items():
         if method == AVERAGE:
-            v = _sext(_c_round(_sext(v, bits + 6) * rw), bits + 3)
-            v = _sext(_c_round(v * rh), bits)
+            v = _rtl_round(_sext(v, bits + 6) * rw, bits + 3)
+            v = _rtl_round(v * rh, bits)
         res[c, o_h, o_w] = v
     return res
+
+
+def _rtl_round(product, bits):
+    """The C model's rounding, kept in ``bits`` bits the way the RTL drops the overflow: a
+    non-negative quotient loses its bits from ``bits - 1`` up before the rounding is added."""
+    r = _c_round(product)
+    if product >= 0:
+        q = product // 65536
+        r -= q - (q % (1 << (bits - 1)))
+    return _sext(r, bits)
 
 
 def _random_case(rng, bits=8):
@@ -194,10 +205,11 @@ def test_average_rounds_half_away_from_zero():
     x = np.array([[[1, 2]], [[-1, -2]], [[1, 4]], [[-1, -4]]])      # sums 3, -3, 5, -5
     got = pool(x, AVERAGE, (2, 1), (1, 1), (0, 0, 0, 0), (1, 1), recip=(0x8000, 0x10000))
     assert got[:, 0, 0].tolist() == [2, -2, 3, -3]                  # 1.5, -1.5, 2.5, -2.5
-    # no saturation: the B-bit output wraps (NVDLA keeps the low bits)
-    big = np.full((1, 1, 2), 127)
+    # no saturation: an overflowing average keeps low bits as the RTL does, B - 1 of them
+    # for a positive one (254 -> 126 in int8), B for a negative one (-200 -> 56)
+    big = np.array([[[127, 127]], [[-100, -100]]])
     assert pool(big, AVERAGE, (2, 1), (1, 1), (0, 0, 0, 0), (1, 1),
-                recip=(0x10000, 0x10000))[0, 0, 0] == 254 - 256
+                recip=(0x10000, 0x10000))[:, 0, 0].tolist() == [126, 56]
 
 
 # -----------------------------------------------------------------------------------------

@@ -23,8 +23,10 @@ AVERAGE
     the pad value averages over the whole kernel with the pad value counted at every padded
     position. The sum is then multiplied by ``RECIP_KERNEL_WIDTH`` / 2^16 and rounded half
     away from zero into B + 3 bits, then by ``RECIP_KERNEL_HEIGHT`` / 2^16, rounded the same
-    way into B bits. Nothing saturates: every step keeps the low bits (two's complement), as
-    the hardware's adders and the final B-bit output do.
+    way into B bits. Nothing saturates: every step keeps low bits, as NVDLA's RTL does (a
+    non-negative product keeps one bit fewer before the rounding bit is added, see
+    :func:`round_recip`; NVDLA's C model agrees wherever the average fits, which is what its
+    compiler programs: reciprocals ``2^16 // kernel`` and pad values N x v).
 
 Split width (``SPLIT_NUM`` > 0) runs the passes of :func:`sim.pdp.program.split_passes` one
 after another on their own columns (re-read overlap included) and padding.
@@ -57,11 +59,16 @@ def wrap_signed(x, bits: int):
 
 
 def round_recip(x, recip: int, bits: int):
-    """``x * recip / 2^16`` rounded half away from zero, kept in ``bits`` signed bits."""
+    """``x * recip / 2^16`` rounded half away from zero into ``bits`` signed bits.
+
+    As NVDLA's RTL builds it: a negative product keeps the low ``bits`` bits of its floor
+    (plus one when the fraction is above one half); a non-negative one keeps the low
+    ``bits - 1`` bits of its floor plus the rounding bit (so an overflowing positive
+    average wraps modulo 2^(bits - 1), not 2^bits)."""
     v = np.asarray(x, dtype=np.int64) * np.int64(recip)
     q, f = v >> 16, v & 0xFFFF
-    up = np.where(v >= 0, f >= 0x8000, f > 0x8000)
-    return wrap_signed(q + up, bits)
+    low = np.int64((1 << (bits - 1)) - 1)
+    return wrap_signed(np.where(v >= 0, (q & low) + (f >= 0x8000), q + (f > 0x8000)), bits)
 
 
 def _window_sums(a, kernel: int, stride: int, count: int, axis: int):
