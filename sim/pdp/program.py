@@ -21,7 +21,8 @@ are those NVDLA's own PDP relies on (C model and RTL of nvdla/hw, re-stated here
   ``PARTIAL_WIDTH_IN_FIRST + (n - 2) x MID + LAST`` add up to the cube width and output widths
   to the output width; each pass after the first re-reads the ``kernel - stride`` overlapping
   columns (none when the stride is larger: it skips them), so the first pass must end where
-  the next window starts (``(first + PAD_LEFT - kernel) % stride == 0``), middle passes are
+  the next window starts (``(first + PAD_LEFT - kernel) % stride == 0``) and be at least
+  ``kernel - stride`` wide (the overlap the next pass re-reads), middle passes are
   whole strides, and each pass's output width is the window count of its input (the first
   pass has the left padding, the last the right). Such a split computes exactly the unsplit
   pooling; the model still runs it pass by pass as the hardware does;
