@@ -11,23 +11,27 @@ Layers and the blocks that must all be enabled for them to start (their consumer
   ``OUTPUT_DST=PDP`` also PDP, whose model then takes the SDP output on the fly.
 - SDP flying (input from CACC): launched by the convolution pipeline (``sim/conv``: CDMA,
   CSC, CMAC_A, CMAC_B, CACC, SDP and, when its group is enabled, SDP_RDMA).
+- PDP offline (``D_OPERATION_MODE_CFG.FLYING_MODE=OFF_FLYING``): PDP + PDP_RDMA
+  (``sim/pdp``, builds with ``cfg.pdp``). With ON_FLYING the PDP unit's plan waits: the layer
+  runs inside the SDP layer that sends its output to PDP (see below).
 - CDP (``sim/cdp``, builds with ``cfg.cdp``): CDP + CDP_RDMA, one layer when both consumer
   groups are enabled. The unit owns the CDP LUT RAMs (``core.cdp_lut``, a
   :class:`sim.cdp.CdpLut` on the LUT core of ``sim/lut.py`` shared with the SDP) behind CDP's
   ``S_LUT_ACCESS_CFG`` / ``S_LUT_ACCESS_DATA``, and writes back D_OUT_SATURATION, the LUT
   counters D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT and the NaN/Inf counters on every layer,
   as NVDLA's C model does.
-- PDP (with its RDMA in offline mode) -- not modelled yet.
 - BDMA (``sim/bdma.py``, builds with ``cfg.bdma``): not ping-pong; a ``CFG_LAUNCH0/1`` write
   makes the queued operations a batch, which runs as one step of block BDMA with its group.
 
-Contracts for the models still to come:
+Contracts between the units:
 
-- A PDP model registered as ``"PDP"`` provides ``run_flying(core, cube) -> {block: {register:
-  {field: value}}}`` for SDP->PDP (the SDP launch lists PDP among its blocks, so PDP completes
-  and raises PDP_DONE with it); its own ``plan`` returns :class:`~sim.core.Wait` while PDP is
-  in flying mode.
-- A convolution model registered as ``"CONV"`` lists the SDP blocks in its :class:`Launch`
+- The PDP model (``sim.pdp.PdpUnit``, registered as ``"PDP"``) provides ``run_flying(core,
+  cube) -> {block: {register: {field: value}}}`` for SDP->PDP: ``cube`` is SDP's output
+  [C rounded up to whole surfaces, H, W] (SDP streams the channel padding of its last surface
+  too; a cube of exactly C channels is padded with zeros). The SDP launch lists PDP among its
+  blocks, so PDP completes and raises PDP_DONE with it; PDP's own ``plan`` returns
+  :class:`~sim.core.Wait` while PDP is in flying mode.
+- The convolution model registered as ``"CONV"`` lists the SDP blocks in its :class:`Launch`
   and calls ``core.units["SDP"].run_layer(core, pdp, flying_input=cube)`` with the CACC
   output.
 """
@@ -120,7 +124,8 @@ class SdpUnit(UnitModel):
         written = {b: ro_fields(core.rmap[b], regs)
                    for b, regs in res.status_registers().items()}
         if pdp is not None:
-            written.update(pdp.run_flying(core, res.output))
+            # SDP streams whole surfaces: the channel padding of the last one goes to PDP too
+            written.update(pdp.run_flying(core, res.padded_output))
         return written
 
 
@@ -179,6 +184,9 @@ def default_units(cfg) -> dict:
     cdp = _optional("cdp")
     if cdp is not None and hasattr(cdp, "run_cdp") and cfg.cdp:
         units["CDP"] = CdpUnit(cdp)
+    pdp = _optional("pdp")
+    if pdp is not None and hasattr(pdp, "PdpUnit") and cfg.pdp:
+        units["PDP"] = pdp.PdpUnit()
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()
