@@ -107,21 +107,20 @@ def pool(x, method: int, kernel, stride, pad, out_size, pad_values=(0,) * 7,
         win = win[:, ::sh, ::sw][:, :oh, :ow]
         return win.max(axis=(3, 4)) if method == MAX else win.min(axis=(3, 4))
 
-    pv = [0] + [int(v) for v in pad_values]
+    pv = np.array([0] + [int(v) for v in pad_values], np.int64)     # index: padded positions
     # horizontal: per real line, real elements + PAD_VALUE_<nh>X in B + 3 bits
     xw = np.zeros((C, H, W + pl + pr), np.int64)
     xw[:, :, pl:pl + W] = x
     rows = _window_sums(xw, kw, sw, ow, axis=2)                       # [C, H, ow]
     nh = kw - _real_counts(W, pl, kw, sw, ow)
-    pad_1d = wrap_signed(np.array([pv[n] for n in nh], np.int64), bits + 3)
+    pad_1d = wrap_signed(pv[nh], bits + 3)
     rows = wrap_signed(rows + pad_1d[None, None, :], bits + 3)
     # vertical: the line sums + kernel_width x PAD_VALUE_<nv>X in B + 6 bits
     xh = np.zeros((C, H + pt + pb, ow), np.int64)
     xh[:, pt:pt + H, :] = rows
     sums = _window_sums(xh, kh, sh, oh, axis=1)                       # [C, oh, ow]
     nv = kh - _real_counts(H, pt, kh, sh, oh)
-    pad_2d = wrap_signed(wrap_signed(np.array([pv[n] for n in nv], np.int64), 19) * kw,
-                         bits + 6)
+    pad_2d = wrap_signed(wrap_signed(pv[nv], 19) * kw, bits + 6)
     sums = wrap_signed(sums + pad_2d[None, :, None], bits + 6)
     return round_recip(round_recip(sums, recip[0], bits + 3), recip[1], bits)
 
