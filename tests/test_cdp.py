@@ -352,7 +352,7 @@ def _check(cfg, cases, **kw):
         assert counts == want_counts, (p, counts, want_counts)
 
 
-CONFIGS = [PRESETS["nv_small"], NvdlaConfig(name="cdp_t4", cdp_throughput=4)]
+CONFIGS = [PRESETS["nv_small"], NvdlaConfig(name="cdp_t4", cdp_throughput=4), PRESETS["nv_full"]]
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
