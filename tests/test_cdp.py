@@ -198,7 +198,14 @@ def _program(p):
     return full
 
 
-def _tables(rng):
+def _tables(rng, smooth=False):
+    """Random LE / LO entries, or (``smooth``) slowly varying ones whose interpolations and
+    products stay mostly inside the int8 output range."""
+    if smooth:
+        a, b = rng.randrange(-40, 41), rng.randrange(-3, 4)
+        le = [sat(a + b * i + rng.randrange(-2, 3), 16) for i in range(65)]
+        lo = [sat(a - b * i // 4 + rng.randrange(-2, 3), 16) for i in range(257)]
+        return le, lo
     le = [rng.randrange(-(1 << 15), 1 << 15) for _ in range(65)]
     lo = [rng.randrange(-(1 << 15), 1 << 15) for _ in range(257)]
     return le, lo
@@ -360,8 +367,8 @@ def test_trace_like_programs(cfg):
     rng = random.Random(7)
     atom = cfg.memory_atom
     cases = []
-    for p in TRACE_LIKE:
-        le, lo = _tables(rng)
+    for k, p in enumerate(TRACE_LIKE * 2):
+        le, lo = _tables(rng, smooth=k >= len(TRACE_LIKE))
         surfaces = rng.choice([1, 2, 3])
         channels = rng.randrange(1, surfaces * atom + 1)
         cases.append((_program(p), le, lo, channels, _cube(rng, 5, surfaces, atom)))
@@ -390,8 +397,8 @@ def test_full_rate():
     case = (p, le, lo, 16, _cube(rng, 8, 2, 8))
     _check(cfg, [case], gaps=0, stalls=0)
     (_, _, cycles), = run_cases(cfg, [case], gaps=0, stalls=0)
-    latency = CdpDatapath(cfg).latency + 4 + 1
-    assert cycles <= 8 * 16 + latency, cycles
+    # 128 channels in 128 cycles, plus the window delay (4) and the pipeline (12 steps)
+    assert cycles <= 8 * 16 + 4 + 12 + 1, cycles
 
 
 def test_reference_paths():
