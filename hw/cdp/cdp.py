@@ -14,8 +14,9 @@ written pixel by pixel (:mod:`hw.cdp.rdma`). int8 only.
 Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
 ``OUT_SATURATION`` always; the five LUT counters when ``D_PERF_ENABLE.LUT_EN``; the write /
 read stall counters (cycles a request waited for the memory interface) when the block's
-``DMA_EN``; a disabled counter reports 0. NaN / Inf counters are 0 (no fp16). Counters
-saturate at 2^32 - 1.
+``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
+mirrors both groups, flipping on every ``done`` like the register file's CONSUMER, as the SDP
+does). NaN / Inf counters are 0 (no fp16). Counters saturate at 2^32 - 1.
 
 LUT access: ``lut_cfg_*`` / ``lut_data_*`` are the CSB side of S_LUT_ACCESS_CFG / _DATA
 (:func:`hw.sdp.sdp.lut_access`: pointer with auto-increment, shared with the SDP).
@@ -168,18 +169,30 @@ class Cdp(wiring.Component):
             return c
 
         pe = C.D_PERF_ENABLE
-        st, rst = self.status, self.rdma_status
-        m.d.comb += st.D_OUT_SATURATION.OUT_SATURATION.eq(counter("out_sat", o.payload.sat, o_fire))
+        live = {("D_OUT_SATURATION", "OUT_SATURATION"): (counter("out_sat", o.payload.sat,
+                                                                 o_fire), None)}
         for reg, port in (("D_PERF_LUT_UFLOW", "lut_uflow"), ("D_PERF_LUT_OFLOW", "lut_oflow"),
                           ("D_PERF_LUT_HYBRID", "lut_hybrid"), ("D_PERF_LUT_LE_HIT", "lut_le_hit"),
                           ("D_PERF_LUT_LO_HIT", "lut_lo_hit")):
-            m.d.comb += st[reg][f"PERF_{reg[7:]}"].eq(
-                Mux(pe.LUT_EN, counter(port, o.payload[port], o_fire), 0))
-        m.d.comb += [
-            st.D_PERF_WRITE_STALL.PERF_WRITE_STALL.eq(
-                Mux(pe.DMA_EN, counter("wr_stall", 1, running & wdma.stall), 0)),
-            rst.D_PERF_READ_STALL.PERF_READ_STALL.eq(
-                Mux(R.D_PERF_ENABLE.DMA_EN, counter("rd_stall", 1, running & reader.stall), 0)),
-        ]
+            live[(reg, f"PERF_{reg[7:]}")] = (counter(port, o.payload[port], o_fire), pe.LUT_EN)
+        live[("D_PERF_WRITE_STALL", "PERF_WRITE_STALL")] = (
+            counter("wr_stall", 1, running & wdma.stall), pe.DMA_EN)
+        live_r = {("D_PERF_READ_STALL", "PERF_READ_STALL"): (
+            counter("rd_stall", 1, running & reader.stall), R.D_PERF_ENABLE.DMA_EN)}
+        # A disabled counter reports the value its register group already holds (as the SDP
+        # does): both groups' values are mirrored, the group flips on every done.
+        for port, values, name in ((self.status, live, "cdp"), (self.rdma_status, live_r, "rdma")):
+            layout = port.shape()
+            grp = Signal(name=f"{name}_group")
+            banks = [Signal(layout, name=f"{name}_bank{g}") for g in range(2)]
+            for (reg, fld), (value, enable) in values.items():
+                held = Mux(grp, banks[1][reg][fld], banks[0][reg][fld])
+                m.d.comb += port[reg][fld].eq(value if enable is None else
+                                              Mux(enable, value, held))
+            with m.If(finish):
+                m.d.sync += grp.eq(~grp)
+                for g in range(2):
+                    with m.If(grp == g):
+                        m.d.sync += banks[g].eq(port)
         lut_access(m, self, dp)
         return m
