@@ -29,6 +29,7 @@ from .mem.dmaif import DmaInterfaces, weight_field
 from .glb import Glb, done_bit
 from .regfile import RegisterFile
 from .sdp import Sdp
+from .cdp import Cdp
 from .conv.conv import BLOCKS as CONV_BLOCKS, ConvPipeline
 
 __all__ = ["NvdlaCore", "DONE_SOURCES", "rtl_units", "dma_clients"]
@@ -44,7 +45,7 @@ _UNIT_STATUS = {"MCIF", "CVIF", "BDMA"}
 
 def rtl_units(cfg) -> set:
     """The unit datapaths this build's RTL has (keys of :data:`sim.units.MODEL_BLOCKS`)."""
-    return {"SDP", "CONV"}
+    return {"SDP", "CONV"} | ({"CDP"} if cfg.cdp else set())
 
 
 def dma_clients(cfg):
@@ -52,6 +53,9 @@ def dma_clients(cfg):
     reads = ["sdp"] + [n for n, on in (("sdp_b", cfg.sdp_bs), ("sdp_n", cfg.sdp_bn),
                                        ("sdp_e", cfg.sdp_ew)) if on] + ["cdma_dat", "cdma_wt"]
     writes = ["sdp"]
+    if cfg.cdp:
+        reads.append("cdp")
+        writes.append("cdp")
     if cfg.bdma:
         reads.append("bdma")
         writes.append("bdma")
@@ -188,18 +192,32 @@ class NvdlaCore(wiring.Component):
             wiring.connect(m, bdma.rd_bdma, dmaif.rd_bdma)
             wiring.connect(m, bdma.wr_bdma, dmaif.wr_bdma)
 
+        # -- CDP + CDP_RDMA (LUT access registers: see the CSB decode) --------------------
+        cdp_lut = {}
+        if cfg.cdp:
+            m.submodules.cdp = cdp = Cdp(cfg)
+            rf_cdp, rf_crd = rfs["CDP"], rfs["CDP_RDMA"]
+            m.d.comb += [
+                cdp.regs.eq(rf_cdp.d), cdp.s.eq(rf_cdp.s), cdp.op_en.eq(rf_cdp.op_en),
+                rf_cdp.done.eq(cdp.done), rf_cdp.d_status.eq(cdp.status),
+                cdp.rdma_regs.eq(rf_crd.d), cdp.rdma_op_en.eq(rf_crd.op_en),
+                rf_crd.done.eq(cdp.rdma_done), rf_crd.d_status.eq(cdp.rdma_status),
+            ]
+            wiring.connect(m, cdp.rd_cdp, dmaif.rd_cdp)
+            wiring.connect(m, cdp.wr_cdp, dmaif.wr_cdp)
+            driven |= {"CDP", "CDP_RDMA"}
+            cdp_lut = {"CDP": cdp}
+
         for name, rf in rfs.items():
             if rf.block.pingpong and name not in driven:
                 m.d.comb += rf.done.eq(0)          # no datapath yet: layers stay pending
         m.d.comb += glb.done.eq(done)
 
-        # CSB decode: one 4 KiB slot per block; holes read 0. The SDP's LUT access registers
-        # read back from the unit (its address pointer and the LUT RAM).
-        lut_regs = {}
+        # CSB decode: one 4 KiB slot per block; holes read 0. The SDP's and CDP's LUT access
+        # registers read back from the unit (its address pointer and the LUT RAM).
+        lut_units = dict(cdp_lut)
         if cfg.sdp_lut:
-            sb = rmap["SDP"]
-            lut_regs = {sb["S_LUT_ACCESS_CFG"].offset >> 2: ("cfg", sdp.lut_cfg_rdata),
-                        sb["S_LUT_ACCESS_DATA"].offset >> 2: ("data", sdp.lut_data_rdata)}
+            lut_units["SDP"] = sdp
         rdata = 0
         for name, bus in buses.items():
             slot = rmap[name].base >> 12
@@ -207,19 +225,24 @@ class NvdlaCore(wiring.Component):
                 bus.sel.eq(csb.access & (csb.slot == slot)),
                 bus.addr.eq(csb.offset), bus.we.eq(csb.we), bus.wdata.eq(csb.wdata),
             ]
+            unit = lut_units.get(name)
+            if unit is None:
+                rdata = rdata | bus.rdata
+                continue
+            blk = rmap[name]
             value = bus.rdata
-            if name == "SDP" and lut_regs:
-                for word, (kind, unit_rdata) in lut_regs.items():
-                    hit = bus.sel & (bus.addr == word)
-                    value = Mux(bus.addr == word, unit_rdata, value)
-                    if kind == "cfg":
-                        m.d.comb += [sdp.lut_cfg_we.eq(hit & bus.we),
-                                     sdp.lut_cfg_wdata.eq(bus.wdata)]
-                    else:
-                        m.d.comb += [sdp.lut_data_we.eq(hit & bus.we),
-                                     sdp.lut_data_wdata.eq(bus.wdata),
-                                     sdp.lut_data_re.eq(hit & ~bus.we)]
-            rdata = rdata | Mux(bus.sel, value, 0) if name == "SDP" and lut_regs else \
-                rdata | bus.rdata
+            for reg, kind, unit_rdata in (("S_LUT_ACCESS_CFG", "cfg", unit.lut_cfg_rdata),
+                                          ("S_LUT_ACCESS_DATA", "data", unit.lut_data_rdata)):
+                word = blk[reg].offset >> 2
+                hit = bus.sel & (bus.addr == word)
+                value = Mux(bus.addr == word, unit_rdata, value)
+                if kind == "cfg":
+                    m.d.comb += [unit.lut_cfg_we.eq(hit & bus.we),
+                                 unit.lut_cfg_wdata.eq(bus.wdata)]
+                else:
+                    m.d.comb += [unit.lut_data_we.eq(hit & bus.we),
+                                 unit.lut_data_wdata.eq(bus.wdata),
+                                 unit.lut_data_re.eq(hit & ~bus.we)]
+            rdata = rdata | Mux(bus.sel, value, 0)
         m.d.comb += csb.rdata.eq(rdata)
         return m

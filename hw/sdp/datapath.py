@@ -65,7 +65,7 @@ from amaranth.lib.wiring import In, Out
 from arch.registers import register_map
 from hw.regfile import fields_layout
 
-__all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS"]
+__all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS", "lut_ram"]
 
 LE_DEPTH, LO_DEPTH = 65, 257          # same as sim.sdp.lut
 LUT_FRACTION_BITS = 35
@@ -148,6 +148,24 @@ def _popcount(flags):
     for f in flags:
         total = total + f
     return total
+
+
+def lut_ram(m, access):
+    """The LE + LO lookup-table RAM of a unit (SDP, CDP): LE at 0..64, LO at 65..321, signed
+    16-bit entries, with the CSB access port of ``access`` (``lut_table``, ``lut_addr``,
+    ``lut_we``, ``lut_wdata``: write on the clock edge; ``lut_rdata``: combinational, 0 past
+    a table's end). Returns the Memory (the caller adds its lookup read ports)."""
+    mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
+    m.submodules.lut_ram = mem
+    addr = access.lut_addr
+    inside = _comb(m, Mux(access.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
+    ram_addr = _comb(m, Mux(access.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
+    wp = mem.write_port()
+    m.d.comb += [wp.addr.eq(ram_addr), wp.data.eq(access.lut_wdata),
+                 wp.en.eq(access.lut_we & inside)]
+    rp = mem.read_port(domain="comb")
+    m.d.comb += [rp.addr.eq(ram_addr), access.lut_rdata.eq(Mux(inside, rp.data, 0))]
+    return mem
 
 
 class _Pipe:
@@ -421,17 +439,7 @@ class SdpDatapath(wiring.Component):
     # ------------------------------------------------------------------------------------
     def _lut_ram(self, m):
         """The LE + LO RAM with its CSB access port; returns the Memory."""
-        mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
-        m.submodules.lut_ram = mem
-        addr = self.lut_addr
-        inside = _comb(m, Mux(self.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
-        ram_addr = _comb(m, Mux(self.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
-        wp = mem.write_port()
-        m.d.comb += [wp.addr.eq(ram_addr), wp.data.eq(self.lut_wdata),
-                     wp.en.eq(self.lut_we & inside)]
-        rp = mem.read_port(domain="comb")
-        m.d.comb += [rp.addr.eq(ram_addr), self.lut_rdata.eq(Mux(inside, rp.data, 0))]
-        return mem
+        return lut_ram(m, self)
 
     def _lut_steps(self, m, pipe):
         """Six steps: differences, indices, table choice + RAM address, products, rounding

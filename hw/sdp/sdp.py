@@ -94,7 +94,7 @@ from ..regfile import fields_layout
 from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
 from .wdma import SdpAtomPacker, out_layout
 
-__all__ = ["Sdp"]
+__all__ = ["Sdp", "lut_access"]
 
 INT8, INT16, FP16 = 0, 1, 2
 ALU_EQL = 3
@@ -559,19 +559,26 @@ class Sdp(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     def _lut_access(self, m, dp):
-        """The S_LUT_ACCESS_CFG / _DATA pointer (sim/sdp/lut.py) driving the LUT RAM port."""
-        addr = Signal(10)
-        table = Signal()
-        write = Signal()
-        m.d.comb += self.lut_cfg_rdata.eq(Cat(addr, Const(0, 6), table, write))
-        in_range = Mux(table, addr < 257, addr < 65)
-        m.d.comb += [dp.lut_table.eq(table), dp.lut_addr.eq(addr),
-                     dp.lut_wdata.eq(self.lut_data_wdata[:16]),
-                     dp.lut_we.eq(self.lut_data_we & write & in_range),
-                     dp.lut_re.eq(self.lut_data_re),
-                     self.lut_data_rdata.eq(Mux(in_range, dp.lut_rdata, 0))]
-        with m.If(self.lut_cfg_we):
-            m.d.sync += [addr.eq(self.lut_cfg_wdata[:10]), table.eq(self.lut_cfg_wdata[16]),
-                         write.eq(self.lut_cfg_wdata[17])]
-        with m.Elif(self.lut_data_we | self.lut_data_re):
-            m.d.sync += addr.eq(addr + 1)
+        lut_access(m, self, dp)
+
+
+def lut_access(m, unit, dp):
+    """The S_LUT_ACCESS_CFG / _DATA pointer (sim/sdp/lut.py) of a unit with a LUT (SDP, CDP):
+    ``unit``'s ``lut_cfg_*`` / ``lut_data_*`` CSB ports drive ``dp``'s LUT RAM port
+    (:func:`hw.sdp.datapath.lut_ram`)."""
+    addr = Signal(10)
+    table = Signal()
+    write = Signal()
+    m.d.comb += unit.lut_cfg_rdata.eq(Cat(addr, Const(0, 6), table, write))
+    in_range = Mux(table, addr < 257, addr < 65)
+    m.d.comb += [dp.lut_table.eq(table), dp.lut_addr.eq(addr),
+                 dp.lut_wdata.eq(unit.lut_data_wdata[:16]),
+                 dp.lut_we.eq(unit.lut_data_we & write & in_range),
+                 unit.lut_data_rdata.eq(Mux(in_range, dp.lut_rdata, 0))]
+    if hasattr(dp, "lut_re"):
+        m.d.comb += dp.lut_re.eq(unit.lut_data_re)
+    with m.If(unit.lut_cfg_we):
+        m.d.sync += [addr.eq(unit.lut_cfg_wdata[:10]), table.eq(unit.lut_cfg_wdata[16]),
+                     write.eq(unit.lut_cfg_wdata[17])]
+    with m.Elif(unit.lut_data_we | unit.lut_data_re):
+        m.d.sync += addr.eq(addr + 1)

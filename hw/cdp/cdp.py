@@ -1,0 +1,198 @@
+"""The CDP unit: CDP_RDMA, LRN datapath, write DMA, checks, counters and completion (spec: CDP,
+CDP_RDMA).
+
+One layer::
+
+    op_en & rdma_op_en -> CHECK (:mod:`hw.cdp.check`) -+-> invalid: done at once, no DMA
+                                                        +-> RUN: PixelLines -> CubeReader ->
+    AtomSerializer -> CdpFeeder -> CdpDatapath -> CdpWdma (CubeWriter),
+    done + rdma_done in the cycle after the writer reports every line acknowledged.
+
+The cube is W x H x C (CDP_RDMA ``D_DATA_CUBE_*``; the output has the same size), read and
+written pixel by pixel (:mod:`hw.cdp.rdma`). int8 only.
+
+Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
+``OUT_SATURATION`` always; the five LUT counters when ``D_PERF_ENABLE.LUT_EN``; the write /
+read stall counters (cycles a request waited for the memory interface) when the block's
+``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
+mirrors both groups, flipping on every ``done`` like the register file's CONSUMER, as the SDP
+does). NaN / Inf counters are 0 (no fp16). Counters saturate at 2^32 - 1.
+
+LUT access: ``lut_cfg_*`` / ``lut_data_*`` are the CSB side of S_LUT_ACCESS_CFG / _DATA
+(:func:`hw.sdp.sdp.lut_access`: pointer with auto-increment, shared with the SDP).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from arch.registers import register_map
+
+from ..mem.cube import AtomSerializer, CubeReader
+from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
+from ..regfile import fields_layout
+from ..sdp.sdp import lut_access
+from .check import program_errors
+from .datapath import CdpDatapath
+from .rdma import CdpFeeder, PixelLines
+from .wdma import CdpWdma
+
+__all__ = ["Cdp"]
+
+_COUNTER_MAX = (1 << 32) - 1
+
+
+class Cdp(wiring.Component):
+    """The CDP + CDP_RDMA unit of one build (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._geom = geom = DmaGeometry(cfg)
+        self._rmap = rmap = register_map(cfg)
+        self.lanes = cfg.cdp_throughput
+        rb, cb = rmap["CDP_RDMA"], rmap["CDP"]
+        super().__init__({
+            "rdma_regs": In(fields_layout(rb.d_registers, ("rw",))),
+            "rdma_op_en": In(1), "rdma_done": Out(1),
+            "rdma_status": Out(fields_layout(rb.d_registers, ("ro",))),
+            "regs": In(fields_layout(cb.d_registers, ("rw",))),
+            "s": In(fields_layout(cb.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
+            "op_en": In(1), "done": Out(1),
+            "status": Out(fields_layout(cb.d_registers, ("ro",))),
+            "rd_cdp": Out(DmaReadPort(geom)),
+            "wr_cdp": Out(DmaWritePort(geom)),
+            "lut_cfg_we": In(1), "lut_cfg_wdata": In(32), "lut_cfg_rdata": Out(32),
+            "lut_data_we": In(1), "lut_data_wdata": In(32),
+            "lut_data_re": In(1), "lut_data_rdata": Out(32),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, geom, T = self._cfg, self._geom, self.lanes
+        rb, cb = self._rmap["CDP_RDMA"], self._rmap["CDP"]
+        R, C = self.rdma_regs, self.regs
+        aw, ash = geom.addr_width, geom.atom_shift
+
+        def byte_value(view, block, reg, fld):
+            f = block[reg][fld]
+            v = view[reg][fld]
+            return Cat(Const(0, f.lsb), v) if f.lsb else v
+
+        def address(view, block, name):
+            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
+            if aw > 32:
+                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
+            return low
+
+        def cube(view, block, name, ram):
+            return (address(view, block, name),
+                    byte_value(view, block, f"D_{name}_LINE_STRIDE", f"{name}_LINE_STRIDE"),
+                    byte_value(view, block, f"D_{name}_SURFACE_STRIDE",
+                               f"{name}_SURFACE_STRIDE"),
+                    ram)
+
+        src = cube(R, rb, "SRC", R.D_SRC_DMA_CFG.SRC_RAM_TYPE)
+        dst = cube(C, cb, "DST", C.D_DST_DMA_CFG.DST_RAM_TYPE)
+        wm1 = R.D_DATA_CUBE_WIDTH.WIDTH
+        hm1 = R.D_DATA_CUBE_HEIGHT.HEIGHT
+        cm1 = R.D_DATA_CUBE_CHANNEL.CHANNEL
+        sm1 = Signal(13)
+        m.d.comb += sm1.eq(cm1 >> ash)
+        invalid = Signal()
+        m.d.comb += invalid.eq(program_errors(cfg, geom, C, R, src, dst))
+
+        # -- data movers and datapath ----------------------------------------------------------
+        m.submodules.src_lines = src_lines = PixelLines(geom)
+        m.submodules.reader = reader = CubeReader(geom)
+        m.submodules.ser = ser = AtomSerializer(geom)
+        m.submodules.feeder = feeder = CdpFeeder(geom, T)
+        m.submodules.datapath = dp = CdpDatapath(cfg)
+        m.submodules.wdma = wdma = CdpWdma(geom, T)
+        wiring.connect(m, src_lines.cmd, reader.cmd)
+        wiring.connect(m, flipped(self.rd_cdp), reader.dma)
+        wiring.connect(m, reader.data, ser.i)
+        wiring.connect(m, ser.o, feeder.i)
+        wiring.connect(m, feeder.o, dp.i)
+        wiring.connect(m, flipped(self.wr_cdp), wdma.dma)
+        start = Signal()
+        clear = Signal()
+        for movers, (base, ls, ss, ram) in ((src_lines, src), (wdma, dst)):
+            m.d.comb += [movers.start.eq(start), movers.base.eq(base), movers.ram_type.eq(ram),
+                         movers.line_stride.eq(ls), movers.surface_stride.eq(ss),
+                         movers.width_m1.eq(wm1), movers.height_m1.eq(hm1),
+                         movers.surfaces_m1.eq(sm1)]
+        m.d.comb += [feeder.channel_m1.eq(cm1), feeder.surfaces_m1.eq(sm1),
+                     feeder.clear.eq(clear), dp.clear.eq(clear), wdma.clear.eq(clear),
+                     dp.regs.eq(C), dp.s.eq(self.s)]
+        o = dp.o
+        for lane in range(T):
+            m.d.comb += wdma.i.payload.data[lane].eq(o.payload.data[lane])
+        m.d.comb += wdma.i.payload.last.eq(o.payload.last)
+
+        # -- control -------------------------------------------------------------------------
+        running = Signal()
+        finish = Signal()
+        m.d.comb += [self.done.eq(finish), self.rdma_done.eq(finish)]
+        with m.FSM(name="ctl"):
+            with m.State("IDLE"):
+                with m.If(self.op_en & self.rdma_op_en):
+                    m.d.comb += clear.eq(1)
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                with m.If(invalid):
+                    m.next = "FINISH"
+                with m.Else():
+                    m.d.comb += start.eq(1)
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += running.eq(1)
+                with m.If(wdma.done):
+                    m.next = "FINISH"
+            with m.State("FINISH"):
+                m.d.comb += finish.eq(1)
+                m.next = "IDLE"
+        m.d.comb += [self.busy.eq(running),
+                     wdma.i.valid.eq(o.valid & running), o.ready.eq(wdma.i.ready & running)]
+        o_fire = Signal()
+        m.d.comb += o_fire.eq(o.valid & o.ready)
+
+        # -- counters ----------------------------------------------------------------------------
+        def counter(name, inc, when):
+            c = Signal(32, name=name)
+            nxt = Signal(33, name=f"{name}_next")
+            m.d.comb += nxt.eq(c + inc)
+            with m.If(clear):
+                m.d.sync += c.eq(0)
+            with m.Elif(when):
+                m.d.sync += c.eq(Mux(nxt[32], _COUNTER_MAX, nxt[:32]))
+            return c
+
+        pe = C.D_PERF_ENABLE
+        live = {("D_OUT_SATURATION", "OUT_SATURATION"): (counter("out_sat", o.payload.sat,
+                                                                 o_fire), None)}
+        for reg, port in (("D_PERF_LUT_UFLOW", "lut_uflow"), ("D_PERF_LUT_OFLOW", "lut_oflow"),
+                          ("D_PERF_LUT_HYBRID", "lut_hybrid"), ("D_PERF_LUT_LE_HIT", "lut_le_hit"),
+                          ("D_PERF_LUT_LO_HIT", "lut_lo_hit")):
+            live[(reg, f"PERF_{reg[7:]}")] = (counter(port, o.payload[port], o_fire), pe.LUT_EN)
+        live[("D_PERF_WRITE_STALL", "PERF_WRITE_STALL")] = (
+            counter("wr_stall", 1, running & wdma.stall), pe.DMA_EN)
+        live_r = {("D_PERF_READ_STALL", "PERF_READ_STALL"): (
+            counter("rd_stall", 1, running & reader.stall), R.D_PERF_ENABLE.DMA_EN)}
+        # A disabled counter reports the value its register group already holds (as the SDP
+        # does): both groups' values are mirrored, the group flips on every done.
+        for port, values, name in ((self.status, live, "cdp"), (self.rdma_status, live_r, "rdma")):
+            layout = port.shape()
+            grp = Signal(name=f"{name}_group")
+            banks = [Signal(layout, name=f"{name}_bank{g}") for g in range(2)]
+            for (reg, fld), (value, enable) in values.items():
+                held = Mux(grp, banks[1][reg][fld], banks[0][reg][fld])
+                m.d.comb += port[reg][fld].eq(value if enable is None else
+                                              Mux(enable, value, held))
+            with m.If(finish):
+                m.d.sync += grp.eq(~grp)
+                for g in range(2):
+                    with m.If(grp == g):
+                        m.d.sync += banks[g].eq(port)
+        lut_access(m, self, dp)
+        return m

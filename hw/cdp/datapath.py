@@ -1,0 +1,358 @@
+"""The CDP arithmetic datapath (spec: CDP -- input converter, square sum, lookup tables, multiply,
+output converter). int8 only.
+
+``T`` lanes (``cfg.cdp_throughput``) of one pixel's channels enter per transfer, channel-major:
+all channels of pixel (w, h) (``S`` surfaces x atom channels, cripple channels flagged ``pad``)
+before the next pixel. Each transfer carries the pixel's ``parity`` (toggles per pixel) and
+``real`` (0 for the flush transfers that push the last pixel's final channels out). The
+pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
+
+    sub/mul -> round+sat9 -> square -> [window] sum -> LUT (5) -> mul -> ocvt (3) -> o
+
+* Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``;
+  pad lanes become 0 (NVDLA fills them with the offset, which converts to 0).
+* Window: a history of the last ``D + 4`` converted values (``D = T * ceil(4 / T)``, shifted on
+  every valid transfer) gives the ``2 * NORMALZ_LEN + 3`` neighbours of the transfer ``D``
+  elements back; neighbours of another pixel (parity differs) or of a flush transfer count 0.
+  The square sum (``SQSUM_BYPASS``: the centre value itself) feeds both tables.
+* LUT: LE (65 entries, linear or exponent index) and LO (257, linear) with 38-bit signed
+  start / end, under / overflow extrapolation ``table[0|last] + round((x - start|end [- 2^off
+  for an LE exponent underflow]) * scale >> shift)`` (signed 5-bit shift: negative shifts
+  left), interpolation ``y0 + round((y1 - y0) * f >> 16)`` with a 16-bit fraction; results
+  saturated to int16; table choice by the under/overflow/hybrid priorities.
+* Multiply: ``lut * centre`` (``MUL_BYPASS``: ``lut``).
+* Output converter: ``sat8(round((y - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``;
+  a lane counts as saturated when ``floor(... >> shift)`` is more than 1 away from the result.
+
+Rounding is half away from zero everywhere. The LUT RAM (LE at 0..64, LO at 65..321) has a
+CSB port (``lut_we`` / ``lut_table`` / ``lut_addr`` / ``lut_wdata``, combinational
+``lut_rdata``); helpers are shared with the SDP datapath (:mod:`hw.sdp.datapath`): the LUT RAM
+layout and its access port (:func:`hw.sdp.datapath.lut_ram`), rounding, saturation, the
+step pipeline. The SDP's LUT arithmetic itself is not reused: NVDLA's CDP keeps a 16-bit
+interpolation fraction, interpolates as ``y0 + round(dy * f)`` and saturates to int16, the
+SDP a 35-bit fraction, ``round(y0 * (1 - f) + y1 * f)`` and int32.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from arch.registers import register_map
+from hw.regfile import fields_layout
+from hw.sdp.datapath import (LE_DEPTH, LO_DEPTH, _comb, _Pipe, _popcount, _round_shift_right,
+                             _saturate, lut_ram)
+
+__all__ = ["CdpDatapath", "in_layout", "out_layout", "window_delay"]
+
+FRAC = 16
+
+
+def window_delay(lanes):
+    """Elements between a transfer's entry into the window and its centres leaving."""
+    return lanes * -(-4 // lanes)
+
+
+def in_layout(lanes):
+    return data.StructLayout({"data": data.ArrayLayout(signed(8), lanes),
+                              "pad": data.ArrayLayout(1, lanes),
+                              "parity": 1, "real": 1, "last": 1})
+
+
+def out_layout(lanes):
+    count = range(lanes + 1)
+    return data.StructLayout({"data": data.ArrayLayout(signed(16), lanes), "last": 1,
+                              "sat": count, "lut_uflow": count, "lut_oflow": count,
+                              "lut_hybrid": count, "lut_le_hit": count, "lut_lo_hit": count})
+
+
+def _highest_one(m, v, name):
+    """Index of the highest set bit of unsigned ``v`` (up to 64 bits)."""
+    cur = Cat(v, Const(0, 64 - len(v)))
+    bits = []
+    for step in (32, 16, 8, 4, 2, 1):
+        hi = cur[step:2 * step]
+        big = hi != 0
+        bits.append(big)
+        cur = Mux(big, hi, cur[:step])
+    return _comb(m, Cat(*reversed(bits)), name)
+
+
+class CdpDatapath(wiring.Component):
+    """Ports: ``regs`` (CDP D-group rw fields), ``s`` (CDP S-group rw fields), ``i`` / ``o``
+    streams (:func:`in_layout` / :func:`out_layout`), ``clear`` (empties the window history
+    between layers), LUT RAM access ``lut_we``/``lut_table``/``lut_addr``/``lut_wdata``/
+    ``lut_rdata``. ``latency``: steps from input to output."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.lanes = T = cfg.cdp_throughput
+        block = register_map(cfg)["CDP"]
+        self.latency = 12
+        super().__init__({
+            "regs": In(fields_layout(block.d_registers, ("rw",))),
+            "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
+            "i": In(stream.Signature(in_layout(T))),
+            "o": Out(stream.Signature(out_layout(T))),
+            "clear": In(1),
+            "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
+            "lut_rdata": Out(16),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        T, r, s = self.lanes, self.regs, self.s
+        out_valid = Signal()
+        en = Signal()
+        m.d.comb += [en.eq(~out_valid | self.o.ready), self.i.ready.eq(en)]
+        pipe = _Pipe(m, en)
+        mem = lut_ram(m, self)
+
+        p = self.i.payload
+        st = {"valid": self.i.valid, "par": p.parity, "real": p.real, "last": p.last}
+        for lane in range(T):
+            st[f"x{lane}"] = p.data[lane]
+            st[f"pad{lane}"] = p.pad[lane]
+
+        # -- input converter ------------------------------------------------------------------
+        off8 = r.D_DATIN_OFFSET.DATIN_OFFSET[:8].as_signed()
+        scale = r.D_DATIN_SCALE.DATIN_SCALE.as_signed()
+        new = dict(st)
+        for lane in range(T):
+            new[f"x{lane}"] = (st[f"x{lane}"] - off8) * scale                    # 25 bits
+        st = pipe.step(new)
+        new = dict(st)
+        for lane in range(T):
+            v, _ = _round_shift_right(m, st[f"x{lane}"], r.D_DATIN_SHIFTER.DATIN_SHIFTER, 9,
+                                      25, f"icvt{lane}")
+            new[f"x{lane}"] = Mux(st[f"pad{lane}"], 0, v).as_signed()[:9].as_signed()
+            new[f"pad{lane}"] = None
+        st = pipe.step(new)
+        new = dict(st)
+        for lane in range(T):
+            new[f"q{lane}"] = (st[f"x{lane}"] * st[f"x{lane}"]).as_unsigned()[:17]
+        st = pipe.step(new)
+
+        # -- window and square sum ------------------------------------------------------------
+        D = window_delay(T)
+        H = D + 4
+        hist = [{"v": Signal(signed(9), name=f"h_v{k}"), "q": Signal(17, name=f"h_q{k}"),
+                 "par": Signal(name=f"h_par{k}"), "real": Signal(name=f"h_real{k}"),
+                 "last": Signal(name=f"h_last{k}")} for k in range(H)]
+        cur = [{"v": st[f"x{lane}"], "q": st[f"q{lane}"], "par": st["par"], "real": st["real"],
+                "last": st["last"]} for lane in range(T)]
+        seq = hist + cur                                          # oldest first
+        with m.If(self.clear):
+            for h in hist:
+                m.d.sync += h["real"].eq(0)
+        with m.Elif(en & st["valid"]):
+            for k in range(H):
+                for key in ("v", "q", "par", "real", "last"):
+                    m.d.sync += hist[k][key].eq(seq[k + T][key])
+        half = r.D_LRN_CFG.NORMALZ_LEN + 1
+        bypass_sq = r.D_FUNC_BYPASS.SQSUM_BYPASS
+        base = H - D                                              # = 4
+        centre_real = seq[base]["real"]
+        new = dict(st)
+        for lane in range(T):
+            c = seq[base + lane]
+            total = Const(0, 21)
+            for k in range(-4, 5):
+                t = seq[base + lane + k]
+                inside = (t["par"] == c["par"]) & t["real"]
+                if k:
+                    inside = inside & (half >= abs(k))
+                total = total + Mux(inside, t["q"], 0)
+            new[f"sum{lane}"] = Mux(bypass_sq, c["v"], total[:21].as_signed())     # 22 bits
+            new[f"c{lane}"] = c["v"]
+            new[f"x{lane}"] = new[f"q{lane}"] = None
+        new["valid"] = st["valid"] & centre_real
+        new["last"] = seq[base]["last"]
+        new["par"] = new["real"] = None
+        st = pipe.step(new)
+
+        # -- LUT ------------------------------------------------------------------------------
+        st = self._lut(m, pipe, st, mem)
+
+        # -- multiply, output converter --------------------------------------------------------
+        mul_bypass = r.D_FUNC_BYPASS.MUL_BYPASS
+        ooff = r.D_DATOUT_OFFSET.DATOUT_OFFSET[:25].as_signed()
+        oscale = r.D_DATOUT_SCALE.DATOUT_SCALE.as_signed()
+        oshift = r.D_DATOUT_SHIFTER.DATOUT_SHIFTER
+        new = dict(st)
+        for lane in range(T):
+            y = Mux(mul_bypass, st[f"lut{lane}"], st[f"lut{lane}"] * st[f"c{lane}"])
+            new[f"y{lane}"] = (y.as_signed()[:25].as_signed() - ooff)             # 26 bits
+            new[f"lut{lane}"] = new[f"c{lane}"] = None
+        st = pipe.step(new)
+        new = dict(st)
+        for lane in range(T):
+            new[f"y{lane}"] = st[f"y{lane}"] * oscale                            # 42 bits
+        st = pipe.step(new)
+        new = dict(st)
+        sats = []
+        for lane in range(T):
+            y = st[f"y{lane}"]
+            v, _ = _round_shift_right(m, y, oshift, 8, 42, f"ocvt{lane}")
+            fl = _comb(m, y >> oshift, f"ocvt_floor{lane}")
+            sats.append((fl > v + 1) | (fl < v - 1))
+            new[f"out{lane}"] = v
+            new[f"y{lane}"] = None
+        new["sat"] = _popcount(sats)
+        st = pipe.step(new)
+        self.latency = pipe.steps
+
+        o = self.o.payload
+        m.d.comb += [out_valid.eq(st["valid"]), self.o.valid.eq(out_valid),
+                     o.last.eq(st["last"]), o.sat.eq(st["sat"])]
+        for lane in range(T):
+            m.d.comb += o.data[lane].eq(st[f"out{lane}"])
+        for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
+            m.d.comb += o[f"lut_{k}"].eq(st[f"lut_{k}"])
+        return m
+
+    # ------------------------------------------------------------------------------------
+    def _lut(self, m, pipe, st, mem):
+        """Five steps: differences; indices / fractions / flags; table choice + RAM address;
+        products; rounding + select (int16)."""
+        T, s = self.lanes, self.s
+        lcfg, info = s.S_LUT_CFG, s.S_LUT_INFO
+
+        def s38(low, high):
+            return Cat(low, high).as_signed()
+
+        le_start = _comb(m, s38(s.S_LUT_LE_START_LOW.LUT_LE_START_LOW,
+                                s.S_LUT_LE_START_HIGH.LUT_LE_START_HIGH), "le_start")
+        le_end = _comb(m, s38(s.S_LUT_LE_END_LOW.LUT_LE_END_LOW,
+                              s.S_LUT_LE_END_HIGH.LUT_LE_END_HIGH), "le_end")
+        lo_start = _comb(m, s38(s.S_LUT_LO_START_LOW.LUT_LO_START_LOW,
+                                s.S_LUT_LO_START_HIGH.LUT_LO_START_HIGH), "lo_start")
+        lo_end = _comb(m, s38(s.S_LUT_LO_END_LOW.LUT_LO_END_LOW,
+                              s.S_LUT_LO_END_HIGH.LUT_LO_END_HIGH), "lo_end")
+        le_linear = lcfg.LUT_LE_FUNCTION
+        le_off = info.LUT_LE_INDEX_OFFSET.as_signed()
+        les, los = s.S_LUT_LE_SLOPE_SCALE, s.S_LUT_LO_SLOPE_SCALE
+        lesh, losh = s.S_LUT_LE_SLOPE_SHIFT, s.S_LUT_LO_SLOPE_SHIFT
+        bias = _comb(m, Mux(~le_linear & (le_off >= 0) & (le_off < 48),
+                            (Const(1, 48) << le_off.as_unsigned()[:6])[:48], 0), "lut_bias")
+        ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
+
+        def select_bits(sel):
+            """NVDLA's index select: bit 5 set = negative (6-bit two's complement), else the
+            8-bit value; returns (negative, left shift 0..32, right shift 0..63)."""
+            neg = sel[5]
+            left = (-(Cat(sel[:6], Const(0b11, 2)).as_signed()))[:6]
+            right = Mux(sel > 63, 63, sel)[:6]
+            return neg, left, right
+
+        def linear(lane, t, sel, depth, name):
+            neg, left, right = select_bits(sel)
+            tp = t.as_unsigned()[:40]
+            q = _comb(m, Cat(Const(0, FRAC), tp) >> right, f"{name}_q{lane}")
+            whole = q[FRAC:]
+            lsh = _comb(m, tp << Mux(left > 9, 9, left)[:4], f"{name}_l{lane}")
+            idx = Mux(neg, lsh, whole)
+            under = t <= 0
+            over = ~under & (idx >= depth)
+            frac = Mux(neg, 0, q[:FRAC])
+            return idx[:9], frac, under, over
+
+        new = dict(st)
+        for lane in range(T):
+            x = st[f"sum{lane}"]
+            new[f"le_t{lane}"] = x - le_start                                   # 40 bits
+            new[f"lo_t{lane}"] = x - lo_start
+            new[f"lx{lane}"] = x
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            t = st[f"le_t{lane}"]
+            pos = t > 0
+            log = _highest_one(m, t.as_unsigned()[:40], f"le_log{lane}")        # 6 bits
+            e_under = ~pos | (log < le_off)
+            e_idx = _comb(m, (log - le_off)[:10], f"le_eidx{lane}")
+            e_over = ~e_under & (e_idx >= LE_DEPTH - 1)
+            e_frac = (Cat(Const(0, FRAC), t.as_unsigned()[:40]) >> log)[:FRAC]
+            l_idx, l_frac, l_under, l_over = linear(lane, t, info.LUT_LE_INDEX_SELECT,
+                                                    LE_DEPTH - 1, "le")
+            new[f"le_i{lane}"] = Mux(le_linear, l_idx, e_idx[:9])[:7]
+            new[f"le_f{lane}"] = Mux(le_linear, l_frac, e_frac)
+            new[f"le_u{lane}"] = Mux(le_linear, l_under, e_under)
+            new[f"le_o{lane}"] = Mux(le_linear, l_over, e_over)
+            i, f, u, o = linear(lane, st[f"lo_t{lane}"], info.LUT_LO_INDEX_SELECT,
+                                LO_DEPTH - 1, "lo")
+            new[f"lo_i{lane}"], new[f"lo_f{lane}"], new[f"lo_u{lane}"], new[f"lo_o{lane}"] = \
+                i, f, u, o
+            new[f"le_t{lane}"] = new[f"lo_t{lane}"] = None
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            le_u, le_o = st[f"le_u{lane}"], st[f"le_o{lane}"]
+            lo_u, lo_o = st[f"lo_u{lane}"], st[f"lo_o{lane}"]
+            le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
+            both_u, both_o = le_u & lo_u, le_o & lo_o
+            one_hit = ~both_u & ~both_o & (le_hit ^ lo_hit)
+            use_lo = _comb(m, Mux(both_u, lcfg.LUT_UFLOW_PRIORITY,
+                                  Mux(both_o, lcfg.LUT_OFLOW_PRIORITY,
+                                      Mux(one_hit, lo_hit, lcfg.LUT_HYBRID_PRIORITY))),
+                           f"cdp_use_lo{lane}")
+            uflow = Mux(use_lo, lo_u, le_u)
+            oflow = Mux(use_lo, lo_o, le_o)
+            flow = _comb(m, uflow | oflow, f"cdp_flow{lane}")
+            a0 = _comb(m, Mux(use_lo, Mux(oflow, LO_DEPTH - 1, Mux(uflow, 0, st[f"lo_i{lane}"]))
+                              + LE_DEPTH,
+                              Mux(oflow, LE_DEPTH - 1, Mux(uflow, 0, st[f"le_i{lane}"])))[:9],
+                       f"cdp_a0_{lane}")
+            rp0, rp1 = ports[lane]
+            m.d.comb += [rp0.addr.eq(a0), rp0.en.eq(pipe.en),
+                         rp1.addr.eq(Mux(flow, a0, a0 + 1)), rp1.en.eq(pipe.en)]
+            start = Mux(use_lo, Mux(oflow, lo_end, lo_start), Mux(oflow, le_end, le_start))
+            sc = Mux(use_lo, Mux(oflow, los.LUT_LO_SLOPE_OFLOW_SCALE, los.LUT_LO_SLOPE_UFLOW_SCALE),
+                     Mux(oflow, les.LUT_LE_SLOPE_OFLOW_SCALE, les.LUT_LE_SLOPE_UFLOW_SCALE))
+            sh = Mux(use_lo, Mux(oflow, losh.LUT_LO_SLOPE_OFLOW_SHIFT,
+                                 losh.LUT_LO_SLOPE_UFLOW_SHIFT),
+                     Mux(oflow, lesh.LUT_LE_SLOPE_OFLOW_SHIFT, lesh.LUT_LE_SLOPE_UFLOW_SHIFT))
+            b = Mux(~use_lo & uflow, bias, 0)
+            new[f"dx{lane}"] = st[f"lx{lane}"] - start - b                        # 50 bits
+            new[f"sc{lane}"] = sc.as_signed()
+            new[f"sh{lane}"] = sh.as_signed()
+            new[f"fr{lane}"] = Mux(use_lo, st[f"lo_f{lane}"], st[f"le_f{lane}"])
+            new[f"flow{lane}"] = flow
+            both = both_u | both_o
+            new[f"k_uflow{lane}"] = both_u
+            new[f"k_oflow{lane}"] = ~both_u & both_o
+            new[f"k_hybrid{lane}"] = ~both & ~one_hit
+            new[f"k_le_hit{lane}"] = one_hit & le_hit
+            new[f"k_lo_hit{lane}"] = one_hit & lo_hit
+            for k in ("le_i", "le_f", "le_u", "le_o", "lo_i", "lo_f", "lo_u", "lo_o", "lx"):
+                new[f"{k}{lane}"] = None
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            rp0, rp1 = ports[lane]
+            y0, y1 = rp0.data.as_signed(), rp1.data.as_signed()
+            new[f"ip{lane}"] = (y1 - y0) * Cat(st[f"fr{lane}"], Const(0, 1)).as_signed()
+            new[f"sp{lane}"] = st[f"dx{lane}"] * st[f"sc{lane}"]                  # 66 bits
+            new[f"y0{lane}"] = y0
+            for k in ("fr", "dx", "sc"):
+                new[f"{k}{lane}"] = None
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            ip, _ = _round_shift_right(m, st[f"ip{lane}"], FRAC, 20, 34, f"cdp_ip{lane}")
+            sp, sh = st[f"sp{lane}"], st[f"sh{lane}"]
+            right, _ = _round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 66, f"cdp_sr{lane}")
+            left = _saturate(sp << (-sh).as_unsigned()[:5], 32)
+            slope = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
+            value = Mux(st[f"flow{lane}"], st[f"y0{lane}"] + slope, st[f"y0{lane}"] + ip)
+            new[f"lut{lane}"] = _saturate(value, 16)
+            for k in ("ip", "sp", "sh", "y0", "flow"):
+                new[f"{k}{lane}"] = None
+        for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
+            new[f"lut_{k}"] = _popcount([st[f"k_{k}{lane}"] for lane in range(T)])
+            for lane in range(T):
+                new[f"k_{k}{lane}"] = None
+        return pipe.step(new)
