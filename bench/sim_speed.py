@@ -116,7 +116,7 @@ def main(argv=None):
     ref = theirs(paths)
     print(f"{'trace':<36} {'ours c/s':>10} {'original c/s':>13} {'ratio':>6}   "
           f"{'our cycles':>10} {'orig cycles':>11}")
-    tot_o = tot_t = 0.0
+    tot = [0, 0.0, 0, 0.0]                   # our cycles, wall; theirs (traces both pass)
     for p in paths:
         ok, cyc, wall, msg = mine[p.name]
         mo = cyc / wall if wall else 0
@@ -126,8 +126,10 @@ def main(argv=None):
             mt = rcyc / rwall if rwall else 0
             line += f" {mt:>13.0f} {mo / mt if mt else 0:>6.1f}   {cyc:>10} {rcyc:>11}"
             if ok and rok:
-                tot_o += mo
-                tot_t += mt
+                tot[0] += cyc
+                tot[1] += wall
+                tot[2] += rcyc
+                tot[3] += rwall
         else:
             line += f" {'-':>13} {'-':>6}   {cyc:>10} {'-':>11}"
         if not ok:
@@ -135,15 +137,17 @@ def main(argv=None):
         elif p.name in ref and not ref[p.name][0]:
             line += "  (fails on the original)"
         print(line, flush=True)
-    if tot_t:
-        print(f"{'mean of the per-trace speeds':<36} {tot_o:>10.0f} {tot_t:>13.0f} "
-              f"{tot_o / tot_t:>6.1f}")
+    if tot[1] and tot[3]:
+        mo, mt = tot[0] / tot[1], tot[2] / tot[3]
+        print(f"{'all (total cycles / total wall)':<36} {mo:>10.0f} {mt:>13.0f} "
+              f"{mo / mt:>6.1f}   {tot[0]:>10} {tot[2]:>11}")
     print(f"our build: {build_seconds(exe) or 0:.0f} s (model + harness, Verilator options "
           f"{', '.join(DEFAULT_OPTIONS) or 'base'}; {built:.1f} s in this run, 0 when cached)")
     if not args.no_suite:
         wall, passed, n = suite(cfg, args.jobs)
         print(f"public nv_small traces on the RTL (RTL_UNITS): {n} traces, {passed} passed, "
-              f"{wall:.1f} s wall with -j {args.jobs}")
+              f"{wall:.1f} s wall with -j {args.jobs} (on plain nv_small the 3 EW/LUT SDP "
+              f"traces fail their CRCs by design)")
     return 0
 
 
