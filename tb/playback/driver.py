@@ -56,7 +56,7 @@ FLAGS = {
     "threads2": ["--threads", "2"],
 }
 #: The options the default build uses (the ones that paid).
-DEFAULT_OPTIONS = ("O3",)
+DEFAULT_OPTIONS = ("O3", "xassign", "xinitial")
 
 
 class PlaybackError(RuntimeError):
