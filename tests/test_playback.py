@@ -165,3 +165,15 @@ def test_rejection_reaches_the_driver(tmp_path, monkeypatch):
     d = _make(tmp_path, "w", "reg_write(NVDLA_SDP.S_POINTER_0, 0x1);\n")
     with pytest.raises(playback.PlaybackError, match="command list is corrupted"):
         driver.run_playback_batch([str(d)], CFG)
+
+
+def test_same_results_with_non_posted_writes():
+    paths = [str(p) for p in _public(["sdp_8x8x32_bypass_int8_0", "dc_1x1x8_1x1x8x1_int8_0"])]
+    fast = _playback(paths, backpressure=False, nposted=True)
+    try:
+        slow = trace_rtl.run_rtl_batch(paths, CFG, sim="verilator", backpressure=False,
+                                       nposted=True)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+    assert [(r.passed, r.cycles, r.layers) for r in fast] == \
+        [(r.passed, r.cycles, r.layers) for r in slow]
