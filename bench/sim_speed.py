@@ -5,8 +5,9 @@ RTL in NVDLA's own Verilator harness, on the same traces in one run.
     python bench/sim_speed.py --no-suite TRACE...   # chosen trace directories
     python bench/sim_speed.py --sweep               # Verilator options one by one
 
-Per trace: our cycles per second (the trace's cycles over the harness's wall time for it,
-back-pressure off, model already built), the original's (``run_reference.sh``: its total
+Per trace, ours then theirs back to back (the machine's load changes): our cycles per second
+(the trace's cycles over the harness's wall time for it, back-pressure off, model already
+built), the original's (``run_reference.sh``: its total
 cycles over its simulator process's wall time), and the ratio. The original comes from
 ``../shared/reference`` (``build_reference.sh`` into ``$NVDLA_REF_DIR``, default
 /tmp/nvdla-ref, outside the repository; run it first). Then: our build time (from the build
@@ -121,8 +122,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     exe = build_harness(cfg)
     built = time.perf_counter() - t0
-    mine = ours(paths, cfg)
-    ref = theirs(paths)
+    mine, ref = {}, {}
+    for p in paths:                 # interleaved, so that both see the same machine load
+        mine.update(ours([p], cfg))
+        ref.update(theirs([p]))
     print(f"{'trace':<36} {'ours c/s':>10} {'original c/s':>13} {'ratio':>6}   "
           f"{'our cycles':>10} {'orig cycles':>11}")
     tot = [0, 0.0, 0, 0.0]                   # our cycles, wall; theirs (traces both pass)
