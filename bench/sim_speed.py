@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arch.config import load_config  # noqa: E402
 from sim.trace import parse_trace  # noqa: E402
-from tb.playback.driver import (DEFAULT_OPTIONS, FLAGS, build_harness,  # noqa: E402
+from tb.playback.driver import (DEFAULT_OPTIONS, build_harness,  # noqa: E402
                                 build_seconds, run_playback_batch)
 from tb.trace_rtl import expected_to_pass, split_batches  # noqa: E402
 
