@@ -113,12 +113,12 @@ def main(argv=None) -> int:
         from scripts.trace import read_reference
         ref = {k: v.layer_cycles for k, v in read_reference(args.reference).items()}
 
-    from tb.trace_rtl import run_rtl_batch, split_batches
+    from tb.trace_rtl import run_batch, split_batches
     import concurrent.futures
     batches = split_batches(paths, args.jobs)
     opts = dict(sim="verilator", backpressure=False, busy=0.0, latency=(1, 8))
     with concurrent.futures.ThreadPoolExecutor(len(batches)) as pool:
-        results = [r for rs in pool.map(lambda b: run_rtl_batch(b, cfg, **opts), batches)
+        results = [r for rs in pool.map(lambda b: run_batch(b, cfg, **opts), batches)
                    for r in rs]
     by_name = {r.name: r for r in results}
     print(f"config {cfg.name}: Atomic-C {cfg.atomic_c} x Atomic-K {cfg.atomic_k}, "

@@ -71,8 +71,10 @@ def add_arguments(parser):
                         help="trace directory, .cfg file, or directory of trace directories")
     parser.add_argument("--config", default="nv_small",
                         help="build: a preset name or a TOML file (default nv_small)")
-    parser.add_argument("--engine", choices=("golden", "rtl"), default="golden",
-                        help="golden numpy model or the generated RTL (default golden)")
+    parser.add_argument("--engine", choices=("golden", "rtl", "rtl-cocotb"), default="golden",
+                        help="golden numpy model or the generated RTL: rtl = the compiled "
+                             "playback harness on Verilator (the cocotb engine with --sim "
+                             "icarus), rtl-cocotb = the cocotb engine (default golden)")
     parser.add_argument("--sim", choices=("icarus", "verilator"), default="verilator",
                         help="HDL simulator of the rtl engine (default verilator)")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
@@ -101,13 +103,13 @@ def _run_pool(paths, args):
             yield f.result()
 
 
-def _rtl_batch(batch, config, sim, max_cycles, queue):
+def _rtl_batch(batch, config, engine, sim, max_cycles, queue):
     """One worker of ``--engine rtl -j N``: a batch of traces in one simulator run."""
     from arch.config import load_config
-    from tb.trace_rtl import run_rtl_batch
+    from tb.trace_rtl import run_batch
     try:
-        run_rtl_batch(batch, load_config(config), sim=sim, max_cycles=max_cycles,
-                      on_result=queue.put)
+        run_batch(batch, load_config(config), engine=engine, sim=sim, max_cycles=max_cycles,
+                  on_result=queue.put)
     except Exception as e:                       # EngineUnavailable, or a bug: re-raised
         queue.put(e)
 
@@ -125,11 +127,12 @@ def _run_rtl(paths, args):
         queue = manager.Queue()
         if len(batches) == 1:
             workers = [threading.Thread(target=_rtl_batch,
-                                        args=(batches[0], args.config, args.sim,
+                                        args=(batches[0], args.config, args.engine, args.sim,
                                               args.max_cycles, queue))]
         else:
             workers = [ctx.Process(target=_rtl_batch,
-                                   args=(b, args.config, args.sim, args.max_cycles, queue))
+                                   args=(b, args.config, args.engine, args.sim, args.max_cycles,
+                                         queue))
                        for b in batches]
         for w in workers:
             w.start()
@@ -222,7 +225,8 @@ def run(args) -> int:
             print("--reference: ignored, the golden model has no layer cycles")
             reference = None
     else:
-        print(f"engine rtl ({args.sim}), config {args.config}")
+        how = "playback harness" if args.engine == "rtl" and args.sim == "verilator" else "cocotb"
+        print(f"engine {args.engine} ({how}, {args.sim}), config {args.config}")
     sys.stdout.flush()
 
     t0 = time.perf_counter()
@@ -230,7 +234,7 @@ def run(args) -> int:
     compared = []                                # (ours, reference) of traces in both
     no_layer = []                                # in the reference, no layer measured
     try:
-        if args.engine == "rtl":
+        if args.engine in ("rtl", "rtl-cocotb"):
             results = _run_rtl(paths, args)
         elif args.jobs == 1:
             cfg = load_config(args.config)

@@ -18,7 +18,10 @@ AXI ready/valid stalls, default on), ``busy`` (stall probability, 0.3), ``latenc
 cycles from address to data/response, (1, 16)), ``seed`` (1), ``nposted`` (non-posted
 register writes, default off).
 
-Importing this module registers the engine as ``"rtl"`` in :mod:`sim.trace_run`.
+Importing this module registers two engines in :mod:`sim.trace_run`: ``"rtl-cocotb"`` (this
+cocotb engine, on Icarus or Verilator) and ``"rtl"``, which on Verilator is the compiled
+playback harness of :mod:`tb.playback` (same timing, no Python per cycle) and on Icarus this
+cocotb engine; :func:`run_batch` picks the same way for a batch.
 :data:`RTL_UNITS` says which unit datapaths (:data:`sim.units.MODEL_BLOCKS` keys) the RTL
 has; :func:`expected_to_pass` derives from it whether a trace can pass on the RTL.
 """
@@ -39,7 +42,7 @@ from sim.trace_run import CheckResult, EngineUnavailable, TraceResult, register_
 from sim.units import MODEL_BLOCKS
 
 __all__ = ["RTL_UNITS", "needed_units", "expected_to_pass", "run_rtl", "run_rtl_batch",
-           "split_batches"]
+           "split_batches", "run_batch", "run_rtl_fast", "ENGINE_NAMES"]
 
 #: Units (keys of sim.units.MODEL_BLOCKS) whose datapath exists in the RTL core.
 RTL_UNITS: set = {"SDP", "CONV", "CDP"}
@@ -202,4 +205,25 @@ def run_rtl(trace, cfg, **options) -> TraceResult:
     return run_rtl_batch([trace], cfg, **options)[0]
 
 
-register_engine("rtl", run_rtl)
+def run_batch(traces, cfg, *, engine="rtl", sim=None, **options) -> list:
+    """A batch on an RTL engine: ``"rtl-cocotb"`` = :func:`run_rtl_batch`; ``"rtl"`` = the
+    playback harness (:func:`tb.playback.run_playback_batch`) when the simulator (``sim``,
+    default ``$SIM`` or icarus) is Verilator, else :func:`run_rtl_batch`."""
+    from .runner import simulator
+    sim = sim or simulator()
+    if engine == "rtl" and sim == "verilator":
+        from .playback import run_playback_batch
+        return run_playback_batch(traces, cfg, **options)
+    return run_rtl_batch(traces, cfg, sim=sim, **options)
+
+
+def run_rtl_fast(trace, cfg, **options) -> TraceResult:
+    """The ``rtl`` engine: one trace (see :func:`run_batch`)."""
+    return run_batch([trace], cfg, engine="rtl", **options)[0]
+
+
+#: RTL engines of ``nvdla trace --engine``
+ENGINE_NAMES = ("rtl", "rtl-cocotb")
+
+register_engine("rtl", run_rtl_fast)
+register_engine("rtl-cocotb", run_rtl)

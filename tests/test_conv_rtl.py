@@ -1,8 +1,9 @@
 """The convolution pipeline on the generated core: NVDLA's dc_* traces and constrained-random
 convolution programs, RTL against the golden model bit for bit.
 
-Everything here runs on Verilator (the layers are long; one build per configuration, shared
-by the batches through the build lock). Each random program is a trace directory written by
+Everything here runs on the playback engine (:mod:`tb.playback`: the Verilated core with its
+memories and CSB master in C++; one build per configuration, shared by the batches through
+the build lock). Each random program is a trace directory written by
 :mod:`sim.conv.random_programs` with golden CRCs over the output surface plus guard bands, run
 under random AXI back-pressure (30 % busy) and latency (1-24 cycles).
 
@@ -20,7 +21,6 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.conv.random_programs import write_random_traces
 from sim.trace_run import EngineUnavailable
-from tb.trace_rtl import run_rtl_batch
 
 from .conftest import TRACES
 
@@ -40,7 +40,8 @@ DC_BATCHES = [
 
 def _rtl(paths, cfg, **options):
     try:
-        return run_rtl_batch(paths, cfg, sim="verilator", **options)
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, **options)
     except EngineUnavailable as e:
         pytest.skip(str(e))
 

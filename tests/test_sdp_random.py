@@ -3,8 +3,9 @@
 :mod:`sim.sdp.random_programs` draws offline SDP layers (random cube, strides, stages, operands
 from registers or the B/N/E read DMAs, one or two ping-ponged layers per program) and writes
 them as trace directories whose CRCs come from the golden model; each check covers the destination
-surfaces plus guard bands, so a stray write fails it. The RTL engine then runs them in batches
-on the generated core under random AXI back-pressure and latency.
+surfaces plus guard bands, so a stray write fails it. The playback engine (:mod:`tb.playback`,
+Verilator) then runs them in batches on the generated core under random AXI back-pressure and
+latency.
 
 Default run: 300 programs on nv_small (5 shards of 60, spread by ``pytest -n``) plus 40 on an
 nv_small build with the EW stage and the LUT block. Invalid programs are rejected by the
@@ -19,7 +20,6 @@ from arch.config import NvdlaConfig
 from sim.sdp.random_programs import write_invalid_traces, write_random_traces
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable, run_golden
-from tb.trace_rtl import run_rtl_batch
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_EW = NV_SMALL.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True,
@@ -29,7 +29,8 @@ SHARDS = [(NV_SMALL, seed, 60) for seed in range(5)] + [(NV_SMALL_EW, 100, 40)]
 
 def _rtl(paths, cfg, **options):
     try:
-        return run_rtl_batch(paths, cfg, max_cycles=200_000, **options)
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, max_cycles=200_000, **options)
     except EngineUnavailable as e:
         pytest.skip(str(e))
 

@@ -1,9 +1,11 @@
-"""The RTL trace engine (tb/trace_rtl.py + tb/cocotb_trace.py) on the generated core.
+"""The RTL trace engines on the generated core.
 
-Self-tests that need no datapath (synthetic traces: backdoor memory, CSB writes and polls,
-an interrupt raised through GLB, CRC checks, batch isolation, timeouts), and NVDLA's public
-nv_small traces: those whose units all have RTL (``RTL_UNITS``) run in batches that must
-pass; the others are listed as skipped with the missing units.
+Self-tests of the cocotb engine (tb/trace_rtl.py + tb/cocotb_trace.py, default simulator)
+that need no datapath (synthetic traces: backdoor memory, CSB writes and polls, an interrupt
+raised through GLB, CRC checks, batch isolation, timeouts), and NVDLA's public nv_small
+traces on the playback engine (tb/playback, Verilator): those whose units all have RTL
+(``RTL_UNITS``) run in batches that must pass; the others are listed as skipped with the
+missing units. tests/test_playback.py checks that both engines agree.
 """
 
 from __future__ import annotations
@@ -47,9 +49,14 @@ def _run(fn, *args, **kwargs):
         pytest.skip(str(e))
 
 
+def _playback(*args, **kwargs):
+    from tb.playback import run_playback_batch
+    return _run(run_playback_batch, *args, **kwargs)
+
+
 # -- host side, no simulator ---------------------------------------------------------------------
 def test_engine_is_registered():
-    assert ENGINES["rtl"] is trace_rtl.run_rtl
+    assert ENGINES["rtl-cocotb"] is trace_rtl.run_rtl
 
 
 def test_split_batches():
@@ -214,8 +221,7 @@ def test_public_trace_layer_cycles_near_reference():
     if not (NV_SMALL / LAYER_TRACE).is_dir() or not REFERENCE_TSV.is_file():
         pytest.skip(f"public traces or reference cycles not found under {TRACES}")
     ref = read_reference(REFERENCE_TSV)[LAYER_TRACE]
-    r = _run(run_rtl_batch, [str(NV_SMALL / LAYER_TRACE)], CFG,
-             max_cycles=PUBLIC_MAX_CYCLES)[0]
+    r = _playback([str(NV_SMALL / LAYER_TRACE)], CFG, max_cycles=PUBLIC_MAX_CYCLES)[0]
     assert r.passed, r.message
     assert 0 < r.layer_cycles < r.cycles and r.layers == [r.layer_cycles]
     assert abs(r.layer_cycles - ref.layer_cycles) <= 0.3 * ref.layer_cycles, \
@@ -235,9 +241,9 @@ def _public():
 
 
 _RUN, _SKIP = _public()
-# Convolution traces run long (up to ~300k layer cycles): they go to Verilator in batches of
-# about equal cycles (tests/test_conv_rtl.py); the cdp_* traces run in one Verilator batch in
-# tests/test_cdp_rtl.py; the rest runs here on the default simulator.
+# Convolution traces run long (up to ~300k layer cycles): they run in batches of about equal
+# cycles in tests/test_conv_rtl.py; the cdp_* traces run in one batch in tests/test_cdp_rtl.py;
+# the rest runs here on the playback engine.
 _CONV = [n for n in _RUN if n.startswith("dc_")]
 _RUN = [n for n in _RUN if n not in _CONV and not n.startswith("cdp_")]
 _BATCHES = split_batches(_RUN, N_BATCHES) if _RUN else []
@@ -253,8 +259,7 @@ def test_public_traces_rtl(batch):
         pytest.skip(f"no public trace has all its units in the RTL yet (RTL_UNITS = "
                     f"{sorted(RTL_UNITS)})")
     names = _BATCHES[batch]
-    results = _run(run_rtl_batch, [str(NV_SMALL / n) for n in names], CFG,
-                   max_cycles=PUBLIC_MAX_CYCLES)
+    results = _playback([str(NV_SMALL / n) for n in names], CFG, max_cycles=PUBLIC_MAX_CYCLES)
     bad = []
     for r in results:
         if r.name in EW_LUT_TRACES:           # must not pass on plain nv_small
@@ -280,7 +285,7 @@ def test_public_ew_lut_traces_rtl_on_an_ew_lut_build():
     if not NV_SMALL.is_dir():
         pytest.skip(f"public traces not found at {NV_SMALL}")
     cfg = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
-    results = _run(run_rtl_batch, [str(NV_SMALL / n) for n in EW_LUT_TRACES], cfg,
-                   max_cycles=PUBLIC_MAX_CYCLES)
+    results = _playback([str(NV_SMALL / n) for n in EW_LUT_TRACES], cfg,
+                        max_cycles=PUBLIC_MAX_CYCLES)
     bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
     assert len(results) == len(EW_LUT_TRACES) and not bad, "\n".join(bad)
