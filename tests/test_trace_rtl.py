@@ -236,9 +236,11 @@ def _public():
 
 _RUN, _SKIP = _public()
 # Convolution traces run long (up to ~300k layer cycles): they go to Verilator in batches of
-# about equal cycles (tests/test_conv_rtl.py); the rest runs here on the default simulator.
+# about equal cycles (tests/test_conv_rtl.py); the PDP traces (pdp_*, sdp_pdp_*) run in one
+# Verilator batch in tests/test_pdp_rtl.py; the rest runs here on the default simulator.
 _CONV = [n for n in _RUN if n.startswith("dc_")]
-_RUN = [n for n in _RUN if n not in _CONV]
+_PDP = [n for n in _RUN if n.startswith(("pdp_", "sdp_pdp_"))]
+_RUN = [n for n in _RUN if n not in _CONV and n not in _PDP]
 _BATCHES = split_batches(_RUN, N_BATCHES) if _RUN else []
 
 
