@@ -1,11 +1,13 @@
 """The PDP unit on the generated core: NVDLA's 12 pdp_* traces and the SDP->PDP flying trace
-(sdp_pdp_32x16x32_pass_through_int8_0) of nv_small, one Verilator run for all 13, under
-random AXI back-pressure; every CRC must match.
+(sdp_pdp_32x16x32_pass_through_int8_0) of nv_small, plus invalid programs the check block
+must reject (the layer completes, nothing is written), in one Verilator run under random AXI
+back-pressure; every CRC must match.
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 
 import pytest
 
@@ -14,6 +16,7 @@ from sim.trace_run import EngineUnavailable
 from tb.trace_rtl import run_rtl_batch
 
 from .conftest import TRACES
+from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 DIR = TRACES / "nv_small"
@@ -32,15 +35,65 @@ def test_list_covers_the_public_pdp_traces():
     assert sorted(PDP_TRACES) == public
 
 
+#: invalid offline programs (field writes on top of a valid 8x8x8 2x2 max layer)
+INVALID = {
+    "int16": "reg_write(NVDLA_PDP.D_DATA_FORMAT_0, 0x1);",
+    "window_past_input": "reg_write(NVDLA_PDP.D_POOLING_KERNEL_CFG_0, 0x707);",
+    "pad_ge_kernel": "reg_write(NVDLA_PDP.D_POOLING_PADDING_CFG_0, 0x2);",
+    "method3": "reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x13);",
+    "split_sum": "reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x111);\n"
+                 "reg_write(NVDLA_PDP_RDMA.D_OPERATION_MODE_CFG_0, 0x1);",
+}
+
+
+def _invalid(tmp_path, name, extra):
+    """A 2x2 max layer over an 8x8x8 cube, made invalid by ``extra``; the layer must end
+    (interrupt) with the destination untouched."""
+    zero = zlib.crc32(bytes(0x200)) & 0xFFFFFFFF
+    text = f"""mem_init(pri_mem, 0x80000000, 0x1000, ALL_ZERO);
+mem_load(pri_mem, 0x80000000, "in.dat");
+reg_write(NVDLA_PDP_RDMA.D_DATA_CUBE_IN_WIDTH_0, 0x7);
+reg_write(NVDLA_PDP_RDMA.D_DATA_CUBE_IN_HEIGHT_0, 0x7);
+reg_write(NVDLA_PDP_RDMA.D_DATA_CUBE_IN_CHANNEL_0, 0x7);
+reg_write(NVDLA_PDP_RDMA.D_FLYING_MODE_0, 0x1);
+reg_write(NVDLA_PDP_RDMA.D_SRC_BASE_ADDR_LOW_0, 0x80000000);
+reg_write(NVDLA_PDP_RDMA.D_SRC_LINE_STRIDE_0, 0x40);
+reg_write(NVDLA_PDP_RDMA.D_SRC_SURFACE_STRIDE_0, 0x200);
+reg_write(NVDLA_PDP_RDMA.D_SRC_RAM_CFG_0, 0x1);
+reg_write(NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0, 0x7);
+reg_write(NVDLA_PDP.D_DATA_CUBE_IN_HEIGHT_0, 0x7);
+reg_write(NVDLA_PDP.D_DATA_CUBE_IN_CHANNEL_0, 0x7);
+reg_write(NVDLA_PDP.D_DATA_CUBE_OUT_WIDTH_0, 0x3);
+reg_write(NVDLA_PDP.D_DATA_CUBE_OUT_HEIGHT_0, 0x3);
+reg_write(NVDLA_PDP.D_DATA_CUBE_OUT_CHANNEL_0, 0x7);
+reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x11);
+reg_write(NVDLA_PDP.D_POOLING_KERNEL_CFG_0, 0x110101);
+reg_write(NVDLA_PDP.D_DST_BASE_ADDR_LOW_0, 0x80000800);
+reg_write(NVDLA_PDP.D_DST_LINE_STRIDE_0, 0x20);
+reg_write(NVDLA_PDP.D_DST_SURFACE_STRIDE_0, 0x80);
+reg_write(NVDLA_PDP.D_DST_RAM_CFG_0, 0x1);
+{extra}
+reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);
+reg_write(NVDLA_PDP_RDMA.D_OP_ENABLE_0, 0x1);
+intr_notify(PDP_0, sync_id_0);
+check_crc(sync_id_0, pri_mem, 0x80000800, 0x200, {zero:#x});
+"""
+    ones = " ".join(["0x01"] * 0x200)
+    return make_trace(tmp_path, text, f"pdp_invalid_{name}",
+                      {"in.dat": f"{{offset:0x0, size:512, payload:{ones}}}\n"})
+
+
 @pytest.mark.rtl
-def test_public_pdp_traces_rtl():
+def test_public_pdp_traces_rtl(tmp_path):
+    """The 13 public traces pass; the invalid programs finish without writing."""
     if not DIR.is_dir():
         pytest.skip(f"public traces not found at {DIR}")
+    invalid = [str(_invalid(tmp_path, n, e)) for n, e in INVALID.items()]
     try:
-        results = run_rtl_batch([str(DIR / n) for n in PDP_TRACES], NV_SMALL, sim="verilator",
-                                max_cycles=300_000)
+        results = run_rtl_batch([str(DIR / n) for n in PDP_TRACES] + invalid, NV_SMALL,
+                                sim="verilator", max_cycles=300_000)
     except EngineUnavailable as e:
         pytest.skip(str(e))
-    assert len(results) == len(PDP_TRACES)
+    assert len(results) == len(PDP_TRACES) + len(INVALID)
     bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{len(PDP_TRACES)} PDP traces fail:\n" + "\n".join(bad)
+    assert not bad, f"{len(bad)}/{len(results)} PDP traces fail:\n" + "\n".join(bad)
