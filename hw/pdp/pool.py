@@ -41,6 +41,8 @@ __all__ = ["PdpPool", "job_layout", "lanes_layout", "pool_out_layout", "pool_cfg
 
 METHOD_AVE, METHOD_MAX, METHOD_MIN = 0, 1, 2
 SLOTS = 8                                   # open windows per direction (kernel <= 8)
+H_SLOTS = 16                                # horizontal ring: a line's windows + the previous
+                                            # line's windows still flushing
 ACC = 16                                    # int8 sums: 16 bits, wrapping
 PAD_BITS = (8, 9, 10, 10, 11, 11, 11)       # significant bits of PAD_VALUE_1X .. 7X
 
@@ -111,15 +113,16 @@ class _Axis:
     def lo_end(self, k_m1):
         return self.lo_start + k_m1
 
-    def masks(self, m, name, pos, base):
-        """(member, first) slot masks at position ``pos``; window ``o`` is in slot
-        ``(base + o) mod 8``."""
-        member = Signal(SLOTS, name=f"{name}_member")
-        first = Signal(SLOTS, name=f"{name}_first")
-        lo_slot, hi_slot = Signal(3, name=f"{name}_lo_slot"), Signal(3, name=f"{name}_hi_slot")
+    def masks(self, m, name, pos, base, n=SLOTS):
+        """(member, first, lo slot) at position ``pos``; window ``o`` is in slot
+        ``(base + o) mod n``."""
+        sb = (n - 1).bit_length()
+        member = Signal(n, name=f"{name}_member")
+        first = Signal(n, name=f"{name}_first")
+        lo_slot, hi_slot = Signal(sb, name=f"{name}_lo_slot"), Signal(sb, name=f"{name}_hi_slot")
         m.d.comb += [lo_slot.eq(base + self.lo), hi_slot.eq(base + self.hi),
-                     member.eq(_span(m, f"{name}_span", lo_slot, self.active))]
-        for k in range(SLOTS):
+                     member.eq(_span(m, f"{name}_span", lo_slot, self.active, n))]
+        for k in range(n):
             m.d.comb += first[k].eq(member[k] & ((pos == 0) | (self.hi_new & (hi_slot == k))))
         return member, first, lo_slot
 
@@ -135,11 +138,11 @@ class _Axis:
             m.d.sync += self.hi_new.eq(0)
 
 
-def _span(m, name, first_slot, count):
-    """Mask of ``count`` (0..8) slots from ``first_slot`` on, wrapping."""
-    mask = Signal(SLOTS, name=name)
-    for k in range(SLOTS):
-        rel = Signal(3, name=f"{name}_rel{k}")
+def _span(m, name, first_slot, count, n=SLOTS):
+    """Mask of ``count`` (0..8) of ``n`` slots from ``first_slot`` on, wrapping."""
+    mask = Signal(n, name=name)
+    for k in range(n):
+        rel = Signal((n - 1).bit_length(), name=f"{name}_rel{k}")
         m.d.comb += [rel.eq(k - first_slot), mask[k].eq(rel < count)]
     return mask
 
@@ -239,13 +242,14 @@ class PdpPool(wiring.Component):
         m.d.comb += j_last.eq(j == G - 1)
         hx = _Axis(m, "hx", 14)                 # windows along the line (ow)
         vx = _Axis(m, "vx", 14)                 # windows along the height (oh)
-        hbase = Signal(3)
+        hbase = Signal(4)
         vbase = Signal(3)
         last_s = Signal()
         m.d.comb += last_s.eq(s == cfg.s_m1)
 
+        HS = H_SLOTS
         ring = [[[Signal(signed(ACC), name=f"ring{k}_{g}_{l}") for l in range(T)]
-                 for g in range(G)] for k in range(SLOTS)]
+                 for g in range(G)] for k in range(HS)]
 
         # -- stage registers ------------------------------------------------------------
         hres_layout = data.StructLayout({
@@ -295,24 +299,24 @@ class PdpPool(wiring.Component):
         hf_end = Signal(14)
         hf_start = Signal(signed(20))
         hf_j = Signal(range(max(G, 2)))
-        hf_base = Signal(3)
-        hf_mask = Signal(SLOTS)
+        hf_base = Signal(4)
+        hf_mask = Signal(HS)
         hf_row = Signal(_row_layout())
         hf_jl = Signal()
         m.d.comb += hf_jl.eq(hf_j == G - 1)
-        hf_slot = Signal(3)
+        hf_slot = Signal(4)
         m.d.comb += hf_slot.eq(hf_base + hf_ow)
         hpad_f = pad_value(m, cfg.pad_values, _pads(m, "hpad_f", hf_start, cfg.kw_m1,
                                                     job.win_m1))
         f_slot_vals = [[Signal(signed(ACC), name=f"fslot{k}_{l}") for l in range(T)]
-                       for k in range(SLOTS)]
-        for k in range(SLOTS):
+                       for k in range(HS)]
+        for k in range(HS):
             for l in range(T):
                 m.d.comb += f_slot_vals[k][l].eq(Array(ring[k][g][l] for g in range(G))[hf_j])
-        hf_vals = [Array(f_slot_vals[k][l] for k in range(SLOTS))[hf_slot] for l in range(T)]
+        hf_vals = [Array(f_slot_vals[k][l] for k in range(HS))[hf_slot] for l in range(T)]
 
         # -- horizontal stage on the input ---------------------------------------------------
-        hmember, hfirst, hlo_slot = hx.masks(m, "h", w, hbase)
+        hmember, hfirst, hlo_slot = hx.masks(m, "h", w, hbase, HS)
         hemit = Signal()
         row_end = Signal()
         needs_hf = Signal()
@@ -326,12 +330,12 @@ class PdpPool(wiring.Component):
                                                      job.win_m1))
         x = self.i.payload.data
         new_vals = [[Signal(signed(ACC), name=f"hnew{k}_{l}") for l in range(T)]
-                    for k in range(SLOTS)]
-        for k in range(SLOTS):
+                    for k in range(HS)]
+        for k in range(HS):
             for l in range(T):
                 old = Array(ring[k][g][l] for g in range(G))[j]
                 m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l])))
-        lo_new = [Array(new_vals[k][l] for k in range(SLOTS))[hlo_slot] for l in range(T)]
+        lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
 
         running = Signal()
         in_ok = Signal()
@@ -369,7 +373,7 @@ class PdpPool(wiring.Component):
 
         # input position and bookkeeping updates
         with m.If(in_fire):
-            for k in range(SLOTS):
+            for k in range(HS):
                 with m.If(hmember[k]):
                     for l in range(T):
                         m.d.sync += Array(ring[k][g][l] for g in range(G))[j].eq(new_vals[k][l])
@@ -381,7 +385,7 @@ class PdpPool(wiring.Component):
                     m.d.sync += [hf_active.eq(1), hf_ow.eq(hx.lo + 1), hf_end.eq(hx.hi),
                                  hf_start.eq(hx.lo_start + sw), hf_j.eq(0), hf_base.eq(hbase),
                                  hf_mask.eq(_span(m, "hf_span", hlo_slot + 1,
-                                                  hx.active - 1)),
+                                                  hx.active - 1, HS)),
                                  hf_row.eq(row)]
                 with m.If(last_row):
                     m.d.sync += [h.eq(0), s.eq(s + 1), vbase.eq(vbase + cfg.hout_m1 + 1)]
