@@ -15,12 +15,16 @@ from the source base with the left padding; part ``i > 0`` starts ``first + (i -
 (kernel - stride)`` positions in and reads ``PARTIAL_WIDTH_IN_MID`` (the last part
 ``_LAST``) ``+ kernel - stride`` positions, the last part with the right padding; part ``i``
 writes ``PARTIAL_WIDTH_OUT_*`` positions at ``first + (i - 1) x mid`` output positions from
-the destination base. The read DMA uses PDP_RDMA's fields, the core and write DMA PDP's. Each
+the destination base (a part 1 with ``first < kernel - stride`` starts before the source base
+and reads there, as NVDLA does: software splits so that only part 0 has left padding). The
+read DMA uses PDP_RDMA's fields, the core and write DMA PDP's. Each
 part is one cube per DMA and one job of the core, all surfaces and lines of it (the order
 NVDLA's PDP reads and writes).
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read.
+int8, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read. A flying
+layer waits for the SDP's data as long as it takes (an SDP layer that rejects its program
+sends none: the PDP layer then stays RUNNING).
 
 Status: the NaN / Inf counters stay 0 (no fp16); ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
 count the cycles a write / read request waited for the memory interface while the group's

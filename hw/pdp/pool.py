@@ -17,18 +17,21 @@ Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
   bits); the sum is multiplied by ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero,
   then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way, and truncated to 8 bits.
 
-Structure: a horizontal stage keeps the windows of the current line open in a ring of 8
+Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
 windows at once and closes the oldest when it reaches the window's last column. Windows
-that end in the right padding close together at the line's end and leave one per cycle
-(``HFLUSH``). Their row results go to the vertical stage: a line buffer
-(:class:`amaranth.lib.memory.Memory`, one entry per output position and channel group,
-8 row slots wide) where every row result updates the open output rows of that column in one
-read-modify-write, and the oldest row is emitted when its window's last row arrives; rows
-ending in the bottom padding are read out after the last input line (``VFLUSH``). A final
-two-stage pipeline applies the reciprocal multiplies. Throughput: one input transfer per
-cycle (``T`` elements), plus ``HFLUSH`` / ``VFLUSH`` cycles for windows closing in the right /
-bottom padding.
+that end in the right padding close together at the line's end; a flush process sends them
+on one per cycle while the next line's input already runs (the ring keeps both lines'
+windows; a new window whose slot is still being flushed waits). The row results go to the
+vertical stage: a line buffer (:class:`amaranth.lib.memory.Memory`, one entry per output
+position and channel group, 8 output-line slots wide) where every row result updates the
+open output lines of its column in one read-modify-write, and the oldest line is emitted
+when its window's last row arrives. Output lines ending in the bottom padding are read out
+after the surface's last input line through a second read port, while the next surface's
+input runs. A final two-stage pipeline applies the reciprocal multiplies. Throughput: one
+input transfer per cycle (``T`` elements); the vertical stage takes one row result per
+cycle, so a line with more windows than positions (stride 1 with right padding) takes
+``Wout`` rather than ``W`` cycles per channel group.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
@@ -187,7 +190,7 @@ class PdpPool(wiring.Component):
     ``lanes``: T; ``groups``: G = transfers per atom; ``line_atoms``: the line buffer holds
     this many output positions (a job's ``Wout`` must not exceed it).
 
-    Slots: window ``ow`` of a line is ring slot ``(base + ow) mod 8`` where ``base`` advances
+    Slots: window ``ow`` of a line is ring slot ``(base + ow) mod 16`` where ``base`` advances
     by ``Wout`` every line, output line ``oh`` is line buffer slot ``(vbase + oh) mod 8``
     with ``vbase`` advancing by ``Hout`` every surface: the windows still being flushed out
     of the previous line (surface) keep their slots while the next line (surface) opens
