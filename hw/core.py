@@ -9,7 +9,8 @@ Inside: the CSB slave, GLB, the CFGROM (small layout) and one register file per 
 build, all generated from the register table; the memory side (:class:`hw.mem.dmaif.DmaInterfaces`:
 MCIF on the DBBIF, CVIF on the SRAMIF) with its weights and outstanding limits from the MCIF /
 CVIF registers; and the units that have a datapath: the SDP with its read DMAs
-(:class:`hw.sdp.Sdp`) and, when the build has one, the BDMA (:class:`hw.bdma.Bdma`).
+(:class:`hw.sdp.Sdp`), the PDP with PDP_RDMA (:class:`hw.pdp.Pdp`, flying input from the SDP)
+and, when the build has one, the BDMA (:class:`hw.bdma.Bdma`).
 Sub-units without a datapath yet have real register files but never report completion (see
 README's feature table).
 """
@@ -29,6 +30,7 @@ from .mem.dmaif import DmaInterfaces, weight_field
 from .glb import Glb, done_bit
 from .regfile import RegisterFile
 from .sdp import Sdp
+from .pdp import Pdp
 from .cdp import Cdp
 from .conv.conv import BLOCKS as CONV_BLOCKS, ConvPipeline
 
@@ -45,7 +47,7 @@ _UNIT_STATUS = {"MCIF", "CVIF", "BDMA"}
 
 def rtl_units(cfg) -> set:
     """The unit datapaths this build's RTL has (keys of :data:`sim.units.MODEL_BLOCKS`)."""
-    return {"SDP", "CONV"} | ({"CDP"} if cfg.cdp else set())
+    return {"SDP", "CONV"} | ({"PDP"} if cfg.pdp else set()) | ({"CDP"} if cfg.cdp else set())
 
 
 def dma_clients(cfg):
@@ -53,6 +55,9 @@ def dma_clients(cfg):
     reads = ["sdp"] + [n for n, on in (("sdp_b", cfg.sdp_bs), ("sdp_n", cfg.sdp_bn),
                                        ("sdp_e", cfg.sdp_ew)) if on] + ["cdma_dat", "cdma_wt"]
     writes = ["sdp"]
+    if cfg.pdp:
+        reads.append("pdp")
+        writes.append("pdp")
     if cfg.cdp:
         reads.append("cdp")
         writes.append("cdp")
@@ -154,13 +159,28 @@ class NvdlaCore(wiring.Component):
             rf_sdp.done.eq(sdp.done), rf_sdp.d_status.eq(sdp.status),
             sdp.rdma_regs.eq(rf_rdma.d), sdp.rdma_op_en.eq(rf_rdma.op_en),
             rf_rdma.done.eq(sdp.rdma_done), rf_rdma.d_status.eq(sdp.rdma_status),
-            sdp.pdp.ready.eq(1),             # no PDP datapath yet: SDP->PDP output is dropped
         ]
         for c in reads:
             if c.startswith("sdp"):
                 wiring.connect(m, getattr(sdp, f"rd_{c}"), getattr(dmaif, f"rd_{c}"))
         wiring.connect(m, sdp.wr_sdp, dmaif.wr_sdp)
         driven = {"SDP", "SDP_RDMA"}
+
+        # -- PDP + PDP_RDMA (offline input, or flying from the SDP) ---------------------------
+        if cfg.pdp:
+            m.submodules.pdp = pdp = Pdp(cfg)
+            rf_pdp, rf_prd = rfs["PDP"], rfs["PDP_RDMA"]
+            m.d.comb += [
+                pdp.regs.eq(rf_pdp.d), pdp.op_en.eq(rf_pdp.op_en), rf_pdp.done.eq(pdp.done),
+                rf_pdp.d_status.eq(pdp.status), pdp.rdma_regs.eq(rf_prd.d),
+                pdp.rdma_op_en.eq(rf_prd.op_en), rf_prd.done.eq(pdp.rdma_done),
+                rf_prd.d_status.eq(pdp.rdma_status)]
+            wiring.connect(m, sdp.pdp, pdp.sdp)
+            wiring.connect(m, pdp.rd_pdp, dmaif.rd_pdp)
+            wiring.connect(m, pdp.wr_pdp, dmaif.wr_pdp)
+            driven |= {"PDP", "PDP_RDMA"}
+        else:
+            m.d.comb += sdp.pdp.ready.eq(1)  # no PDP in this build: SDP->PDP output dropped
 
         # -- convolution pipeline (CDMA, CBUF, CSC, CMAC, CACC) -> SDP flying input --------
         m.submodules.conv = conv = ConvPipeline(cfg, rmap)

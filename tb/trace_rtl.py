@@ -45,7 +45,7 @@ __all__ = ["RTL_UNITS", "needed_units", "expected_to_pass", "run_rtl", "run_rtl_
            "split_batches", "run_batch", "run_rtl_fast", "ENGINE_NAMES"]
 
 #: Units (keys of sim.units.MODEL_BLOCKS) whose datapath exists in the RTL core.
-RTL_UNITS: set = {"SDP", "CONV", "CDP"}
+RTL_UNITS: set = {"SDP", "CONV", "PDP", "CDP"}
 
 _SIM_OPTIONS = ("max_cycles", "poll_interval", "status_interval", "backpressure", "busy",
                 "latency", "seed", "nposted", "clock_impl")

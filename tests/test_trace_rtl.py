@@ -242,10 +242,12 @@ def _public():
 
 _RUN, _SKIP = _public()
 # Convolution traces run long (up to ~300k layer cycles): they run in batches of about equal
-# cycles in tests/test_conv_rtl.py; the cdp_* traces run in one batch in tests/test_cdp_rtl.py;
-# the rest runs here on the playback engine.
+# cycles in tests/test_conv_rtl.py; the PDP traces (pdp_*, sdp_pdp_*) run in one batch in
+# tests/test_pdp_rtl.py, the cdp_* traces in one in tests/test_cdp_rtl.py; the rest runs here
+# on the playback engine.
 _CONV = [n for n in _RUN if n.startswith("dc_")]
-_RUN = [n for n in _RUN if n not in _CONV and not n.startswith("cdp_")]
+_OWN = [n for n in _RUN if n.startswith(("pdp_", "sdp_pdp_", "cdp_"))]
+_RUN = [n for n in _RUN if n not in _CONV and n not in _OWN]
 _BATCHES = split_batches(_RUN, N_BATCHES) if _RUN else []
 
 

@@ -1,0 +1,304 @@
+"""The PDP unit: PDP_RDMA, pooling core, PDP_WDMA and completion (spec: PDP, PDP_RDMA).
+
+One layer::
+
+    op_en & (flying | rdma_op_en) -> CHECK (:class:`hw.pdp.check.PdpCheck`) -+-> invalid: done
+                                                                              +-> RUN
+    offline: CubeReader (one cube per width part) -> AtomSerializer -> PdpAtomSplitter -+
+    flying:  SDP ``pdp`` stream -> LaneAdapter ----------------------------------------+
+        -> PdpPool (one job per width part) -> PdpAtomPacker -> AtomPacker -> CubeWriter
+    done (+ rdma_done when PDP_RDMA takes part) in the cycle after the writer reports the
+    last part's bytes acknowledged.
+
+Width parts (``SPLIT_NUM = n - 1 > 0``): part 0 reads ``PARTIAL_WIDTH_IN_FIRST`` positions
+from the source base with the left padding; part ``i > 0`` starts ``first + (i - 1) x mid -
+(kernel - stride)`` positions in and reads ``PARTIAL_WIDTH_IN_MID`` (the last part
+``_LAST``) ``+ kernel - stride`` positions, the last part with the right padding; part ``i``
+writes ``PARTIAL_WIDTH_OUT_*`` positions at ``first + (i - 1) x mid`` output positions from
+the destination base (a part 1 with ``first < kernel - stride`` starts before the source base
+and reads there, as NVDLA does: software splits so that only part 0 has left padding). The
+read DMA uses PDP_RDMA's fields, the core and write DMA PDP's. Each
+part is one cube per DMA and one job of the core, all surfaces and lines of it (the order
+NVDLA's PDP reads and writes).
+
+Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
+int8, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read. A flying
+layer waits for the SDP's data as long as it takes (an SDP layer that rejects its program
+sends none: the PDP layer then stays RUNNING).
+
+Status: the NaN / Inf counters stay 0 (no fp16); ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
+count the cycles a write / read request waited for the memory interface while the group's
+``DMA_EN`` is set (saturating), 0 otherwise.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from arch.registers import register_map
+
+from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
+from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..regfile import fields_layout
+from ..sdp.wdma import out_layout
+from .check import PdpCheck, byte_value
+from .pool import PdpPool, job_layout
+from .rdma import LaneAdapter, PdpAtomSplitter
+from .wdma import PdpAtomPacker
+
+__all__ = ["Pdp", "line_atoms"]
+
+_COUNTER_MAX = (1 << 32) - 1
+
+
+def line_atoms(cfg):
+    """Output positions of one width part the line buffer holds (a build parameter of the
+    RTL: 64 positions x an atom's channels x 8 open output lines)."""
+    return 64
+
+
+class Pdp(wiring.Component):
+    """The PDP + PDP_RDMA unit of one build (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._geom = geom = DmaGeometry(cfg)
+        self._rmap = rmap = register_map(cfg)
+        self.lanes = cfg.pdp_throughput
+        self._sdp_lanes = cfg.sdp_bs_throughput
+        pb, rb = rmap["PDP"], rmap["PDP_RDMA"]
+        super().__init__({
+            "regs": In(fields_layout(pb.d_registers, ("rw",))),
+            "op_en": In(1), "done": Out(1),
+            "status": Out(fields_layout(pb.d_registers, ("ro",))),
+            "rdma_regs": In(fields_layout(rb.d_registers, ("rw",))),
+            "rdma_op_en": In(1), "rdma_done": Out(1),
+            "rdma_status": Out(fields_layout(rb.d_registers, ("ro",))),
+            "rd_pdp": Out(DmaReadPort(geom)),
+            "wr_pdp": Out(DmaWritePort(geom)),
+            "sdp": In(stream.Signature(out_layout(self._sdp_lanes))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, geom, T = self._cfg, self._geom, self.lanes
+        pb, rb = self._rmap["PDP"], self._rmap["PDP_RDMA"]
+        P, R = self.regs, self.rdma_regs
+        aw, ash = geom.addr_width, geom.atom_shift
+        G = geom.atom_bytes // T
+        LB = line_atoms(cfg)
+
+        def address(view, block, name):
+            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
+            if aw > 32:
+                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
+            return low
+
+        mode = P.D_OPERATION_MODE_CFG
+        flying = ~mode.FLYING_MODE
+        rdma_active = Signal()
+        m.d.comb += rdma_active.eq(~flying | self.rdma_op_en)
+        start = Signal()
+        m.d.comb += start.eq(self.op_en & (flying | self.rdma_op_en))
+
+        m.submodules.check = check = PdpCheck(cfg, self._rmap, LB)
+        m.d.comb += [check.regs.eq(P), check.rdma_regs.eq(R),
+                     check.rdma_active.eq(rdma_active)]
+
+        m.submodules.pool = pool = PdpPool(T, G, LB)
+        m.submodules.in_reader = reader = CubeReader(geom)
+        m.submodules.in_ser = ser = AtomSerializer(geom)
+        m.submodules.splitter = splitter = PdpAtomSplitter(geom, T)
+        m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T)
+        m.submodules.packer = packer = PdpAtomPacker(geom, T)
+        m.submodules.apack = apack = AtomPacker(geom)
+        m.submodules.writer = writer = CubeWriter(geom)
+        wiring.connect(m, flipped(self.rd_pdp), reader.dma)
+        wiring.connect(m, reader.data, ser.i)
+        wiring.connect(m, ser.o, splitter.i)
+        wiring.connect(m, pool.o, packer.i)
+        wiring.connect(m, packer.o, apack.i)
+        wiring.connect(m, apack.o, writer.data)
+        wiring.connect(m, flipped(self.wr_pdp), writer.dma)
+
+        # -- pooling parameters -------------------------------------------------------------
+        kc, pc = P.D_POOLING_KERNEL_CFG, P.D_POOLING_PADDING_CFG
+        pc_cfg = pool.cfg
+        m.d.comb += [
+            pc_cfg.method.eq(mode.POOLING_METHOD), pc_cfg.kw_m1.eq(kc.KERNEL_WIDTH),
+            pc_cfg.kh_m1.eq(kc.KERNEL_HEIGHT), pc_cfg.sw_m1.eq(kc.KERNEL_STRIDE_WIDTH),
+            pc_cfg.sh_m1.eq(kc.KERNEL_STRIDE_HEIGHT), pc_cfg.pad_top.eq(pc.PAD_TOP),
+            pc_cfg.pad_bottom.eq(pc.PAD_BOTTOM),
+            pc_cfg.h_m1.eq(P.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT),
+            pc_cfg.hout_m1.eq(P.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT),
+            pc_cfg.s_m1.eq(P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash),
+            pc_cfg.recip_w.eq(P.D_RECIP_KERNEL_WIDTH.RECIP_KERNEL_WIDTH),
+            pc_cfg.recip_h.eq(P.D_RECIP_KERNEL_HEIGHT.RECIP_KERNEL_HEIGHT),
+        ]
+        for n in range(1, 8):
+            m.d.comb += pc_cfg.pad_values[n - 1].eq(
+                P[f"D_POOLING_PADDING_VALUE_{n}_CFG"][f"PAD_VALUE_{n}X"])
+
+        # -- width parts ----------------------------------------------------------------------
+        split = mode.SPLIT_NUM
+
+        def part(i, view, kcfg, pw_in, pw_out, w_m1, wout_m1, split=split):
+            """(input width - 1, output width - 1, first, last) of part ``i``."""
+            first = i == 0
+            last = i == split
+            overlap = kcfg.KERNEL_WIDTH - kcfg.KERNEL_STRIDE_WIDTH
+            win = Signal(14, name=f"win_{view}")
+            wout = Signal(13, name=f"wout_{view}")
+            with m.If(split == 0):
+                m.d.comb += win.eq(w_m1)
+                if wout_m1 is not None:
+                    m.d.comb += wout.eq(wout_m1)
+            with m.Elif(first):
+                m.d.comb += win.eq(pw_in.PARTIAL_WIDTH_IN_FIRST)
+                if pw_out is not None:
+                    m.d.comb += wout.eq(pw_out.PARTIAL_WIDTH_OUT_FIRST)
+            with m.Elif(last):
+                m.d.comb += win.eq(pw_in.PARTIAL_WIDTH_IN_LAST + overlap)
+                if pw_out is not None:
+                    m.d.comb += wout.eq(pw_out.PARTIAL_WIDTH_OUT_LAST)
+            with m.Else():
+                m.d.comb += win.eq(pw_in.PARTIAL_WIDTH_IN_MID + overlap)
+                if pw_out is not None:
+                    m.d.comb += wout.eq(pw_out.PARTIAL_WIDTH_OUT_MID)
+            return win, wout, first, last
+
+        # core jobs
+        job_i = Signal(8)
+        job_pend = Signal()
+        jw, jwo, jfirst, jlast = part(job_i, "job", kc, P.D_PARTIAL_WIDTH_IN,
+                                      P.D_PARTIAL_WIDTH_OUT,
+                                      P.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH,
+                                      P.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH)
+        m.d.comb += [pool.job.valid.eq(job_pend),
+                     pool.job.payload.win_m1.eq(jw), pool.job.payload.wout_m1.eq(jwo),
+                     pool.job.payload.pad_left.eq(Mux(jfirst, pc.PAD_LEFT, 0)),
+                     pool.job.payload.pad_right.eq(Mux(jlast, pc.PAD_RIGHT, 0))]
+        with m.If(pool.job.valid & pool.job.ready):
+            m.d.sync += job_i.eq(job_i + 1)
+            with m.If(jlast):
+                m.d.sync += job_pend.eq(0)
+
+        # read cubes (PDP_RDMA's fields)
+        rk = R.D_POOLING_KERNEL_CFG
+        rd_i = Signal(8)
+        rd_pend = Signal()
+        rd_off = Signal(aw)                      # atoms from the source base
+        rsplit = R.D_OPERATION_MODE_CFG.SPLIT_NUM
+        rw, _, rfirst, rlast = part(rd_i, "rd", rk, R.D_PARTIAL_WIDTH_IN, None,
+                                    R.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH, None, rsplit)
+        rcmd = Signal(cube_layout(geom))
+        m.d.comb += [
+            rcmd.base.eq(address(R, rb, "SRC") + (rd_off << ash)),
+            rcmd.ram_type.eq(R.D_SRC_RAM_CFG.SRC_RAM_TYPE),
+            rcmd.line_atoms.eq(rw), rcmd.lines.eq(R.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT),
+            rcmd.surfaces.eq(R.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash),
+            rcmd.batches.eq(0),
+            rcmd.line_stride.eq(byte_value(R, rb, "D_SRC_LINE_STRIDE", "SRC_LINE_STRIDE")),
+            rcmd.surface_stride.eq(byte_value(R, rb, "D_SRC_SURFACE_STRIDE",
+                                              "SRC_SURFACE_STRIDE")),
+            reader.cmd.valid.eq(rd_pend), reader.cmd.payload.eq(rcmd),
+        ]
+        with m.If(reader.cmd.valid & reader.cmd.ready):
+            m.d.sync += rd_i.eq(rd_i + 1)
+            with m.If(rfirst):
+                m.d.sync += rd_off.eq(R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_FIRST + 1 -
+                                      (rk.KERNEL_WIDTH - rk.KERNEL_STRIDE_WIDTH))
+            with m.Else():
+                m.d.sync += rd_off.eq(rd_off + R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_MID + 1)
+            with m.If(rlast):
+                m.d.sync += rd_pend.eq(0)
+
+        # write cubes
+        wr_i = Signal(8)
+        wr_pend = Signal()
+        wr_off = Signal(aw)
+        _, ww, wfirst, wlast = part(wr_i, "wr", kc, P.D_PARTIAL_WIDTH_IN,
+                                    P.D_PARTIAL_WIDTH_OUT,
+                                    P.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH,
+                                    P.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH)
+        wcmd = Signal(cube_layout(geom))
+        m.d.comb += [
+            wcmd.base.eq(address(P, pb, "DST") + (wr_off << ash)),
+            wcmd.ram_type.eq(P.D_DST_RAM_CFG.DST_RAM_TYPE),
+            wcmd.line_atoms.eq(ww), wcmd.lines.eq(P.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT),
+            wcmd.surfaces.eq(P.D_DATA_CUBE_OUT_CHANNEL.CUBE_OUT_CHANNEL >> ash),
+            wcmd.batches.eq(0),
+            wcmd.line_stride.eq(byte_value(P, pb, "D_DST_LINE_STRIDE", "DST_LINE_STRIDE")),
+            wcmd.surface_stride.eq(byte_value(P, pb, "D_DST_SURFACE_STRIDE",
+                                              "DST_SURFACE_STRIDE")),
+            writer.cmd.valid.eq(wr_pend), writer.cmd.payload.eq(wcmd),
+        ]
+        with m.If(writer.cmd.valid & writer.cmd.ready):
+            m.d.sync += wr_i.eq(wr_i + 1)
+            with m.If(wfirst):
+                m.d.sync += wr_off.eq(P.D_PARTIAL_WIDTH_OUT.PARTIAL_WIDTH_OUT_FIRST + 1)
+            with m.Else():
+                m.d.sync += wr_off.eq(wr_off + P.D_PARTIAL_WIDTH_OUT.PARTIAL_WIDTH_OUT_MID + 1)
+            with m.If(wlast):
+                m.d.sync += wr_pend.eq(0)
+
+        # -- control ----------------------------------------------------------------------------
+        running = Signal()
+        finish = Signal()
+        clear = Signal()
+        parts_done = Signal(9)
+        m.d.comb += [self.done.eq(finish), self.rdma_done.eq(finish & rdma_active),
+                     self.busy.eq(running), pool.clear.eq(clear), packer.clear.eq(clear)]
+        with m.If(writer.done):
+            m.d.sync += parts_done.eq(parts_done + 1)
+        with m.FSM(name="ctl"):
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.comb += [check.start.eq(1), clear.eq(1)]
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                with m.If(check.done):
+                    with m.If(check.ok):
+                        m.d.sync += [job_i.eq(0), rd_i.eq(0), wr_i.eq(0), rd_off.eq(0),
+                                     wr_off.eq(0), parts_done.eq(0), job_pend.eq(1),
+                                     wr_pend.eq(1), rd_pend.eq(~flying)]
+                        m.next = "RUN"
+                    with m.Else():
+                        m.next = "FINISH"
+            with m.State("RUN"):
+                m.d.comb += running.eq(1)
+                with m.If(~wr_pend & (parts_done == split + 1)):
+                    m.next = "FINISH"
+            with m.State("FINISH"):
+                m.d.comb += finish.eq(1)
+                m.next = "IDLE"
+
+        # -- input select ---------------------------------------------------------------------
+        fly_on = Signal()
+        m.d.comb += [fly_on.eq(running & flying),
+                     adapter.i.payload.eq(self.sdp.payload),
+                     adapter.i.valid.eq(self.sdp.valid & fly_on),
+                     self.sdp.ready.eq(adapter.i.ready & fly_on)]
+        with m.If(flying):
+            m.d.comb += [pool.i.valid.eq(adapter.o.valid), pool.i.payload.eq(adapter.o.payload),
+                         adapter.o.ready.eq(pool.i.ready)]
+        with m.Else():
+            m.d.comb += [pool.i.valid.eq(splitter.o.valid),
+                         pool.i.payload.eq(splitter.o.payload),
+                         splitter.o.ready.eq(pool.i.ready)]
+
+        # -- counters ---------------------------------------------------------------------------
+        wstall, rstall = Signal(32), Signal(32)
+        with m.If(clear):
+            m.d.sync += [wstall.eq(0), rstall.eq(0)]
+        with m.Else():
+            with m.If(running & writer.stall & P.D_PERF_ENABLE.DMA_EN &
+                      (wstall != _COUNTER_MAX)):
+                m.d.sync += wstall.eq(wstall + 1)
+            with m.If(running & reader.stall & R.D_PERF_ENABLE.DMA_EN &
+                      (rstall != _COUNTER_MAX)):
+                m.d.sync += rstall.eq(rstall + 1)
+        m.d.comb += [self.status.D_PERF_WRITE_STALL.PERF_WRITE_STALL.eq(wstall),
+                     self.rdma_status.D_PERF_READ_STALL.PERF_READ_STALL.eq(rstall)]
+        return m

@@ -1,0 +1,522 @@
+"""PDP pooling core: max / min / average over kernel windows of 1..8 x 1..8 with strides
+1..16 and padding on all four sides (spec: PDP; NVDLA's C model defines the arithmetic).
+
+The core pools one *job* at a time: a sub-cube of ``W`` x ``H`` positions x ``S`` surfaces
+(one split of the layer's width, or the whole width) into ``Wout`` x ``Hout`` x ``S``. Its
+input is the sub-cube in memory order -- surface by surface, line by line, position by
+position, an atom's channels as ``G = atom / T`` transfers of ``T`` lanes -- and its output
+the pooled cube in the same order (``last_line`` on an output line's last transfer, ``last``
+on the job's last).
+
+Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
+
+* max / min take the extreme of the window's real elements; padding is not used;
+* average sums the real elements; a window row with ``p`` padded columns adds
+  ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
+  (the pad values are the software's ``p x pad``, sign-extended from 8, 9, 10, 10, 11, 11, 11
+  bits); the sum is multiplied by ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero,
+  then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way, and truncated to 8 bits.
+
+Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
+slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
+windows at once and closes the oldest when it reaches the window's last column. Windows
+that end in the right padding close together at the line's end; a flush process sends them
+on one per cycle while the next line's input already runs (the ring keeps both lines'
+windows; a new window whose slot is still being flushed waits). The row results go to the
+vertical stage: a line buffer (:class:`amaranth.lib.memory.Memory`, one entry per output
+position and channel group, 8 output-line slots wide) where every row result updates the
+open output lines of its column in one read-modify-write, and the oldest line is emitted
+when its window's last row arrives. Output lines ending in the bottom padding are read out
+after the surface's last input line through a second read port, while the next surface's
+input runs. A final two-stage pipeline applies the reciprocal multiplies. Throughput: one
+input transfer per cycle (``T`` elements); the vertical stage takes one row result per
+cycle, so a line with more windows than positions (stride 1 with right padding) takes
+``Wout`` rather than ``W`` cycles per channel group.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PdpPool", "job_layout", "lanes_layout", "pool_out_layout", "pool_cfg_layout",
+           "METHOD_AVE", "METHOD_MAX", "METHOD_MIN", "SLOTS", "pad_value"]
+
+METHOD_AVE, METHOD_MAX, METHOD_MIN = 0, 1, 2
+SLOTS = 8                                   # open windows per direction (kernel <= 8)
+H_SLOTS = 16                                # horizontal ring: a line's windows + the previous
+                                            # line's windows still flushing
+ACC = 16                                    # int8 sums: 16 bits, wrapping
+PAD_BITS = (8, 9, 10, 10, 11, 11, 11)       # significant bits of PAD_VALUE_1X .. 7X
+
+
+def lanes_layout(lanes):
+    """One input transfer: ``T`` signed values."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(16), lanes)})
+
+
+def pool_out_layout(lanes):
+    return data.StructLayout({"data": data.ArrayLayout(signed(16), lanes),
+                              "last_line": 1, "last": 1})
+
+
+def job_layout():
+    """One job: input width, output width (minus one) and its left / right padding."""
+    return data.StructLayout({"win_m1": 13, "wout_m1": 13, "pad_left": 3, "pad_right": 3})
+
+
+def pool_cfg_layout():
+    """The layer's pooling parameters (static while the layer runs)."""
+    return data.StructLayout({
+        "method": 2, "kw_m1": 3, "kh_m1": 3, "sw_m1": 4, "sh_m1": 4,
+        "pad_top": 3, "pad_bottom": 3, "h_m1": 13, "hout_m1": 13, "s_m1": 13,
+        "pad_values": data.ArrayLayout(19, 7), "recip_w": 17, "recip_h": 17,
+    })
+
+
+def pad_value(m, values, count):
+    """``PAD_VALUE_{count}X`` sign-extended to :data:`ACC` bits, 0 when ``count`` is 0."""
+    out = Signal(signed(ACC))
+    with m.Switch(count):
+        for n in range(1, 8):
+            with m.Case(n):
+                m.d.comb += out.eq(values[n - 1][:PAD_BITS[n - 1]].as_signed())
+    return out
+
+
+class _Axis:
+    """Incremental window bookkeeping along one axis (columns of a line, or lines).
+
+    Windows ``o = 0, 1, ...`` cover positions ``o*stride - pad .. o*stride - pad + k - 1``.
+    ``lo`` is the oldest open window, ``hi`` the newest started; ``lo_start`` / ``hi_next``
+    the start of ``lo`` / of ``hi + 1``. Signals are created in the module ``m``.
+    """
+
+    def __init__(self, m, name, ow_bits):
+        self.lo = Signal(ow_bits, name=f"{name}_lo")
+        self.hi = Signal(ow_bits, name=f"{name}_hi")
+        self.lo_start = Signal(signed(20), name=f"{name}_lo_start")
+        self.hi_next = Signal(signed(20), name=f"{name}_hi_next")
+        self.hi_new = Signal(name=f"{name}_hi_new")
+        self.active = Signal(range(SLOTS + 2), name=f"{name}_active")
+        m.d.comb += self.active.eq(self.hi + 1 - self.lo)
+
+    def reset(self, m, pad, k_m1, s_m1, out_m1):
+        """Statements for position 0: every window starting at or before it is open."""
+        stride = s_m1 + 1
+        hi0 = Signal.like(self.lo, name=self.lo.name.replace("_lo", "_hi0"))
+        m.d.comb += hi0.eq(0)
+        for o in range(1, SLOTS):
+            with m.If((o * stride <= pad) & (o <= out_m1)):
+                m.d.comb += hi0.eq(o)
+        return [self.lo.eq(0), self.lo_start.eq(-_sg(pad)),
+                self.hi.eq(hi0), self.hi_next.eq(_sg((hi0 + 1) * stride) - _sg(pad)),
+                self.hi_new.eq(0)]
+
+    def lo_end(self, k_m1):
+        return self.lo_start + k_m1
+
+    def masks(self, m, name, pos, base, n=SLOTS):
+        """(member, first, lo slot) at position ``pos``; window ``o`` is in slot
+        ``(base + o) mod n``."""
+        sb = (n - 1).bit_length()
+        member = Signal(n, name=f"{name}_member")
+        first = Signal(n, name=f"{name}_first")
+        lo_slot, hi_slot = Signal(sb, name=f"{name}_lo_slot"), Signal(sb, name=f"{name}_hi_slot")
+        m.d.comb += [lo_slot.eq(base + self.lo), hi_slot.eq(base + self.hi),
+                     member.eq(_span(m, f"{name}_span", lo_slot, self.active, n))]
+        for k in range(n):
+            m.d.comb += first[k].eq(member[k] & ((pos == 0) | (self.hi_new & (hi_slot == k))))
+        return member, first, lo_slot
+
+    def advance(self, m, pos, k_m1, s_m1, out_m1):
+        """Update after position ``pos`` (sync statements added to ``m``)."""
+        stride = s_m1 + 1
+        with m.If(self.lo_end(k_m1) == pos):
+            m.d.sync += [self.lo.eq(self.lo + 1), self.lo_start.eq(self.lo_start + stride)]
+        with m.If((self.hi_next == pos + 1) & (self.hi < out_m1)):
+            m.d.sync += [self.hi.eq(self.hi + 1), self.hi_next.eq(self.hi_next + stride),
+                         self.hi_new.eq(1)]
+        with m.Else():
+            m.d.sync += self.hi_new.eq(0)
+
+
+def _span(m, name, first_slot, count, n=SLOTS):
+    """Mask of ``count`` (0..8) of ``n`` slots from ``first_slot`` on, wrapping."""
+    mask = Signal(n, name=name)
+    for k in range(n):
+        rel = Signal((n - 1).bit_length(), name=f"{name}_rel{k}")
+        m.d.comb += [rel.eq(k - first_slot), mask[k].eq(rel < count)]
+    return mask
+
+
+def _sg(v):
+    """``v`` (unsigned) as a signed value one bit wider."""
+    return Cat(v, Const(0, 1)).as_signed()
+
+
+def _pads(m, name, start, k_m1, last_pos):
+    """Padded positions of the window starting at ``start`` (signed) within 0..last_pos."""
+    end = Signal(signed(21), name=f"{name}_end")
+    lo = Signal(signed(21), name=f"{name}_lo")
+    hi = Signal(signed(21), name=f"{name}_hi")
+    n = Signal(signed(21), name=f"{name}_n")
+    m.d.comb += [end.eq(start + k_m1), lo.eq(Mux(start < 0, 0, start)),
+                 hi.eq(Mux(end > last_pos, last_pos, end)),
+                 n.eq(k_m1 + 1 - (hi - lo + 1))]
+    return n[:4]
+
+
+def _round_recip(m, name, value, recip):
+    """``value x recip / 2^16`` rounded half away from zero."""
+    p = Signal(signed(ACC + 2 + 18), name=f"{name}_prod")
+    r = Signal(signed(ACC + 4), name=name)
+    frac = p[:16]
+    m.d.comb += [p.eq(value * Cat(recip, Const(0, 1)).as_signed()),
+                 r.eq((p >> 16) + Mux(p < 0, frac > 0x8000, frac >= 0x8000))]
+    return r
+
+
+def _row_layout():
+    """What a row result needs from its input line's vertical bookkeeping."""
+    return data.StructLayout({
+        "member": SLOTS, "first": SLOTS, "emit": 1, "slot": 3, "vpad": 4, "last_out": 1,
+        "vf": 1, "vf_slot": 3, "vf_rows_m1": 3, "vf_start": signed(20), "vf_last": 1})
+
+
+class PdpPool(wiring.Component):
+    """The pooling core (see the module docstring).
+
+    ``lanes``: T; ``groups``: G = transfers per atom; ``line_atoms``: the line buffer holds
+    this many output positions (a job's ``Wout`` must not exceed it).
+
+    Slots: window ``ow`` of a line is ring slot ``(base + ow) mod 16`` where ``base`` advances
+    by ``Wout`` every line, output line ``oh`` is line buffer slot ``(vbase + oh) mod 8``
+    with ``vbase`` advancing by ``Hout`` every surface: the windows still being flushed out
+    of the previous line (surface) keep their slots while the next line (surface) opens
+    new ones, so flushes overlap the next input. A new window whose slot is still being
+    flushed waits for the flush (interlock).
+    """
+
+    def __init__(self, lanes, groups, line_atoms):
+        self._T, self._G, self._lb = lanes, groups, line_atoms
+        super().__init__({
+            "cfg": In(pool_cfg_layout()),
+            "job": In(stream.Signature(job_layout())),
+            "i": In(stream.Signature(lanes_layout(lanes))),
+            "o": Out(stream.Signature(pool_out_layout(lanes))),
+            "clear": In(1),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        T, G, LB = self._T, self._G, self._lb
+        cfg = self.cfg
+        jb = (G - 1).bit_length()
+        ob = max(1, (LB - 1).bit_length())
+        avg = Signal()
+        m.d.comb += avg.eq(cfg.method == METHOD_AVE)
+
+        def op(old, new):
+            """Lane-wise max / min / wrapping sum."""
+            r = Signal(signed(ACC))
+            with m.Switch(cfg.method):
+                with m.Case(METHOD_MAX):
+                    m.d.comb += r.eq(Mux(new > old, new, old))
+                with m.Case(METHOD_MIN):
+                    m.d.comb += r.eq(Mux(new < old, new, old))
+                with m.Default():
+                    m.d.comb += r.eq(old + new)
+            return r
+
+        def addr(ow, g):
+            return Cat(g[:jb], ow[:ob]) if jb else ow[:ob]
+
+        sw, sh = cfg.sw_m1 + 1, cfg.sh_m1 + 1
+
+        # -- input position, window bookkeeping ------------------------------------------
+        job = Signal(job_layout())
+        s = Signal(13)
+        h = Signal(13)
+        w = Signal(13)
+        j = Signal(range(max(G, 2)))
+        j_last = Signal()
+        m.d.comb += j_last.eq(j == G - 1)
+        hx = _Axis(m, "hx", 14)                 # windows along the line (ow)
+        vx = _Axis(m, "vx", 14)                 # windows along the height (oh)
+        hbase = Signal(4)
+        vbase = Signal(3)
+        last_s = Signal()
+        m.d.comb += last_s.eq(s == cfg.s_m1)
+
+        HS = H_SLOTS
+        ring = [[[Signal(signed(ACC), name=f"ring{k}_{g}_{l}") for l in range(T)]
+                 for g in range(G)] for k in range(HS)]
+
+        # -- stage registers ------------------------------------------------------------
+        hres_layout = data.StructLayout({
+            "valid": 1, "ow": 14, "j": max(jb, 1), "data": data.ArrayLayout(signed(ACC), T),
+            "last_line": 1, "last": 1, "row": _row_layout()})
+        a = Signal(hres_layout, name="a")       # stage A's result (combinational)
+        b = Signal(hres_layout, name="b")       # stage B: line buffer read-modify-write
+        c = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(ACC), T),
+                                      "last_line": 1, "last": 1}))
+        cm = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(ACC + 4), T),
+                                       "last_line": 1, "last": 1}))
+        d = Signal(pool_out_layout(T))
+        d_valid = Signal()
+        adv = Signal()                          # the output pipeline moves
+        b_stall = Signal()                      # stage B waits (flush interlock)
+        a_adv = Signal()                        # stage A's result enters stage B
+        m.d.comb += [adv.eq(~d_valid | self.o.ready), a_adv.eq(adv & ~b_stall),
+                     self.o.valid.eq(d_valid), self.o.payload.eq(d)]
+
+        m.submodules.lbuf = lbuf = Memory(shape=SLOTS * T * ACC, depth=LB * G, init=[])
+        wp = lbuf.write_port()
+        rp = lbuf.read_port(transparent_for=(wp,))
+        fp = lbuf.read_port()                   # bottom-padding flush
+        rd_addr = Signal(ob + jb)
+        m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(a_adv)]
+
+        # -- this line's vertical flags -------------------------------------------------
+        vmember, vfirst, vlo_slot = vx.masks(m, "v", h, vbase)
+        row = Signal(_row_layout())
+        row_used = Signal()
+        last_row = Signal()
+        m.d.comb += [
+            row_used.eq(vmember.any()), last_row.eq(h == cfg.h_m1),
+            row.member.eq(vmember), row.first.eq(vfirst),
+            row.emit.eq((vx.active != 0) & ((vx.lo_end(cfg.kh_m1) == h) | last_row)),
+            row.slot.eq(vlo_slot), row.vpad.eq(_pads(m, "vpad_lo", vx.lo_start, cfg.kh_m1,
+                                                     cfg.h_m1)),
+            row.last_out.eq(last_s & (vx.lo == cfg.hout_m1)),
+            row.vf.eq(last_row & (vx.active >= 2)), row.vf_slot.eq(vlo_slot + 1),
+            row.vf_rows_m1.eq(vx.active - 2), row.vf_start.eq(vx.lo_start + sh),
+            row.vf_last.eq(last_s),
+        ]
+
+        # -- horizontal flush process (windows ending in the right padding) ---------------
+        hf_active = Signal()
+        hf_ow = Signal(14)
+        hf_end = Signal(14)
+        hf_start = Signal(signed(20))
+        hf_j = Signal(range(max(G, 2)))
+        hf_base = Signal(4)
+        hf_mask = Signal(HS)
+        hf_row = Signal(_row_layout())
+        hf_jl = Signal()
+        m.d.comb += hf_jl.eq(hf_j == G - 1)
+        hf_slot = Signal(4)
+        m.d.comb += hf_slot.eq(hf_base + hf_ow)
+        hpad_f = pad_value(m, cfg.pad_values, _pads(m, "hpad_f", hf_start, cfg.kw_m1,
+                                                    job.win_m1))
+        f_slot_vals = [[Signal(signed(ACC), name=f"fslot{k}_{l}") for l in range(T)]
+                       for k in range(HS)]
+        for k in range(HS):
+            for l in range(T):
+                m.d.comb += f_slot_vals[k][l].eq(Array(ring[k][g][l] for g in range(G))[hf_j])
+        hf_vals = [Array(f_slot_vals[k][l] for k in range(HS))[hf_slot] for l in range(T)]
+
+        # -- horizontal stage on the input ---------------------------------------------------
+        hmember, hfirst, hlo_slot = hx.masks(m, "h", w, hbase, HS)
+        hemit = Signal()
+        row_end = Signal()
+        needs_hf = Signal()
+        m.d.comb += [
+            hemit.eq(row_used & (hx.active != 0) &
+                     ((hx.lo_end(cfg.kw_m1) == w) | (w == job.win_m1))),
+            row_end.eq(j_last & (w == job.win_m1)),
+            needs_hf.eq(row_end & row_used & (hx.active >= 2)),
+        ]
+        hpad_lo = pad_value(m, cfg.pad_values, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1,
+                                                     job.win_m1))
+        x = self.i.payload.data
+        new_vals = [[Signal(signed(ACC), name=f"hnew{k}_{l}") for l in range(T)]
+                    for k in range(HS)]
+        for k in range(HS):
+            for l in range(T):
+                old = Array(ring[k][g][l] for g in range(G))[j]
+                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l])))
+        lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
+
+        running = Signal()
+        in_ok = Signal()
+        m.d.comb += [
+            in_ok.eq(running & a_adv &
+                     ~(hf_active & (hemit | needs_hf | (hmember & hf_mask).any()))),
+            self.i.ready.eq(in_ok),
+        ]
+        in_fire = Signal()
+        m.d.comb += in_fire.eq(self.i.valid & in_ok)
+
+        def tag(ow, g, rowf):
+            ll = (ow == job.wout_m1) & (g == G - 1)
+            return [a.last_line.eq(ll), a.last.eq(ll & rowf.last_out),
+                    a.row.eq(rowf), a.row.vf.eq(rowf.vf & ll)]
+
+        with m.If(hf_active):
+            m.d.comb += [a.valid.eq(a_adv), a.ow.eq(hf_ow), a.j.eq(hf_j),
+                         rd_addr.eq(addr(hf_ow, hf_j))]
+            m.d.comb += tag(hf_ow, hf_j, hf_row)
+            for l in range(T):
+                m.d.comb += a.data[l].eq(hf_vals[l] + Mux(avg, hpad_f, 0))
+            with m.If(a_adv):
+                m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
+                with m.If(hf_jl):
+                    m.d.sync += [hf_ow.eq(hf_ow + 1), hf_start.eq(hf_start + sw)]
+                    with m.If(hf_ow == hf_end):
+                        m.d.sync += [hf_active.eq(0), hf_mask.eq(0)]
+        with m.Else():
+            m.d.comb += [a.valid.eq(in_fire & hemit), a.ow.eq(hx.lo), a.j.eq(j),
+                         rd_addr.eq(addr(hx.lo, j))]
+            m.d.comb += tag(hx.lo, j, row)
+            for l in range(T):
+                m.d.comb += a.data[l].eq(lo_new[l] + Mux(avg, hpad_lo, 0))
+
+        # input position and bookkeeping updates
+        with m.If(in_fire):
+            for k in range(HS):
+                with m.If(hmember[k]):
+                    for l in range(T):
+                        m.d.sync += Array(ring[k][g][l] for g in range(G))[j].eq(new_vals[k][l])
+            m.d.sync += j.eq(Mux(j_last, 0, j + 1))
+            with m.If(row_end):
+                m.d.sync += [w.eq(0), hbase.eq(hbase + job.wout_m1 + 1)]
+                m.d.sync += hx.reset(m, job.pad_left, cfg.kw_m1, cfg.sw_m1, job.wout_m1)
+                with m.If(needs_hf):
+                    m.d.sync += [hf_active.eq(1), hf_ow.eq(hx.lo + 1), hf_end.eq(hx.hi),
+                                 hf_start.eq(hx.lo_start + sw), hf_j.eq(0), hf_base.eq(hbase),
+                                 hf_mask.eq(_span(m, "hf_span", hlo_slot + 1,
+                                                  hx.active - 1, HS)),
+                                 hf_row.eq(row)]
+                with m.If(last_row):
+                    m.d.sync += [h.eq(0), s.eq(s + 1), vbase.eq(vbase + cfg.hout_m1 + 1)]
+                    m.d.sync += vx.reset(m, cfg.pad_top, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
+                with m.Else():
+                    m.d.sync += h.eq(h + 1)
+                    vx.advance(m, h, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
+            with m.Elif(j_last):
+                m.d.sync += w.eq(w + 1)
+                hx.advance(m, w, cfg.kw_m1, cfg.sw_m1, job.wout_m1)
+
+        # -- vertical flush process (output lines ending in the bottom padding) -----------
+        vf_active = Signal()
+        vf_ow = Signal(14)
+        vf_j = Signal(range(max(G, 2)))
+        vf_slot = Signal(3)
+        vf_rows = Signal(3)
+        vf_start = Signal(signed(20))
+        vf_last = Signal()
+        vf_mask = Signal(SLOTS)
+        f1 = Signal(data.StructLayout({"valid": 1, "slot": 3, "vpad": 4, "last_line": 1,
+                                       "last": 1}))
+        vf_busy = Signal()
+        m.d.comb += vf_busy.eq(vf_active | f1.valid)
+        vf_jl = Signal()
+        m.d.comb += vf_jl.eq(vf_j == G - 1)
+        m.d.comb += [fp.addr.eq(addr(vf_ow, vf_j)), fp.en.eq(adv)]
+        with m.If(adv):
+            m.d.sync += f1.valid.eq(vf_active)
+            with m.If(vf_active):
+                ll = (vf_ow == job.wout_m1) & vf_jl
+                m.d.sync += [f1.slot.eq(vf_slot),
+                             f1.vpad.eq(_pads(m, "vpad_f", vf_start, cfg.kh_m1, cfg.h_m1)),
+                             f1.last_line.eq(ll), f1.last.eq(ll & vf_last & (vf_rows == 0)),
+                             vf_j.eq(Mux(vf_jl, 0, vf_j + 1))]
+                with m.If(vf_jl):
+                    m.d.sync += vf_ow.eq(vf_ow + 1)
+                    with m.If(vf_ow == job.wout_m1):
+                        m.d.sync += [vf_ow.eq(0), vf_slot.eq(vf_slot + 1),
+                                     vf_start.eq(vf_start + sh), vf_rows.eq(vf_rows - 1)]
+                        with m.If(vf_rows == 0):
+                            m.d.sync += vf_active.eq(0)
+        with m.If(~vf_busy):
+            m.d.sync += vf_mask.eq(0)
+
+        # -- stage B: line buffer read-modify-write ------------------------------------
+        m.d.comb += b_stall.eq(b.valid & (((b.row.member & vf_mask).any()) |
+                                          ((b.row.emit | b.row.vf) & vf_busy)))
+        with m.If(a_adv):
+            m.d.sync += b.eq(a)
+        with m.Elif(adv):
+            pass
+        rdv = [[rp.data.word_select(k * T + l, ACC).as_signed() for l in range(T)]
+               for k in range(SLOTS)]
+        fdv = [[fp.data.word_select(k * T + l, ACC).as_signed() for l in range(T)]
+               for k in range(SLOTS)]
+        wdata = Signal(SLOTS * T * ACC)
+        vnew = [[Signal(signed(ACC), name=f"vnew{k}_{l}") for l in range(T)]
+                for k in range(SLOTS)]
+        for k in range(SLOTS):
+            for l in range(T):
+                m.d.comb += vnew[k][l].eq(Mux(b.row.first[k], b.data[l],
+                                              op(rdv[k][l], b.data[l])))
+                m.d.comb += wdata.word_select(k * T + l, ACC).eq(
+                    Mux(b.row.member[k], vnew[k][l], rdv[k][l]))
+        m.d.comb += [wp.addr.eq(addr(b.ow, b.j)), wp.data.eq(wdata),
+                     wp.en.eq(a_adv & b.valid & b.row.member.any())]
+        with m.If(a_adv & b.valid & b.row.vf):
+            m.d.sync += [vf_active.eq(1), vf_ow.eq(0), vf_j.eq(0), vf_slot.eq(b.row.vf_slot),
+                         vf_rows.eq(b.row.vf_rows_m1), vf_start.eq(b.row.vf_start),
+                         vf_last.eq(b.row.vf_last),
+                         vf_mask.eq(_span(m, "vf_span", b.row.vf_slot, b.row.vf_rows_m1 + 1))]
+
+        # -- stage C: the pooled sum (with the vertical padding) -----------------------------
+        kpad = Signal(signed(ACC))
+        vpad_sel = Signal(4)
+        m.d.comb += [vpad_sel.eq(Mux(f1.valid, f1.vpad, b.row.vpad)),
+                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel) * (cfg.kw_m1 + 1))]
+        with m.If(adv):
+            with m.If(f1.valid):
+                m.d.sync += [c.valid.eq(1), c.last_line.eq(f1.last_line), c.last.eq(f1.last)]
+                for l in range(T):
+                    m.d.sync += c.data[l].eq(Array(fdv[k][l] for k in range(SLOTS))[f1.slot] +
+                                             Mux(avg, kpad, 0))
+            with m.Else():
+                m.d.sync += [c.valid.eq(b.valid & b.row.emit & ~b_stall),
+                             c.last_line.eq(b.last_line), c.last.eq(b.last)]
+                for l in range(T):
+                    m.d.sync += c.data[l].eq(Array(vnew[k][l] for k in range(SLOTS))[b.row.slot] +
+                                             Mux(avg, kpad, 0))
+        with m.If(a_adv):
+            pass
+
+        # -- reciprocal multiplies (stages CM, D) -------------------------------------------
+        with m.If(adv):
+            m.d.sync += [cm.valid.eq(c.valid), cm.last_line.eq(c.last_line),
+                         cm.last.eq(c.last)]
+            for l in range(T):
+                r = _round_recip(m, f"rw{l}", c.data[l], cfg.recip_w)
+                m.d.sync += cm.data[l].eq(Mux(avg, r, c.data[l]))
+            m.d.sync += [d_valid.eq(cm.valid), d.last_line.eq(cm.last_line),
+                         d.last.eq(cm.last)]
+            for l in range(T):
+                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h)
+                m.d.sync += d.data[l].eq(Mux(avg, r[:8].as_signed(),
+                                             cm.data[l][:8].as_signed()))
+
+        # -- jobs ------------------------------------------------------------------------------
+        empty = Signal()
+        m.d.comb += [empty.eq(~hf_active & ~b.valid & ~vf_busy & ~c.valid & ~cm.valid &
+                              ~d_valid)]
+        with m.FSM(name="pool"):
+            with m.State("IDLE"):
+                m.d.comb += [self.job.ready.eq(~hf_active & ~b.valid & ~vf_busy),
+                             self.idle.eq(empty)]
+                with m.If(self.job.valid & self.job.ready):
+                    m.d.sync += [job.eq(self.job.payload), s.eq(0), h.eq(0), w.eq(0), j.eq(0)]
+                    m.d.sync += hx.reset(m, self.job.payload.pad_left, cfg.kw_m1, cfg.sw_m1,
+                                         self.job.payload.wout_m1)
+                    m.d.sync += vx.reset(m, cfg.pad_top, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += running.eq(1)
+                with m.If(in_fire & row_end & last_row & last_s):
+                    m.next = "IDLE"
+
+        with m.If(self.clear):
+            m.d.sync += [b.valid.eq(0), c.valid.eq(0), cm.valid.eq(0), d_valid.eq(0),
+                         hf_active.eq(0), vf_active.eq(0), f1.valid.eq(0), hf_mask.eq(0),
+                         vf_mask.eq(0)]
+        return m

@@ -1,0 +1,78 @@
+"""PDP_RDMA data side: input atoms (offline) or SDP values (flying) into the pooling core's
+``T``-lane transfers (spec: PDP_RDMA; data-format spec: Feature Data Format).
+
+:class:`PdpAtomSplitter` turns one atom of int8 channels into ``G = atom / T`` transfers,
+lane ``l`` of transfer ``g`` being channel ``g*T + l`` (sign-extended). :class:`LaneAdapter`
+re-cuts the SDP's ``Ts``-lane flying output into ``T``-lane transfers (``Ts`` a multiple of
+``T``). The read commands themselves (one cube per split) are issued by :class:`hw.pdp.Pdp`.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..mem.cube import atom_layout
+from ..sdp.wdma import out_layout
+from .pool import lanes_layout
+
+__all__ = ["PdpAtomSplitter", "LaneAdapter"]
+
+
+class PdpAtomSplitter(wiring.Component):
+    """Atoms (:func:`hw.mem.cube.atom_layout`) -> ``G`` transfers of ``T`` int8 lanes."""
+
+    def __init__(self, geom, lanes):
+        self._geom, self._T = geom, lanes
+        self._G = geom.atom_bytes // lanes
+        super().__init__({
+            "i": In(stream.Signature(atom_layout(geom))),
+            "o": Out(stream.Signature(lanes_layout(lanes))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        T, G = self._T, self._G
+        g = Signal(range(max(G, 2)))
+        last = Signal()
+        m.d.comb += [last.eq(g == G - 1), self.o.valid.eq(self.i.valid),
+                     self.i.ready.eq(self.o.ready & last)]
+        for l in range(T):
+            m.d.comb += self.o.payload.data[l].eq(
+                self.i.payload.data.word_select(g * T + l, 8).as_signed())
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += g.eq(Mux(last, 0, g + 1))
+        return m
+
+
+class LaneAdapter(wiring.Component):
+    """``Ts``-lane values (:func:`hw.sdp.wdma.out_layout`) -> ``T``-lane transfers."""
+
+    def __init__(self, in_lanes, lanes):
+        if in_lanes % lanes:
+            raise ValueError(f"SDP->PDP: {in_lanes} SDP lanes are not a multiple of the "
+                             f"{lanes} PDP lanes")
+        self._Ts, self._T = in_lanes, lanes
+        super().__init__({
+            "i": In(stream.Signature(out_layout(in_lanes))),
+            "o": Out(stream.Signature(lanes_layout(lanes))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        T, K = self._T, self._Ts // self._T
+        k = Signal(range(max(K, 2)))
+        last = Signal()
+        m.d.comb += [last.eq(k == K - 1), self.o.valid.eq(self.i.valid),
+                     self.i.ready.eq(self.o.ready & last)]
+        for l in range(T):
+            m.d.comb += self.o.payload.data[l].eq(
+                self.i.payload.data[l] if K == 1 else
+                _select(self.i.payload.data, k, T, l, K))
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += k.eq(Mux(last, 0, k + 1))
+        return m
+
+
+def _select(arr, k, T, l, K):
+    from amaranth.hdl import Array
+    return Array(arr[i * T + l] for i in range(K))[k]
