@@ -64,6 +64,9 @@ def add_arguments(p):
     p.add_argument("--baud", type=int, default=115200, help="UART bridge baud rate")
     p.add_argument("--build", action="store_true",
                    help="run the open flow (ECP5 boards: Yosys, nextpnr-ecp5, ecppack)")
+    p.add_argument("--bridge-only", action="store_true",
+                   help="64 CSB scratch registers in place of the core: UART link, block RAM "
+                        "and LEDs only (board bring-up)")
     p.add_argument("--no-verilog", action="store_true",
                    help="ECP5: skip the Verilog copy of the design (the RTLIL is the input)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr seed (with --build)")
@@ -84,7 +87,8 @@ def constraints_of(board, kind):
     return ""
 
 
-def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=True):
+def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=True,
+                bridge_only=False):
     """Write the build tree; returns (kind, platform, plan or None, name)."""
     out.mkdir(parents=True, exist_ok=True)
     platform, kind = platform_of(board)
@@ -101,7 +105,7 @@ def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=Tru
                   "bits: the interconnect converts widths")
         return kind, platform, None, "nvdla_zynq"
     from hw.board import BoardTop
-    top = BoardTop(cfg, mem_bytes=mem_bytes, baud=baud)
+    top = BoardTop(cfg, mem_bytes=mem_bytes, baud=baud, bridge_only=bridge_only)
     kw = {}
     if kind == "ecp5":
         kw["add_preferences"] = extra
@@ -159,7 +163,7 @@ def run(args):
     out = Path(args.out)
     t0 = time.perf_counter()
     kind, platform, plan, name = write_board(args.board, cfg, out, args.mem_bytes, args.baud,
-                                             not args.no_verilog)
+                                             not args.no_verilog, args.bridge_only)
     print(f"nvdla board: {args.board} ({type(platform).__name__}, {platform.device}) "
           f"{cfg.name}: build tree in {out}/ ({time.perf_counter() - t0:.0f} s)")
     for f in sorted(p.name for p in out.iterdir() if p.is_file()):

@@ -154,36 +154,7 @@ async def serial_transaction(ctx, pin, monitor, divisor, cmd, addr=0, data=0, fr
     return parse_response(bytes(monitor.bytes[start:start + 7]))
 
 
-class StubCore:
-    """A stand-in for NvdlaCore with its ports (built lazily to keep hw imports out)."""
-
-    def __new__(cls, cfg, nregs=64):
-        from amaranth.hdl import Array, Module, Signal
-        from amaranth.lib import wiring
-        from hw.core import NvdlaCore
-        from hw.csb import CsbSlave
-
-        class _Stub(wiring.Component):
-            """CSB registers 0..nregs-1 (word addresses), interrupt = bit 0 of register 1."""
-
-            def elaborate(self, platform):
-                m = Module()
-                m.submodules.csb = csb = CsbSlave()
-                regs = Array(Signal(32, name=f"r{i}") for i in range(nregs))
-                m.d.comb += [
-                    csb.req_valid.eq(self.csb2nvdla_valid),
-                    self.csb2nvdla_ready.eq(csb.req_ready),
-                    csb.req_addr.eq(self.csb2nvdla_addr), csb.req_wdat.eq(self.csb2nvdla_wdat),
-                    csb.req_write.eq(self.csb2nvdla_write),
-                    csb.req_nposted.eq(self.csb2nvdla_nposted),
-                    self.nvdla2csb_valid.eq(csb.resp_valid),
-                    self.nvdla2csb_data.eq(csb.resp_data),
-                    self.nvdla2csb_wr_complete.eq(csb.wr_complete),
-                    csb.rdata.eq(regs[csb.req_addr[:6]]),
-                    self.nvdla2core_interrupt.eq(regs[1][0]),
-                ]
-                with m.If(csb.access & csb.we):
-                    m.d.sync += regs[csb.req_addr[:6]].eq(csb.wdata)
-                return m
-
-        return _Stub(NvdlaCore(cfg).signature)
+def StubCore(cfg, nregs=64):
+    """NvdlaCore's ports around 64 CSB scratch registers (:class:`hw.board.stub.CsbScratch`)."""
+    from hw.board.stub import CsbScratch
+    return CsbScratch(cfg, nregs)

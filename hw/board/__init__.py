@@ -4,5 +4,6 @@ CSB bridge with Vivado-inferable ``s_axi_*`` / ``m_axi_*`` ports)."""
 
 from .top import BoardCore, BoardTop
 from .zynq import ZynqCore, zynq_bd_tcl
+from .stub import CsbScratch
 
-__all__ = ["BoardCore", "BoardTop", "ZynqCore", "zynq_bd_tcl"]
+__all__ = ["BoardCore", "BoardTop", "ZynqCore", "zynq_bd_tcl", "CsbScratch"]

@@ -78,17 +78,24 @@ class BoardCore(wiring.Component):
 
 
 class BoardTop(Elaboratable):
-    """``BoardTop(cfg, mem_bytes=65536, baud=115200)`` on any amaranth-boards platform with a
-    ``uart`` and a ``led`` resource."""
+    """``BoardTop(cfg, mem_bytes=65536, baud=115200, bridge_only=False)`` on any amaranth-boards
+    platform with a ``uart`` and a ``led`` resource. ``bridge_only`` puts
+    :class:`hw.board.stub.CsbScratch` in place of the core (host-link bring-up)."""
 
-    def __init__(self, cfg, mem_bytes: int = 65536, baud: int = 115200):
+    def __init__(self, cfg, mem_bytes: int = 65536, baud: int = 115200,
+                 bridge_only: bool = False):
         self._cfg, self._mem_bytes, self._baud = cfg, mem_bytes, baud
+        self._bridge_only = bridge_only
 
     def elaborate(self, platform):
         m = Module()
         freq = platform.default_clk_frequency
         divisor = round(freq / self._baud)
-        m.submodules.board = board = BoardCore(self._cfg, self._mem_bytes, divisor)
+        core = None
+        if self._bridge_only:
+            from .stub import CsbScratch
+            core = CsbScratch(self._cfg)
+        m.submodules.board = board = BoardCore(self._cfg, self._mem_bytes, divisor, core=core)
 
         uart = platform.request("uart", 0, dir={"rx": "-", "tx": "-"})
         m.submodules.rx_buf = rx_buf = io.Buffer("i", uart.rx)
