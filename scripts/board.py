@@ -31,7 +31,9 @@ __all__ = ["add_arguments", "run", "BOARDS", "write_board", "build_ecp5", "nextp
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name -> (amaranth_boards module, platform class, kind)
+# name -> (amaranth_boards module, platform class, kind). Non-Zynq boards need a "uart" and a
+# "led" or "rgb_led" resource: OrangeCrab and ButterStick have no UART in amaranth-boards
+# (USB only) and are left out until the bridge has a USB or PMOD-UART variant.
 BOARDS = {
     "ulx3s_12f": ("ulx3s", "ULX3S_12F_Platform", "ecp5"),
     "ulx3s_25f": ("ulx3s", "ULX3S_25F_Platform", "ecp5"),
@@ -39,8 +41,6 @@ BOARDS = {
     "ulx3s_85f": ("ulx3s", "ULX3S_85F_Platform", "ecp5"),
     "ecpix5_45": ("ecpix5", "ECPIX545Platform", "ecp5"),
     "ecpix5_85": ("ecpix5", "ECPIX585Platform", "ecp5"),
-    "orangecrab_85f": ("orangecrab_r0_2", "OrangeCrabR0_2_85FPlatform", "ecp5"),
-    "butterstick": ("butterstick", "ButterStickPlatform", "ecp5"),
     "arty_a7_35": ("arty_a7", "ArtyA7_35Platform", "xilinx"),
     "arty_a7_100": ("arty_a7", "ArtyA7_100Platform", "xilinx"),
     "nexys4ddr": ("nexys4ddr", "Nexys4DDRPlatform", "xilinx"),

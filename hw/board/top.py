@@ -9,7 +9,8 @@ interrupt. The SRAMIF, when the build has one, gets its own block RAM of the sam
 
 :class:`BoardTop` puts it on a platform: the board's default clock (and reset, where the board
 has one) make the ``sync`` domain, UART 0 carries the bridge, LED 0 shows the interrupt and
-LED 1 (if any) blinks at about 1 Hz as a sign of life.
+LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB LEDs
+(ECPIX-5) red is the interrupt and green the blink.
 """
 
 
@@ -102,22 +103,27 @@ class BoardTop(Elaboratable):
         m.submodules.tx_buf = tx_buf = io.Buffer("o", uart.tx)
         m.d.comb += [board.uart_rx.eq(rx_buf.i), tx_buf.o.eq(board.uart_tx)]
 
-        led0 = platform.request("led", 0, dir="-")
-        m.submodules.led0 = led0_buf = io.Buffer("o", led0)
-        m.d.comb += led0_buf.o.eq(board.irq)
-        try:
-            led1 = platform.request("led", 1, dir="-")
-        except Exception:                     # boards with a single LED
-            led1 = None
-        if led1 is not None:
-            m.submodules.led1 = led1_buf = io.Buffer("o", led1)
+        names = {res[0] for res in platform.resources}
+        if "led" in names:
+            irq_pin = platform.request("led", 0, dir="-")
+            try:
+                blink_pin = platform.request("led", 1, dir="-")
+            except Exception:                 # boards with a single LED
+                blink_pin = None
+        else:                                 # RGB LEDs only (ECPIX-5): red = irq, green = blink
+            rgb = platform.request("rgb_led", 0, dir={"r": "-", "g": "-", "b": "-"})
+            irq_pin, blink_pin = rgb.r, rgb.g
+        m.submodules.led_irq = irq_buf = io.Buffer("o", irq_pin)
+        m.d.comb += irq_buf.o.eq(board.irq)
+        if blink_pin is not None:
+            m.submodules.led_blink = blink_buf = io.Buffer("o", blink_pin)
             count = Signal(range(int(freq)))
             blink = Signal()
             with m.If(count == int(freq) // 2 - 1):
                 m.d.sync += [count.eq(0), blink.eq(~blink)]
             with m.Else():
                 m.d.sync += count.eq(count + 1)
-            m.d.comb += led1_buf.o.eq(blink)
+            m.d.comb += blink_buf.o.eq(blink)
         # ULX3S: its FTDI's TX buffer enable
         if ("uart_tx_enable", 0) in platform.resources:
             en = platform.request("uart_tx_enable", 0, dir="-")
