@@ -36,7 +36,7 @@ __all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "yosys_c
 TARGETS = {
     "generic": "synth -top {top}",
     "ecp5": "synth_ecp5 -noflatten -top {top}",
-    "xilinx": "synth_xilinx -family xcup -noflatten -top {top}",
+    "xilinx": "synth_xilinx -family xcup -top {top}",          # keeps hierarchy by default
     "ice40": "synth_ice40 -noflatten -top {top}",
 }
 
