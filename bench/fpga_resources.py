@@ -48,7 +48,7 @@ def table():
     for cfg in PRESETS:
         if cfg in PUBLISHED:
             p = PUBLISHED[cfg]
-            rows.append((cfg, p["target"], p["lut"], p["ff"], p["bram"], 0, p["dsp"],
+            rows.append((cfg, p["target"], p["lut"], p["ff"], p["bram"], "-", p["dsp"],
                          p["fmax"]))
         for t in TARGETS:
             r = load(cfg, t)
@@ -56,7 +56,9 @@ def table():
                 rows.append((cfg, t, "not measured", "", "", "", "", ""))
                 continue
             tot = r["total"]
-            rows.append((cfg, t, tot.get("lut", 0), tot.get("ff", 0), tot.get("bram", 0),
+            label = {"ecp5": "ECP5 (LUT4, DP16KD, MULT18X18D)",
+                     "xilinx": "UltraScale+ (LUT6, RAMB36, DSP48E2)"}[t]
+            rows.append((cfg, label, tot.get("lut", 0), tot.get("ff", 0), tot.get("bram", 0),
                          tot.get("lutram", 0), tot.get("dsp", 0), f"Yosys {r['seconds']} s"))
     head = ("preset", "target", "LUT", "FF", "BRAM", "LUTRAM", "DSP", "note")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
