@@ -17,6 +17,9 @@ COMMANDS = {
     "smoke": "generate a build and run a register-level smoke test on its Verilog",
     "trace": "run NVDLA trace directories on the golden model or the RTL",
     "regs": "write the register documentation of a build",
+    "synth": "Yosys synthesis of a build's core: LUTs, FFs, block RAM, DSPs per unit and total",
+    "board": "write (and with --build, run) an FPGA board build of the core",
+    "uart": "run NVDLA traces on a board through its UART bridge (pyserial)",
 }
 
 

@@ -1,0 +1,41 @@
+"""CsbScratch: a stand-in for :class:`hw.core.NvdlaCore` with the same ports, for bring-up of a
+board's host link without the core (``nvdla board --bridge-only``) and for fast tests.
+
+Its CSB answers word addresses 0..63 from 64 scratch registers (writable, read back; higher
+addresses alias); the interrupt is bit 0 of register 1; the DBBIF/SRAMIF masters stay idle.
+"""
+
+from amaranth.hdl import Array, Module, Signal
+from amaranth.lib import wiring
+
+from ..csb import CsbSlave
+
+__all__ = ["CsbScratch"]
+
+
+class CsbScratch(wiring.Component):
+    def __init__(self, cfg, nregs: int = 64):
+        from ..core import NvdlaCore
+        self._nregs = nregs
+        core = NvdlaCore(cfg)                # only for its signature
+        core._MustUse__silence = True
+        super().__init__(core.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._nregs
+        bits = (n - 1).bit_length()
+        m.submodules.csb = csb = CsbSlave()
+        regs = Array(Signal(32, name=f"r{i}") for i in range(n))
+        m.d.comb += [
+            csb.req_valid.eq(self.csb2nvdla_valid), self.csb2nvdla_ready.eq(csb.req_ready),
+            csb.req_addr.eq(self.csb2nvdla_addr), csb.req_wdat.eq(self.csb2nvdla_wdat),
+            csb.req_write.eq(self.csb2nvdla_write), csb.req_nposted.eq(self.csb2nvdla_nposted),
+            self.nvdla2csb_valid.eq(csb.resp_valid), self.nvdla2csb_data.eq(csb.resp_data),
+            self.nvdla2csb_wr_complete.eq(csb.wr_complete),
+            csb.rdata.eq(regs[csb.req_addr[:bits]]),
+            self.nvdla2core_interrupt.eq(regs[1][0]),
+        ]
+        with m.If(csb.access & csb.we):
+            m.d.sync += regs[csb.req_addr[:bits]].eq(csb.wdata)
+        return m

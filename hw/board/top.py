@@ -1,0 +1,132 @@
+"""Board tops for amaranth-boards platforms.
+
+:class:`BoardCore` is everything on the chip, with three pins: the core (:class:`NvdlaCore`),
+the UART serial bridge (:class:`hw.bridge.UartRx` / :class:`hw.bridge.UartTx` /
+:class:`hw.bridge.SerialHost`, protocol in :mod:`hw.bridge.serial_host`) on ``uart_rx`` /
+``uart_tx``, and ``mem_bytes`` of block RAM as the AXI4 slave behind the DBBIF
+(:class:`hw.bridge.AxiRam`, shared with the bridge's memory commands). ``irq`` is the core's
+interrupt. The SRAMIF, when the build has one, gets its own block RAM of the same size.
+
+:class:`BoardTop` puts it on a platform: the board's default clock (and reset, where the board
+has one) make the ``sync`` domain, UART 0 carries the bridge, LED 0 shows the interrupt and
+LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB LEDs
+(ECPIX-5) red is the interrupt and green the blink.
+"""
+
+
+from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..bridge import AxiRam, SerialHost, UartRx, UartTx, connect_csb
+from ..mem.axi import axi_members
+
+__all__ = ["BoardCore", "BoardTop"]
+
+
+def _connect_axi(m, core, ram, prefix, cfg_width, addr_width):
+    for name, member in axi_members(prefix, addr_width, cfg_width).items():
+        if member.flow == Out:
+            m.d.comb += getattr(ram, name).eq(getattr(core, name))
+        else:
+            m.d.comb += getattr(core, name).eq(getattr(ram, name))
+
+
+class BoardCore(wiring.Component):
+    """``BoardCore(cfg, mem_bytes, divisor, timeout=None, core=None)``. ``divisor`` = clock
+    cycles per UART bit; ``timeout`` (clock cycles of silence that drop a partial frame)
+    defaults to 20 byte times; ``core`` replaces the NvdlaCore (tests use a small stand-in
+    with the same ports)."""
+
+    uart_rx: In(1, init=1)
+    uart_tx: Out(1, init=1)
+    irq: Out(1)
+
+    def __init__(self, cfg, mem_bytes: int, divisor: int, timeout: int | None = None,
+                 core=None):
+        self._cfg, self._mem_bytes, self._divisor = cfg, mem_bytes, divisor
+        self._timeout = timeout or 200 * divisor
+        self._core = core
+        super().__init__()
+
+    def elaborate(self, platform):
+        from ..core import NvdlaCore
+        m = Module()
+        cfg = self._cfg
+        m.submodules.core = core = self._core if self._core is not None else NvdlaCore(cfg)
+        m.submodules.uart_rx = rx = UartRx(self._divisor)
+        m.submodules.uart_tx = tx = UartTx(self._divisor)
+        m.submodules.host = host = SerialHost(self._timeout)
+        m.submodules.dbb_ram = ram = AxiRam(self._mem_bytes, cfg.dbbif_width, cfg.address_width)
+        m.d.comb += [rx.rx.eq(self.uart_rx), self.uart_tx.eq(tx.tx),
+                     host.rx_error.eq(rx.frame_error),
+                     host.irq.eq(core.nvdla2core_interrupt),
+                     self.irq.eq(core.nvdla2core_interrupt)]
+        wiring.connect(m, uart=rx.o, host=host.rx)
+        wiring.connect(m, host=host.tx, uart=tx.i)
+        connect_csb(m, host, core)
+        _connect_axi(m, core, ram, "nvdla_core2dbb", cfg.dbbif_width, cfg.address_width)
+        for name in ("mem_valid", "mem_write", "mem_addr", "mem_wdata"):
+            m.d.comb += getattr(ram, name).eq(getattr(host, name))
+        for name in ("mem_done", "mem_rdata", "mem_error"):
+            m.d.comb += getattr(host, name).eq(getattr(ram, name))
+        if cfg.sramif:
+            m.submodules.sram_ram = sram = AxiRam(self._mem_bytes, cfg.sramif_width,
+                                                  cfg.address_width, prefix="nvdla_core2sram")
+            _connect_axi(m, core, sram, "nvdla_core2sram", cfg.sramif_width, cfg.address_width)
+            m.d.comb += sram.mem_valid.eq(0)
+        return m
+
+
+class BoardTop(Elaboratable):
+    """``BoardTop(cfg, mem_bytes=65536, baud=115200, bridge_only=False)`` on any amaranth-boards
+    platform with a ``uart`` and a ``led`` resource. ``bridge_only`` puts
+    :class:`hw.board.stub.CsbScratch` in place of the core (host-link bring-up)."""
+
+    def __init__(self, cfg, mem_bytes: int = 65536, baud: int = 115200,
+                 bridge_only: bool = False):
+        self._cfg, self._mem_bytes, self._baud = cfg, mem_bytes, baud
+        self._bridge_only = bridge_only
+
+    def elaborate(self, platform):
+        m = Module()
+        freq = platform.default_clk_frequency
+        divisor = round(freq / self._baud)
+        core = None
+        if self._bridge_only:
+            from .stub import CsbScratch
+            core = CsbScratch(self._cfg)
+        m.submodules.board = board = BoardCore(self._cfg, self._mem_bytes, divisor, core=core)
+
+        uart = platform.request("uart", 0, dir={"rx": "-", "tx": "-"})
+        m.submodules.rx_buf = rx_buf = io.Buffer("i", uart.rx)
+        m.submodules.tx_buf = tx_buf = io.Buffer("o", uart.tx)
+        m.d.comb += [board.uart_rx.eq(rx_buf.i), tx_buf.o.eq(board.uart_tx)]
+
+        names = {res[0] for res in platform.resources}
+        if "led" in names:
+            irq_pin = platform.request("led", 0, dir="-")
+            try:
+                blink_pin = platform.request("led", 1, dir="-")
+            except Exception:                 # boards with a single LED
+                blink_pin = None
+        else:                                 # RGB LEDs only (ECPIX-5): red = irq, green = blink
+            rgb = platform.request("rgb_led", 0, dir={"r": "-", "g": "-", "b": "-"})
+            irq_pin, blink_pin = rgb.r, rgb.g
+        m.submodules.led_irq = irq_buf = io.Buffer("o", irq_pin)
+        m.d.comb += irq_buf.o.eq(board.irq)
+        if blink_pin is not None:
+            m.submodules.led_blink = blink_buf = io.Buffer("o", blink_pin)
+            count = Signal(range(int(freq)))
+            blink = Signal()
+            with m.If(count == int(freq) // 2 - 1):
+                m.d.sync += [count.eq(0), blink.eq(~blink)]
+            with m.Else():
+                m.d.sync += count.eq(count + 1)
+            m.d.comb += blink_buf.o.eq(blink)
+        # ULX3S: its FTDI's TX buffer enable
+        if ("uart_tx_enable", 0) in platform.resources:
+            en = platform.request("uart_tx_enable", 0, dir="-")
+            m.submodules.uart_tx_en = en_buf = io.Buffer("o", en)
+            m.d.comb += en_buf.o.eq(1)
+        return m

