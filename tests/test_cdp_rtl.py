@@ -1,7 +1,17 @@
-"""The CDP on the generated core: NVDLA's 19 public cdp_* traces (nv_small, Verilator, one
-batch under random AXI back-pressure), each checked by its CRCs, plus a program the unit's
-checks reject (int16 input on an int8 build), which must complete without touching memory,
-and one trace rerun with polls of its counters afterwards."""
+"""The CDP on the generated core, on the playback engine (:mod:`tb.playback`, Verilator):
+
+- NVDLA's 19 public cdp_* traces (nv_small, one batch under random AXI back-pressure), each
+  checked by its CRCs, plus a program the unit's checks reject (int16 input on an int8 build),
+  which must complete without touching memory, and one trace rerun with polls of its counters
+  afterwards;
+- constrained-random CDP programs (:mod:`sim.cdp.random_programs`: every window, both bypasses,
+  LE linear/exponent, priorities, random LUTs loaded over the CSB, values that hit
+  interpolation, underflow and overflow) written as traces with golden CRCs and guard bands:
+  300 on nv_small and 50 on a build with CDP throughput 8 and a 512-bit DBBIF, RTL against the
+  golden model bit for bit under random back-pressure and latency;
+- the invalid programs of ``write_invalid_traces`` on nv_small: the RTL ends each layer and
+  writes nothing outside the programmed output (the guard bands' CRCs).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +23,31 @@ import pytest
 
 from arch.config import NvdlaConfig
 from sim.trace_run import EngineUnavailable
-from tb.trace_rtl import run_rtl_batch
+from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
 from .conftest import TRACES
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
+#: CDP throughput 8 with a 512-bit DBBIF (nv_small-sized otherwise). The PDP stays at
+#: nv_small's throughput 1: the PDP RTL's SDP->PDP lane adapter needs the SDP lanes (1 here) to
+#: be a multiple of the PDP lanes, so a PDP throughput of 8 does not elaborate on this build.
+NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", cdp_throughput=8, dbbif_width=512)
+
+
+def _rtl(paths, cfg, **options):
+    try:
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, **options)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _check(results, count):
+    assert len(results) == count
+    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
+    assert not bad, f"{len(bad)}/{count} programs differ from the golden model:\n" + \
+        "\n".join(bad[:10])
 CDP_DIR = TRACES / "nv_small"
 
 
@@ -73,11 +102,23 @@ def test_public_cdp_traces_rtl(tmp_path):
     rejected = make_trace(tmp_path, _REJECTED.format(crc=zlib.crc32(bytes(0x100))),
                           "cdp_rejected_int16")
     extra = [str(rejected), str(_counters_trace(tmp_path))]
-    try:
-        results = run_rtl_batch([str(CDP_DIR / n) for n in names] + extra, NV_SMALL,
-                                sim="verilator", max_cycles=200_000)
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-    assert len(results) == len(names) + len(extra)
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)} of {len(results)} failed:\n" + "\n".join(bad)
+    _check(_rtl([str(CDP_DIR / n) for n in names] + extra, NV_SMALL, max_cycles=200_000),
+           len(names) + len(extra))
+
+
+SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", SHARDS,
+                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+def test_random_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed)
+    _check(_rtl(paths, cfg, max_cycles=400_000, seed=seed, busy=0.3, latency=(1, 24)), count)
+
+
+@pytest.mark.rtl
+def test_invalid_cdp_programs_rtl_finish_and_write_nothing_outside(tmp_path):
+    made = write_invalid_traces(NV_SMALL, str(tmp_path))
+    assert made
+    _check(_rtl([p for p, _ in made], NV_SMALL, max_cycles=200_000), len(made))

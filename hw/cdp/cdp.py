@@ -100,7 +100,8 @@ class Cdp(wiring.Component):
         sm1 = Signal(13)
         m.d.comb += sm1.eq(cm1 >> ash)
         invalid = Signal()
-        m.d.comb += invalid.eq(program_errors(cfg, geom, C, R, src, dst))
+        m.d.comb += invalid.eq(program_errors(cfg, geom, C, R, self.s, src, dst,
+                                              (wm1, hm1, sm1)))
 
         # -- data movers and datapath ----------------------------------------------------------
         m.submodules.src_lines = src_lines = PixelLines(geom)

@@ -2,13 +2,19 @@
 that fails any rule issues no DMA and completes at once (``done`` + interrupt), so an invalid
 program never hangs the core.
 
-Rules (any one fails the layer):
+The rules are those of the golden decode (:func:`sim.cdp.program.decode`); any one fails the
+layer:
 
 * precision: CDP ``INPUT_DATA_TYPE`` and CDP_RDMA ``INPUT_DATA`` must be INT8 (the only
   precision this datapath has; int16 / fp16 are rejected even on builds that list them);
 * source and destination RAM type CV (SRAMIF) on a build without SRAMIF;
 * source / destination base address, line stride or surface stride not a multiple of the
-  memory atom.
+  memory atom;
+* destination overlap: ``D_DST_LINE_STRIDE`` < W x atom when H > 1, or
+  ``D_DST_SURFACE_STRIDE`` < (H-1) x line stride + W x atom when there are several surfaces;
+* a source or destination cube that ends past the build's address space;
+* ``S_LUT_INFO.LUT_LO_INDEX_SELECT`` (and ``LUT_LE_INDEX_SELECT`` in linear mode) outside
+  -32..31; ``LUT_LE_INDEX_OFFSET`` > 39 in exponent mode.
 """
 
 from amaranth.hdl import Cat, Const
@@ -18,20 +24,44 @@ from ..mem.dma import RAM_CV
 __all__ = ["INT8", "program_errors"]
 
 INT8 = 0
+INDEX_SELECT_RANGE = (-32, 31)
+LE_INDEX_OFFSET_MAX = 39
 
 
-def program_errors(cfg, geom, regs, rdma_regs, src, dst):
+def program_errors(cfg, geom, regs, rdma_regs, s, src, dst, dims):
     """The rule violations as a 1-bit value. ``src`` / ``dst``: (base, line stride, surface
-    stride, ram type) of the input and output cubes (byte values)."""
+    stride, ram type) of the input and output cubes (byte values); ``dims``: (W-1, H-1,
+    surfaces-1) of the cube; ``s``: the single-group CDP registers (LUT configuration)."""
     ash = geom.atom_shift
+    aw = geom.addr_width
+    wm1, hm1, sm1 = dims
 
     def misaligned(v):
         return v[:ash].any() if ash else Const(0)
 
     errs = [regs.D_DATA_FORMAT.INPUT_DATA_TYPE != INT8,
             rdma_regs.D_DATA_FORMAT.INPUT_DATA != INT8]
-    for base, ls, ss, ram in (src, dst):
+    line_bytes = (wm1 + 1) << ash                  # W x atom
+    for i, (base, ls, ss, ram) in enumerate((src, dst)):
         errs += [misaligned(base), misaligned(ls), misaligned(ss)]
         if not cfg.sramif:
             errs.append(ram == RAM_CV)
+        one = hm1 * ls + line_bytes                # one surface, bytes
+        if i == 1:                                 # destination: no overlapping lines/surfaces
+            errs += [(hm1 != 0) & (ls < line_bytes),
+                     (sm1 != 0) & (ss < one)]
+        end = base + sm1 * ss + one
+        errs.append(end > (1 << aw))
+
+    info = s.S_LUT_INFO
+    le_linear = s.S_LUT_CFG.LUT_LE_FUNCTION
+    lo_, hi_ = INDEX_SELECT_RANGE
+
+    def out_of_range(v):
+        v = v.as_signed()
+        return (v < lo_) | (v > hi_)
+
+    errs += [out_of_range(info.LUT_LO_INDEX_SELECT),
+             le_linear & out_of_range(info.LUT_LE_INDEX_SELECT),
+             ~le_linear & (info.LUT_LE_INDEX_OFFSET.as_signed() > LE_INDEX_OFFSET_MAX)]
     return Cat(*errs).any()
