@@ -27,10 +27,14 @@ def _wrap(v, bits):
     return _sext(int(v), bits)
 
 
-def _round_recip(v, r):
+def _round_recip(v, r, bits):
+    """NVDLA cal2d: rounded half away from zero; a non-negative result keeps only its low
+    ``bits - 1`` bits plus the rounding carry, a negative one its low ``bits``."""
     p = v * r
     q, frac = p >> 16, p & 0xFFFF
-    return q + ((frac > 0x8000) if p < 0 else (frac >= 0x8000))
+    if p < 0:
+        return _wrap(q + (frac > 0x8000), bits)
+    return _wrap((q & ((1 << (bits - 1)) - 1)) + (frac >= 0x8000), bits)
 
 
 def reference(x, L, job):
@@ -55,9 +59,9 @@ def reference(x, L, job):
                     for ch in range(C):
                         tot = int(win[:, :, ch].sum()) + len(rows) * padv[kw - len(cols)]
                         tot += _wrap(padv[kh - len(rows)] * kw, 16)
-                        tot = _wrap(tot, 16)
-                        r1 = _round_recip(tot, L["rkw"])
-                        out[s, oh, ow, ch] = _wrap(_round_recip(r1, L["rkh"]), 8)
+                        tot = _wrap(tot, 14)
+                        r1 = _round_recip(tot, L["rkw"], 11)
+                        out[s, oh, ow, ch] = _round_recip(r1, L["rkh"], 8)
     return out
 
 

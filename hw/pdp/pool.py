@@ -15,7 +15,10 @@ Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
   ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
   (the pad values are the software's ``p x pad``, sign-extended from 8, 9, 10, 10, 11, 11, 11
   bits); the sum is multiplied by ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero,
-  then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way, and truncated to 8 bits.
+  then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d)
+  the sum enters as B + 6 = 14 bits, the width step keeps B + 3 = 11 bits and the height
+  step 8, where a non-negative result keeps only its low 10 / 7 bits plus the rounding
+  carry (a positive average wraps modulo 2^(bits - 1); NVDLA's C model differs here).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
@@ -167,13 +170,22 @@ def _pads(m, name, start, k_m1, last_pos):
     return n[:4]
 
 
-def _round_recip(m, name, value, recip):
-    """``value x recip / 2^16`` rounded half away from zero."""
+def _round_recip(m, name, value, recip, bits):
+    """``value x recip / 2^16`` rounded half away from zero into ``bits`` signed bits as
+    NVDLA's cal2d does it: a negative product keeps the low ``bits`` of its rounded quotient,
+    a non-negative one only the low ``bits - 1`` (plus the rounding carry), so a positive
+    result wraps modulo 2^(bits - 1) (254 -> 126 in int8)."""
     p = Signal(signed(ACC + 2 + 18), name=f"{name}_prod")
-    r = Signal(signed(ACC + 4), name=name)
+    q = Signal(signed(ACC + 4), name=f"{name}_q")
+    pos = Signal(bits, name=f"{name}_pos")
+    neg = Signal(bits, name=f"{name}_neg")
+    r = Signal(signed(bits), name=name)
     frac = p[:16]
     m.d.comb += [p.eq(value * Cat(recip, Const(0, 1)).as_signed()),
-                 r.eq((p >> 16) + Mux(p < 0, frac > 0x8000, frac >= 0x8000))]
+                 q.eq(p >> 16),
+                 pos.eq(q[:bits - 1] + (frac >= 0x8000)),
+                 neg.eq(q + (frac > 0x8000)),
+                 r.eq(Mux(p < 0, neg, pos))]
     return r
 
 
@@ -487,13 +499,14 @@ class PdpPool(wiring.Component):
             m.d.sync += [cm.valid.eq(c.valid), cm.last_line.eq(c.last_line),
                          cm.last.eq(c.last)]
             for l in range(T):
-                r = _round_recip(m, f"rw{l}", c.data[l], cfg.recip_w)
+                # the window sum as NVDLA's B + 6 bits, the width result as B + 3 bits
+                r = _round_recip(m, f"rw{l}", c.data[l][:14].as_signed(), cfg.recip_w, 11)
                 m.d.sync += cm.data[l].eq(Mux(avg, r, c.data[l]))
             m.d.sync += [d_valid.eq(cm.valid), d.last_line.eq(cm.last_line),
                          d.last.eq(cm.last)]
             for l in range(T):
-                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h)
-                m.d.sync += d.data[l].eq(Mux(avg, r[:8].as_signed(),
+                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h, 8)
+                m.d.sync += d.data[l].eq(Mux(avg, r,
                                              cm.data[l][:8].as_signed()))
 
         # -- jobs ------------------------------------------------------------------------------
