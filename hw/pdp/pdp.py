@@ -37,6 +37,8 @@ from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
 
+from arch.pdp import line_buffer_positions
+
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from ..regfile import fields_layout
@@ -52,9 +54,10 @@ _COUNTER_MAX = (1 << 32) - 1
 
 
 def line_atoms(cfg):
-    """Output positions of one width part the line buffer holds (a build parameter of the
-    RTL: 64 positions x an atom's channels x 8 open output lines)."""
-    return 64
+    """Output positions of one width part the line buffer holds with one open output line
+    (:func:`arch.pdp.line_buffer_positions`: 128); the program check applies the narrower
+    limits of kernels keeping more lines open (:func:`arch.pdp.max_pass_width`)."""
+    return line_buffer_positions(cfg)
 
 
 class Pdp(wiring.Component):
