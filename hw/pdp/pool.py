@@ -13,9 +13,9 @@ Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
 * max / min take the extreme of the window's real elements; padding is not used;
 * average sums the real elements; a window row with ``p`` padded columns adds
   ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
-  (the pad values are the software's ``p x pad``, sign-extended from 8, 9, 10, 10, 11, 11, 11
-  bits); the sum is multiplied by ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero,
-  then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d)
+  (as NVDLA's RTL: a row adds the pad value's low 11 bits and keeps its sum in B + 3 = 11
+  bits, the padded rows add all 19 bits x kernel width); the sum is multiplied by
+  ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero, then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d)
   the sum enters as B + 6 = 14 bits, the width step keeps B + 3 = 11 bits and the height
   step 8, where a non-negative result keeps only its low 10 / 7 bits plus the rounding
   carry (a positive average wraps modulo 2^(bits - 1); NVDLA's C model differs here).
@@ -50,7 +50,7 @@ SLOTS = 8                                   # open windows per direction (kernel
 H_SLOTS = 16                                # horizontal ring: a line's windows + the previous
                                             # line's windows still flushing
 ACC = 16                                    # int8 sums: 16 bits, wrapping
-PAD_BITS = (8, 9, 10, 10, 11, 11, 11)       # significant bits of PAD_VALUE_1X .. 7X
+ROW_BITS = 11                               # a window row's sum: B + 3 bits, wrapping
 
 
 def lanes_layout(lanes):
@@ -77,13 +77,15 @@ def pool_cfg_layout():
     })
 
 
-def pad_value(m, values, count):
-    """``PAD_VALUE_{count}X`` sign-extended to :data:`ACC` bits, 0 when ``count`` is 0."""
+def pad_value(m, values, count, bits):
+    """``PAD_VALUE_{count}X`` as its low ``bits`` sign-extended to :data:`ACC` bits, 0 when
+    ``count`` is 0 (NVDLA's cal1d adds the low B + 3 = 11 bits to a line sum, cal2d
+    multiplies all 19 by the kernel width)."""
     out = Signal(signed(ACC))
     with m.Switch(count):
         for n in range(1, 8):
             with m.Case(n):
-                m.d.comb += out.eq(values[n - 1][:PAD_BITS[n - 1]].as_signed())
+                m.d.comb += out.eq(values[n - 1][:bits].as_signed())
     return out
 
 
@@ -322,7 +324,7 @@ class PdpPool(wiring.Component):
         hf_slot = Signal(4)
         m.d.comb += hf_slot.eq(hf_base + hf_ow)
         hpad_f = pad_value(m, cfg.pad_values, _pads(m, "hpad_f", hf_start, cfg.kw_m1,
-                                                    job.win_m1))
+                                                    job.win_m1), ROW_BITS)
         f_slot_vals = [[Signal(signed(ACC), name=f"fslot{k}_{l}") for l in range(T)]
                        for k in range(HS)]
         for k in range(HS):
@@ -342,7 +344,7 @@ class PdpPool(wiring.Component):
             needs_hf.eq(row_end & row_used & (hx.active >= 2)),
         ]
         hpad_lo = pad_value(m, cfg.pad_values, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1,
-                                                     job.win_m1))
+                                                     job.win_m1), ROW_BITS)
         x = self.i.payload.data
         new_vals = [[Signal(signed(ACC), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
@@ -372,7 +374,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hf_ow, hf_j))]
             m.d.comb += tag(hf_ow, hf_j, hf_row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(hf_vals[l] + Mux(avg, hpad_f, 0))
+                m.d.comb += a.data[l].eq((hf_vals[l] + Mux(avg, hpad_f, 0))[:ROW_BITS]
+                                         .as_signed())
             with m.If(a_adv):
                 m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
                 with m.If(hf_jl):
@@ -384,7 +387,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hx.lo, j))]
             m.d.comb += tag(hx.lo, j, row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(lo_new[l] + Mux(avg, hpad_lo, 0))
+                m.d.comb += a.data[l].eq((lo_new[l] + Mux(avg, hpad_lo, 0))[:ROW_BITS]
+                                         .as_signed())
 
         # input position and bookkeeping updates
         with m.If(in_fire):
@@ -478,7 +482,8 @@ class PdpPool(wiring.Component):
         kpad = Signal(signed(ACC))
         vpad_sel = Signal(4)
         m.d.comb += [vpad_sel.eq(Mux(f1.valid, f1.vpad, b.row.vpad)),
-                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel) * (cfg.kw_m1 + 1))]
+                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel, 19) *
+                                (cfg.kw_m1 + 1))]
         with m.If(adv):
             with m.If(f1.valid):
                 m.d.sync += [c.valid.eq(1), c.last_line.eq(f1.last_line), c.last.eq(f1.last)]
