@@ -298,7 +298,9 @@ class Pdp(wiring.Component):
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
-                with m.If(~wr_pend & (parts_done == split + 1)):
+                # the pool must also have taken all of its input: rows (columns) past the
+                # last window are read and consumed after the last output is written
+                with m.If(~wr_pend & (parts_done == split + 1) & ~job_pend & pool.idle):
                     m.next = "FINISH"
             with m.State("FINISH"):
                 m.d.comb += finish.eq(1)
