@@ -106,7 +106,7 @@ class Pdp(wiring.Component):
         mode = P.D_OPERATION_MODE_CFG
         flying = ~mode.FLYING_MODE
         rdma_active = Signal()
-        m.d.comb += rdma_active.eq(~flying | self.rdma_op_en)
+        m.d.comb += rdma_active.eq(~flying)          # a flying layer leaves PDP_RDMA alone
         start = Signal()
         m.d.comb += start.eq(self.op_en & (flying | self.rdma_op_en))
 
