@@ -176,6 +176,7 @@ class NvdlaCore(wiring.Component):
                 pdp.rdma_op_en.eq(rf_prd.op_en), rf_prd.done.eq(pdp.rdma_done),
                 rf_prd.d_status.eq(pdp.rdma_status)]
             wiring.connect(m, sdp.pdp, pdp.sdp)
+            m.d.comb += [pdp.sdp_go.eq(sdp.pdp_go), pdp.sdp_abort.eq(sdp.pdp_abort)]
             wiring.connect(m, pdp.rd_pdp, dmaif.rd_pdp)
             wiring.connect(m, pdp.wr_pdp, dmaif.wr_pdp)
             driven |= {"PDP", "PDP_RDMA"}

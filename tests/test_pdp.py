@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.pdp.pool import METHOD_AVE, METHOD_MAX, METHOD_MIN, PAD_BITS, PdpPool
+from hw.pdp.pool import METHOD_AVE, METHOD_MAX, METHOD_MIN, PdpPool
 
 
 # =========================================================================================
@@ -27,10 +27,14 @@ def _wrap(v, bits):
     return _sext(int(v), bits)
 
 
-def _round_recip(v, r):
+def _round_recip(v, r, bits):
+    """NVDLA cal2d: rounded half away from zero; a non-negative result keeps only its low
+    ``bits - 1`` bits plus the rounding carry, a negative one its low ``bits``."""
     p = v * r
     q, frac = p >> 16, p & 0xFFFF
-    return q + ((frac > 0x8000) if p < 0 else (frac >= 0x8000))
+    if p < 0:
+        return _wrap(q + (frac > 0x8000), bits)
+    return _wrap((q & ((1 << (bits - 1)) - 1)) + (frac >= 0x8000), bits)
 
 
 def reference(x, L, job):
@@ -39,7 +43,10 @@ def reference(x, L, job):
     kw, kh, sw, sh = L["kw"], L["kh"], L["sw"], L["sh"]
     pl, pr = job["pl"], job["pr"]
     pt = L["pt"]
-    padv = [0] + [_sext(L["pads"][n], PAD_BITS[n]) for n in range(7)]
+    # NVDLA's widths: a window row's sum + PAD_VALUE (its low 11 bits) in B + 3 = 11 bits,
+    # the window sum + kernel width x PAD_VALUE (19 bits) in B + 6 = 14 bits
+    pad11 = [0] + [_sext(L["pads"][n], 11) for n in range(7)]
+    pad19 = [0] + [_sext(L["pads"][n], 19) for n in range(7)]
     out = np.zeros((S, L["hout"], job["wout"], C), dtype=np.int64)
     for s in range(S):
         for oh in range(L["hout"]):
@@ -53,11 +60,12 @@ def reference(x, L, job):
                     out[s, oh, ow] = win.min(axis=(0, 1))
                 else:
                     for ch in range(C):
-                        tot = int(win[:, :, ch].sum()) + len(rows) * padv[kw - len(cols)]
-                        tot += _wrap(padv[kh - len(rows)] * kw, 16)
-                        tot = _wrap(tot, 16)
-                        r1 = _round_recip(tot, L["rkw"])
-                        out[s, oh, ow, ch] = _wrap(_round_recip(r1, L["rkh"]), 8)
+                        tot = sum(_wrap(int(win[i, :, ch].sum()) + pad11[kw - len(cols)], 11)
+                                  for i in range(len(rows)))
+                        tot += pad19[kh - len(rows)] * kw
+                        tot = _wrap(tot, 14)
+                        r1 = _round_recip(tot, L["rkw"], 11)
+                        out[s, oh, ow, ch] = _round_recip(r1, L["rkh"], 8)
     return out
 
 

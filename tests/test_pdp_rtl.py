@@ -1,7 +1,14 @@
-"""The PDP unit on the generated core: NVDLA's 12 pdp_* traces and the SDP->PDP flying trace
-(sdp_pdp_32x16x32_pass_through_int8_0) of nv_small, plus invalid programs the check block
-must reject (the layer completes, nothing is written), in one Verilator run under random AXI
-back-pressure; every CRC must match.
+"""The PDP unit on the generated core (playback engine, Verilator, random AXI back-pressure:
+30 % busy, latency 1-24 cycles), RTL against the golden model bit for bit:
+
+* NVDLA's 12 pdp_* traces and the SDP->PDP flying trace (sdp_pdp_32x16x32_pass_through_int8_0)
+  of nv_small, plus a few hand-written invalid programs;
+* every invalid program of the golden model's list (``sim.pdp.random_programs
+  .write_invalid_traces``) and flying PDP layers whose SDP rejects its program: the layer
+  completes, nothing is written;
+* constrained-random programs of ``sim.pdp.random_programs.write_random_traces`` (offline,
+  split width, two-layer traces, SDP->PDP flying layers; int8 only: the RTL pools int8):
+  300 on nv_small (3 shards of 100) and 50 on nv_small_t8 (8 PDP lanes, 512-bit DBBIF).
 """
 
 from __future__ import annotations
@@ -13,14 +20,16 @@ import numpy as np
 import pytest
 
 from arch.config import NvdlaConfig
+from sim.pdp import random_programs
+from sim.pdp.random_programs import write_invalid_traces, write_random_traces
 from sim.trace_run import EngineUnavailable
-from tb.trace_rtl import run_rtl_batch
 
 from .conftest import TRACES
-from .test_pdp import random_layer, reference
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
+NV_SMALL_T8 = NvdlaConfig.preset("nv_small").replace(name="nv_small_t8", pdp_throughput=8,
+                                                      cdp_throughput=8, dbbif_width=512)
 DIR = TRACES / "nv_small"
 PDP_TRACES = ["pdp_16x6x16_4x2_split_max_int8_0", "pdp_1x1x1_3x3_ave_int8_0",
               "pdp_1x3x8_8x8_ave_int8_0", "pdp_24x16x1_8x8_ave_int8_0",
@@ -28,6 +37,21 @@ PDP_TRACES = ["pdp_16x6x16_4x2_split_max_int8_0", "pdp_1x1x1_3x3_ave_int8_0",
               "pdp_8x8x32_1x1_int8_1", "pdp_8x8x64_2x2_ave_int8_0", "pdp_8x8x64_2x2_int8",
               "pdp_8x8x64_2x2_min_int8_0", "pdp_8x9x19_3x3_ave_int8_0",
               "sdp_pdp_32x16x32_pass_through_int8_0"]
+
+
+def _rtl(paths, cfg, **options):
+    try:
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, **options)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _check(results, count):
+    assert len(results) == count
+    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
+    assert not bad, f"{len(bad)}/{count} programs differ from the golden model:\n" + \
+        "\n".join(bad[:20])
 
 
 def test_list_covers_the_public_pdp_traces():
@@ -85,96 +109,6 @@ check_crc(sync_id_0, pri_mem, 0x80000800, 0x200, {zero:#x});
                       {"in.dat": f"{{offset:0x0, size:512, payload:{ones}}}\n"})
 
 
-def _dat(data: bytes) -> str:
-    return f"{{offset:0x0, size:{len(data)}, payload:{' '.join(f'0x{b:02x}' for b in data)}}}\n"
-
-
-def random_trace(tmp_path, seed):
-    """A random offline int8 PDP layer (split width in some) as a trace whose
-    CRC comes from the naive reference of tests/test_pdp.py."""
-    rng = np.random.default_rng(seed)
-    L, jobs = random_layer(rng, max_w=20, max_h=9)
-    job = jobs[0]
-    W, H, S = job["W"], L["H"], int(rng.integers(1, 4))
-    C = int(rng.integers((S - 1) * 8 + 1, S * 8 + 1))
-    kw, sw, pl = L["kw"], L["sw"], job["pl"]
-    wout, hout = job["wout"], L["hout"]
-    x = rng.integers(-128, 128, size=(S, H, W, 8))
-    y = reference(x, L, job)
-    in_ls = 8 * (W + int(rng.integers(0, 3)))
-    in_ss = in_ls * H + 8 * int(rng.integers(0, 3))
-    out_ls = 8 * (wout + int(rng.integers(0, 3)))
-    out_ss = out_ls * hout + 8 * int(rng.integers(0, 3))
-    src = bytearray(in_ss * S)
-    for si in range(S):
-        for hh in range(H):
-            for ww in range(W):
-                a = si * in_ss + hh * in_ls + 8 * ww
-                src[a:a + 8] = bytes(int(v) & 0xFF for v in x[si, hh, ww])
-    dst = bytearray(out_ss * S)
-    for si in range(S):
-        for oh in range(hout):
-            for ow in range(wout):
-                a = si * out_ss + oh * out_ls + 8 * ow
-                dst[a:a + 8] = bytes(int(v) & 0xFF for v in y[si, oh, ow])
-    # split width: parts of whole output windows
-    split, pin, pout = 0, 0, 0
-    if wout >= 3 and rng.random() < 0.6:
-        n = int(rng.integers(2, min(4, wout) + 1))
-        mid_out = int(rng.integers(1, max(1, (wout - 2) // max(n - 2, 1)) + 1)) if n > 2 else 1
-        f_out = int(rng.integers(1, wout - (n - 2) * mid_out))
-        l_out = wout - f_out - (n - 2) * mid_out
-        first = f_out * sw - pl + kw - sw
-        mid = mid_out * sw
-        l_in = W - first - (n - 2) * mid
-        # only part 0 may have left padding: part 1 starts at a real column
-        if l_out >= 1 and 1 <= first and f_out * sw >= pl and l_in >= 1 and \
-                l_in + kw - sw >= 1 and \
-                max(first, mid, l_in) <= 1024:
-            split = n - 1
-            pin = (first - 1) | ((l_in - 1) << 10) | ((mid - 1) << 20)
-            pout = (f_out - 1) | ((l_out - 1) << 10) | ((mid_out - 1) << 20)
-    pads = L["pads"]
-    regs = {
-        "PDP_RDMA": {"D_DATA_CUBE_IN_WIDTH": W - 1, "D_DATA_CUBE_IN_HEIGHT": H - 1,
-                     "D_DATA_CUBE_IN_CHANNEL": C - 1, "D_FLYING_MODE": 1,
-                     "D_SRC_BASE_ADDR_LOW": 0x80000000, "D_SRC_LINE_STRIDE": in_ls,
-                     "D_SRC_SURFACE_STRIDE": in_ss, "D_SRC_RAM_CFG": 1,
-                     "D_OPERATION_MODE_CFG": split, "D_PARTIAL_WIDTH_IN": pin,
-                     "D_POOLING_KERNEL_CFG": (kw - 1) | ((sw - 1) << 4)},
-        "PDP": {"D_DATA_CUBE_IN_WIDTH": W - 1, "D_DATA_CUBE_IN_HEIGHT": H - 1,
-                "D_DATA_CUBE_IN_CHANNEL": C - 1, "D_DATA_CUBE_OUT_WIDTH": wout - 1,
-                "D_DATA_CUBE_OUT_HEIGHT": hout - 1, "D_DATA_CUBE_OUT_CHANNEL": C - 1,
-                "D_OPERATION_MODE_CFG": L["method"] | 0x10 | (split << 8),
-                "D_PARTIAL_WIDTH_IN": pin, "D_PARTIAL_WIDTH_OUT": pout,
-                "D_POOLING_KERNEL_CFG": (kw - 1) | ((L["kh"] - 1) << 8) | ((sw - 1) << 16)
-                | ((L["sh"] - 1) << 20),
-                "D_RECIP_KERNEL_WIDTH": L["rkw"], "D_RECIP_KERNEL_HEIGHT": L["rkh"],
-                "D_POOLING_PADDING_CFG": pl | (L["pt"] << 4) | (job["pr"] << 8)
-                | (L["pb"] << 12),
-                **{f"D_POOLING_PADDING_VALUE_{i + 1}_CFG": pads[i] for i in range(7)},
-                "D_SRC_BASE_ADDR_LOW": 0x80000000, "D_SRC_LINE_STRIDE": in_ls,
-                "D_SRC_SURFACE_STRIDE": in_ss, "D_DST_BASE_ADDR_LOW": 0x80100000,
-                "D_DST_LINE_STRIDE": out_ls, "D_DST_SURFACE_STRIDE": out_ss,
-                "D_DST_RAM_CFG": 1},
-    }
-    lines = [f"mem_init(pri_mem, 0x80000000, {len(src):#x}, ALL_ZERO);",
-             'mem_load(pri_mem, 0x80000000, "in.dat");',
-             f"mem_init(pri_mem, 0x80100000, {len(dst):#x}, ALL_ZERO);"]
-    for block, fields in regs.items():
-        lines += [f"reg_write(NVDLA_{block}.{r}_0, {v:#x});" for r, v in fields.items()]
-    lines += ["reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);",
-              "reg_write(NVDLA_PDP_RDMA.D_OP_ENABLE_0, 0x1);",
-              "intr_notify(PDP_0, sync_id_0);",
-              f"check_crc(sync_id_0, pri_mem, 0x80100000, {len(dst):#x}, "
-              f"{zlib.crc32(bytes(dst)) & 0xFFFFFFFF:#x});"]
-    return make_trace(tmp_path, "\n".join(lines) + "\n", f"pdp_random_{seed}",
-                      {"in.dat": _dat(bytes(src))})
-
-
-N_RANDOM = 32
-
-
 @pytest.mark.rtl
 def test_public_pdp_traces_rtl(tmp_path):
     """The 13 public traces pass; the invalid programs finish without writing; random layers
@@ -182,13 +116,47 @@ def test_public_pdp_traces_rtl(tmp_path):
     if not DIR.is_dir():
         pytest.skip(f"public traces not found at {DIR}")
     extra = [str(_invalid(tmp_path, n, e)) for n, e in INVALID.items()]
-    extra += [str(random_trace(tmp_path, seed)) for seed in range(N_RANDOM)]
-    try:
-        results = run_rtl_batch([str(DIR / n) for n in PDP_TRACES] + extra, NV_SMALL,
-                                sim="verilator", max_cycles=300_000, busy=0.3,
-                                latency=(1, 24))
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-    assert len(results) == len(PDP_TRACES) + len(extra)
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{len(results)} PDP traces fail:\n" + "\n".join(bad)
+    paths = [str(DIR / n) for n in PDP_TRACES] + extra
+    _check(_rtl(paths, NV_SMALL, max_cycles=300_000, busy=0.3, latency=(1, 24)), len(paths))
+
+
+def _flying_sdp_rejected(tmp_path, count=3, seed=5):
+    """``count`` SDP->PDP layers (PDP enabled first) whose SDP program is rejected (Winograd
+    on a build without it): each PDP layer must still complete, writing nothing."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    while len(layers) < count:
+        try:
+            layer = random_programs.flying_layer(NV_SMALL, rng, slot=len(layers),
+                                                 int8_only=True)
+        except random_programs._Redraw:
+            continue
+        random_programs._set(NV_SMALL, layer, "SDP", "D_FEATURE_MODE_CFG", WINOGRAD=1)
+        layers.append(layer)
+    crcs = [zlib.crc32(bytes(layer["window"][1])) for layer in layers]
+    return random_programs.write_trace(str(tmp_path), "pdp_flying_sdp_rejected", layers, crcs)
+
+
+@pytest.mark.rtl
+def test_golden_invalid_pdp_programs_rtl(tmp_path):
+    """Every invalid program of the golden model's list (sim.pdp.random_programs
+    .write_invalid_traces) finishes on the RTL with no DMA: the destination stays zero; so
+    do flying PDP layers whose SDP rejects its program (the SDP's abort ends them)."""
+    invalid = write_invalid_traces(NV_SMALL, str(tmp_path))
+    assert invalid
+    paths = [p for p, _ in invalid] + [_flying_sdp_rejected(tmp_path)]
+    _check(_rtl(paths, NV_SMALL, max_cycles=100_000, busy=0.3, latency=(1, 24)), len(paths))
+
+
+#: random programs of the golden model's generator (offline, split width, two-layer traces,
+#: SDP->PDP flying layers): 300 on nv_small, 50 on the 8-lane build with a 512-bit DBBIF
+SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", SHARDS,
+                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+def test_random_pdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, int8_only=True)
+    _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)

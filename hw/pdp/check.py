@@ -19,7 +19,8 @@ Rules (any one fails the program)
       adding up to ``CUBE_IN_WIDTH``, the output parts not adding up to ``CUBE_OUT_WIDTH``, a
       middle / last part's input width (``PARTIAL_WIDTH_IN + kernel - stride``) below 1;
       split width in flying mode;
-    * a width part's output wider than the line buffer (``line_atoms`` positions);
+    * a width part's output wider than the line buffer allows for the kernel height and
+      vertical stride (:func:`arch.pdp.max_pass_width`, shared with the golden model);
     * ``CUBE_OUT_CHANNEL != CUBE_IN_CHANNEL``;
     * PDP_RDMA (offline) disagreeing with PDP on the input cube, ``SPLIT_NUM``, and with split
       width on ``PARTIAL_WIDTH_IN`` and the kernel width / stride; PDP_RDMA ``FLYING_MODE``
@@ -28,7 +29,9 @@ Rules (any one fails the program)
       RAM type CV on a build without SRAMIF.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Signal
+
+from arch.pdp import max_pass_width
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -80,25 +83,36 @@ class PdpCheck(wiring.Component):
         H = P.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1
         Wo = P.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH + 1
         Ho = P.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT + 1
+        # line buffer: widest pass for this kernel height / vertical stride
+        lb = Signal(range(self._lb + 1))
+        table = Array(Const(min(max_pass_width(cfg, k + 1, s + 1), self._lb),
+                            range(self._lb + 1))
+                      for s in range(16) for k in range(8))
+        m.d.comb += lb.eq(table[Cat(kc.KERNEL_HEIGHT[:3], kc.KERNEL_STRIDE_HEIGHT[:4])])
         split = mode.SPLIT_NUM
         n = split + 1
         errs = []
 
-        def bad_axis(win, wout, p0, p1, k, st):
-            """Window placement rules of one axis part (see the module docstring)."""
+        def bad_axis(win, wout, p0, p1, k, st, exact=False):
+            """Window placement rules of one axis part (see the module docstring); ``exact``:
+            also one more window fitting (the output size must be the window count)."""
             last_start = Signal(24)
             m.d.comb += last_start.eq((wout - 1) * st)
-            return [k > p0 + win + p1, last_start > p0 + win - 1,
+            errs = [k > p0 + win + p1, last_start > p0 + win - 1,
                     last_start + k > p0 + win + p1]
+            if exact:
+                errs.append(last_start + st + k <= p0 + win + p1)
+            return errs
 
         # precision, method, padding
         errs += [P.D_DATA_FORMAT.INPUT_DATA != INT8,
                  self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != INT8),
                  mode.POOLING_METHOD == 3,
-                 pl >= kw, pr >= kw, pt >= kh, pbot >= kh,
+                 kc.KERNEL_WIDTH > 7, kc.KERNEL_HEIGHT > 7,
+                 pl >= kw, pt >= kh,
                  P.D_DATA_CUBE_OUT_CHANNEL.CUBE_OUT_CHANNEL !=
                  P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL]
-        errs += bad_axis(H, Ho, pt, pbot, kh, sh)
+        errs += bad_axis(H, Ho, pt, pbot, kh, sh, exact=True)
 
         # width parts
         pw_in, pw_out = P.D_PARTIAL_WIDTH_IN, P.D_PARTIAL_WIDTH_OUT
@@ -113,15 +127,21 @@ class PdpCheck(wiring.Component):
         last_in = Signal(range(-16, 1040))
         m.d.comb += [mid_in.eq(m_in + overlap), last_in.eq(l_in + overlap)]
         whole = split == 0
-        errs += [whole & x for x in bad_axis(W, Wo, pl, pr, kw, sw)]
-        errs.append(whole & (Wo > self._lb))
+        errs += bad_axis(W, Wo, pl, pr, kw, sw, exact=True)
+        errs.append(whole & (Wo > lb))
         sp = ~whole
         errs += [sp & x for x in bad_axis(f_in, f_out, pl, 0, kw, sw)]
+        # split rules: the first part ends where its last window ends, holds the overlap
+        # re-read by the next part; a middle part is whole strides; exact window counts
+        f_end, m_span = Signal(24), Signal(24)
+        m.d.comb += [f_end.eq((f_out - 1) * sw + kw), m_span.eq(m_out * sw)]
+        errs += [sp & (f_end != f_in + pl), sp & (f_in < overlap),
+                 sp & (split > 1) & (m_span != m_in)]
+        errs += [sp & x for x in bad_axis(last_in, l_out, 0, pr, kw, sw, exact=True)]
         errs += [sp & (split > 1) & (mid_in < 1)] + \
             [sp & (split > 1) & x for x in bad_axis(mid_in, m_out, 0, 0, kw, sw)]
-        errs += [sp & (last_in < 1)] + [sp & x for x in bad_axis(last_in, l_out, 0, pr, kw, sw)]
-        errs += [sp & (f_out > self._lb), sp & (split > 1) & (m_out > self._lb),
-                 sp & (l_out > self._lb)]
+        errs += [sp & (last_in < 1)]
+        errs += [sp & (f_out > lb), sp & (split > 1) & (m_out > lb), sp & (l_out > lb)]
         sum_in, sum_out = Signal(24), Signal(24)
         m.d.comb += [sum_in.eq(f_in + (n - 2) * m_in + l_in),
                      sum_out.eq(f_out + (n - 2) * m_out + l_out)]
@@ -136,9 +156,14 @@ class PdpCheck(wiring.Component):
                  ra & (R.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL !=
                        P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL),
                  ra & (R.D_OPERATION_MODE_CFG.SPLIT_NUM != split),
-                 ra & sp & (R.D_PARTIAL_WIDTH_IN.as_value() != pw_in.as_value()),
-                 ra & sp & (rk.KERNEL_WIDTH != kc.KERNEL_WIDTH),
-                 ra & sp & (rk.KERNEL_STRIDE_WIDTH != kc.KERNEL_STRIDE_WIDTH),
+                 ra & sp & (R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_FIRST !=
+                            pw_in.PARTIAL_WIDTH_IN_FIRST),
+                 ra & sp & (R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_LAST !=
+                            pw_in.PARTIAL_WIDTH_IN_LAST),
+                 ra & sp & (split > 1) & (R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_MID !=
+                                          pw_in.PARTIAL_WIDTH_IN_MID),
+                 ra & (rk.KERNEL_WIDTH != kc.KERNEL_WIDTH),
+                 ra & (rk.KERNEL_STRIDE_WIDTH != kc.KERNEL_STRIDE_WIDTH),
                  offline & ~R.D_FLYING_MODE.FLYING_MODE]
 
         # memory
@@ -153,6 +178,15 @@ class PdpCheck(wiring.Component):
                for r in ("BASE_ADDR_LOW", "LINE_STRIDE", "SURFACE_STRIDE")]
         dst = [byte_value(P, pb, f"D_DST_{r}", f"DST_{r}")
                for r in ("BASE_ADDR_LOW", "LINE_STRIDE", "SURFACE_STRIDE")]
+        # output lines / surfaces must not overlap
+        atom = cfg.memory_atom
+        surfaces = Signal(16)
+        m.d.comb += surfaces.eq((P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash) + 1)
+        line_bytes, surf_need = Signal(32), Signal(48)
+        m.d.comb += [line_bytes.eq(Wo * atom),
+                     surf_need.eq((Ho - 1) * dst[1] + line_bytes)]
+        errs += [(Ho > 1) & (dst[1] < line_bytes),
+                 (surfaces > 1) & (dst[2] < surf_need)]
         errs += [offline & (Cat(*[misaligned(v) for v in src]).any() |
                             cv_bad(R.D_SRC_RAM_CFG.SRC_RAM_TYPE)),
                  Cat(*[misaligned(v) for v in dst]).any() | cv_bad(P.D_DST_RAM_CFG.DST_RAM_TYPE)]

@@ -23,8 +23,12 @@ NVDLA's PDP reads and writes).
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
 int8, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read. A flying
-layer waits for the SDP's data as long as it takes (an SDP layer that rejects its program
-sends none: the PDP layer then stays RUNNING).
+layer that passes its check issues no DMA until the SDP runs its layer (``sdp_go`` or the
+first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
+without running (its program rejected, or its producer aborted) pulses ``sdp_abort``, which
+is kept until a flying PDP layer takes it: that layer ends like an invalid program (done, no
+DMA, nothing written), whichever unit was enabled first. A flying PDP layer that fails its
+own check takes a pending abort with it.
 
 Status: the NaN / Inf counters stay 0 (no fp16); ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
 count the cycles a write / read request waited for the memory interface while the group's
@@ -36,6 +40,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
+
+from arch.pdp import line_buffer_positions
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
@@ -52,9 +58,10 @@ _COUNTER_MAX = (1 << 32) - 1
 
 
 def line_atoms(cfg):
-    """Output positions of one width part the line buffer holds (a build parameter of the
-    RTL: 64 positions x an atom's channels x 8 open output lines)."""
-    return 64
+    """Output positions of one width part the line buffer holds with one open output line
+    (:func:`arch.pdp.line_buffer_positions`: 128); the program check applies the narrower
+    limits of kernels keeping more lines open (:func:`arch.pdp.max_pass_width`)."""
+    return line_buffer_positions(cfg)
 
 
 class Pdp(wiring.Component):
@@ -77,6 +84,7 @@ class Pdp(wiring.Component):
             "rd_pdp": Out(DmaReadPort(geom)),
             "wr_pdp": Out(DmaWritePort(geom)),
             "sdp": In(stream.Signature(out_layout(self._sdp_lanes))),
+            "sdp_go": In(1), "sdp_abort": In(1),
             "busy": Out(1),
         })
 
@@ -98,7 +106,7 @@ class Pdp(wiring.Component):
         mode = P.D_OPERATION_MODE_CFG
         flying = ~mode.FLYING_MODE
         rdma_active = Signal()
-        m.d.comb += rdma_active.eq(~flying | self.rdma_op_en)
+        m.d.comb += rdma_active.eq(~flying)          # a flying layer leaves PDP_RDMA alone
         start = Signal()
         m.d.comb += start.eq(self.op_en & (flying | self.rdma_op_en))
 
@@ -252,6 +260,17 @@ class Pdp(wiring.Component):
                      self.busy.eq(running), pool.clear.eq(clear), packer.clear.eq(clear)]
         with m.If(writer.done):
             m.d.sync += parts_done.eq(parts_done + 1)
+        abort_pend = Signal()                    # an sdp_abort not yet taken
+        abort_take = Signal()
+        with m.If(abort_take):
+            m.d.sync += abort_pend.eq(0)
+        with m.Elif(self.sdp_abort):
+            m.d.sync += abort_pend.eq(1)
+        go = Signal()                            # start the layer's jobs and DMA commands
+        with m.If(go):
+            m.d.sync += [job_i.eq(0), rd_i.eq(0), wr_i.eq(0), rd_off.eq(0),
+                         wr_off.eq(0), parts_done.eq(0), job_pend.eq(1),
+                         wr_pend.eq(1), rd_pend.eq(~flying)]
         with m.FSM(name="ctl"):
             with m.State("IDLE"):
                 with m.If(start):
@@ -259,16 +278,29 @@ class Pdp(wiring.Component):
                     m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If(check.done):
-                    with m.If(check.ok):
-                        m.d.sync += [job_i.eq(0), rd_i.eq(0), wr_i.eq(0), rd_off.eq(0),
-                                     wr_off.eq(0), parts_done.eq(0), job_pend.eq(1),
-                                     wr_pend.eq(1), rd_pend.eq(~flying)]
+                    with m.If(check.ok & flying):
+                        m.next = "FLY_WAIT"
+                    with m.Elif(check.ok):
+                        m.d.comb += go.eq(1)
                         m.next = "RUN"
                     with m.Else():
+                        with m.If(flying):
+                            m.d.comb += abort_take.eq(1)
                         m.next = "FINISH"
+            with m.State("FLY_WAIT"):
+                # no DMA until the SDP runs its layer; an SDP layer that ends without
+                # running (rejected) ends this one too
+                with m.If(abort_pend | self.sdp_abort):
+                    m.d.comb += abort_take.eq(1)
+                    m.next = "FINISH"
+                with m.Elif(self.sdp_go | self.sdp.valid):
+                    m.d.comb += go.eq(1)
+                    m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
-                with m.If(~wr_pend & (parts_done == split + 1)):
+                # the pool must also have taken all of its input: rows (columns) past the
+                # last window are read and consumed after the last output is written
+                with m.If(~wr_pend & (parts_done == split + 1) & ~job_pend & pool.idle):
                     m.next = "FINISH"
             with m.State("FINISH"):
                 m.d.comb += finish.eq(1)

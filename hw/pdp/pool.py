@@ -13,9 +13,12 @@ Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
 * max / min take the extreme of the window's real elements; padding is not used;
 * average sums the real elements; a window row with ``p`` padded columns adds
   ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
-  (the pad values are the software's ``p x pad``, sign-extended from 8, 9, 10, 10, 11, 11, 11
-  bits); the sum is multiplied by ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero,
-  then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way, and truncated to 8 bits.
+  (as NVDLA's RTL: a row adds the pad value's low 11 bits and keeps its sum in B + 3 = 11
+  bits, the padded rows add all 19 bits x kernel width); the sum is multiplied by
+  ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero, then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d)
+  the sum enters as B + 6 = 14 bits, the width step keeps B + 3 = 11 bits and the height
+  step 8, where a non-negative result keeps only its low 10 / 7 bits plus the rounding
+  carry (a positive average wraps modulo 2^(bits - 1); NVDLA's C model differs here).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
@@ -47,7 +50,7 @@ SLOTS = 8                                   # open windows per direction (kernel
 H_SLOTS = 16                                # horizontal ring: a line's windows + the previous
                                             # line's windows still flushing
 ACC = 16                                    # int8 sums: 16 bits, wrapping
-PAD_BITS = (8, 9, 10, 10, 11, 11, 11)       # significant bits of PAD_VALUE_1X .. 7X
+ROW_BITS = 11                               # a window row's sum: B + 3 bits, wrapping
 
 
 def lanes_layout(lanes):
@@ -74,13 +77,15 @@ def pool_cfg_layout():
     })
 
 
-def pad_value(m, values, count):
-    """``PAD_VALUE_{count}X`` sign-extended to :data:`ACC` bits, 0 when ``count`` is 0."""
+def pad_value(m, values, count, bits):
+    """``PAD_VALUE_{count}X`` as its low ``bits`` sign-extended to :data:`ACC` bits, 0 when
+    ``count`` is 0 (NVDLA's cal1d adds the low B + 3 = 11 bits to a line sum, cal2d
+    multiplies all 19 by the kernel width)."""
     out = Signal(signed(ACC))
     with m.Switch(count):
         for n in range(1, 8):
             with m.Case(n):
-                m.d.comb += out.eq(values[n - 1][:PAD_BITS[n - 1]].as_signed())
+                m.d.comb += out.eq(values[n - 1][:bits].as_signed())
     return out
 
 
@@ -167,13 +172,22 @@ def _pads(m, name, start, k_m1, last_pos):
     return n[:4]
 
 
-def _round_recip(m, name, value, recip):
-    """``value x recip / 2^16`` rounded half away from zero."""
+def _round_recip(m, name, value, recip, bits):
+    """``value x recip / 2^16`` rounded half away from zero into ``bits`` signed bits as
+    NVDLA's cal2d does it: a negative product keeps the low ``bits`` of its rounded quotient,
+    a non-negative one only the low ``bits - 1`` (plus the rounding carry), so a positive
+    result wraps modulo 2^(bits - 1) (254 -> 126 in int8)."""
     p = Signal(signed(ACC + 2 + 18), name=f"{name}_prod")
-    r = Signal(signed(ACC + 4), name=name)
+    q = Signal(signed(ACC + 4), name=f"{name}_q")
+    pos = Signal(bits, name=f"{name}_pos")
+    neg = Signal(bits, name=f"{name}_neg")
+    r = Signal(signed(bits), name=name)
     frac = p[:16]
     m.d.comb += [p.eq(value * Cat(recip, Const(0, 1)).as_signed()),
-                 r.eq((p >> 16) + Mux(p < 0, frac > 0x8000, frac >= 0x8000))]
+                 q.eq(p >> 16),
+                 pos.eq(q[:bits - 1] + (frac >= 0x8000)),
+                 neg.eq(q + (frac > 0x8000)),
+                 r.eq(Mux(p < 0, neg, pos))]
     return r
 
 
@@ -310,7 +324,7 @@ class PdpPool(wiring.Component):
         hf_slot = Signal(4)
         m.d.comb += hf_slot.eq(hf_base + hf_ow)
         hpad_f = pad_value(m, cfg.pad_values, _pads(m, "hpad_f", hf_start, cfg.kw_m1,
-                                                    job.win_m1))
+                                                    job.win_m1), ROW_BITS)
         f_slot_vals = [[Signal(signed(ACC), name=f"fslot{k}_{l}") for l in range(T)]
                        for k in range(HS)]
         for k in range(HS):
@@ -330,7 +344,7 @@ class PdpPool(wiring.Component):
             needs_hf.eq(row_end & row_used & (hx.active >= 2)),
         ]
         hpad_lo = pad_value(m, cfg.pad_values, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1,
-                                                     job.win_m1))
+                                                     job.win_m1), ROW_BITS)
         x = self.i.payload.data
         new_vals = [[Signal(signed(ACC), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
@@ -360,7 +374,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hf_ow, hf_j))]
             m.d.comb += tag(hf_ow, hf_j, hf_row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(hf_vals[l] + Mux(avg, hpad_f, 0))
+                m.d.comb += a.data[l].eq((hf_vals[l] + Mux(avg, hpad_f, 0))[:ROW_BITS]
+                                         .as_signed())
             with m.If(a_adv):
                 m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
                 with m.If(hf_jl):
@@ -372,7 +387,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hx.lo, j))]
             m.d.comb += tag(hx.lo, j, row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(lo_new[l] + Mux(avg, hpad_lo, 0))
+                m.d.comb += a.data[l].eq((lo_new[l] + Mux(avg, hpad_lo, 0))[:ROW_BITS]
+                                         .as_signed())
 
         # input position and bookkeeping updates
         with m.If(in_fire):
@@ -466,7 +482,8 @@ class PdpPool(wiring.Component):
         kpad = Signal(signed(ACC))
         vpad_sel = Signal(4)
         m.d.comb += [vpad_sel.eq(Mux(f1.valid, f1.vpad, b.row.vpad)),
-                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel) * (cfg.kw_m1 + 1))]
+                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel, 19) *
+                                (cfg.kw_m1 + 1))]
         with m.If(adv):
             with m.If(f1.valid):
                 m.d.sync += [c.valid.eq(1), c.last_line.eq(f1.last_line), c.last.eq(f1.last)]
@@ -487,13 +504,14 @@ class PdpPool(wiring.Component):
             m.d.sync += [cm.valid.eq(c.valid), cm.last_line.eq(c.last_line),
                          cm.last.eq(c.last)]
             for l in range(T):
-                r = _round_recip(m, f"rw{l}", c.data[l], cfg.recip_w)
+                # the window sum as NVDLA's B + 6 bits, the width result as B + 3 bits
+                r = _round_recip(m, f"rw{l}", c.data[l][:14].as_signed(), cfg.recip_w, 11)
                 m.d.sync += cm.data[l].eq(Mux(avg, r, c.data[l]))
             m.d.sync += [d_valid.eq(cm.valid), d.last_line.eq(cm.last_line),
                          d.last.eq(cm.last)]
             for l in range(T):
-                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h)
-                m.d.sync += d.data[l].eq(Mux(avg, r[:8].as_signed(),
+                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h, 8)
+                m.d.sync += d.data[l].eq(Mux(avg, r,
                                              cm.data[l][:8].as_signed()))
 
         # -- jobs ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ re-cuts the SDP's ``Ts``-lane flying output into ``T``-lane transfers (``Ts`` a 
 ``T``). The read commands themselves (one cube per split) are issued by :class:`hw.pdp.Pdp`.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,9 +48,9 @@ class LaneAdapter(wiring.Component):
     """``Ts``-lane values (:func:`hw.sdp.wdma.out_layout`) -> ``T``-lane transfers."""
 
     def __init__(self, in_lanes, lanes):
-        if in_lanes % lanes:
-            raise ValueError(f"SDP->PDP: {in_lanes} SDP lanes are not a multiple of the "
-                             f"{lanes} PDP lanes")
+        if in_lanes % lanes and lanes % in_lanes:
+            raise ValueError(f"SDP->PDP: {in_lanes} SDP lanes and {lanes} PDP lanes: one "
+                             "must be a multiple of the other")
         self._Ts, self._T = in_lanes, lanes
         super().__init__({
             "i": In(stream.Signature(out_layout(in_lanes))),
@@ -59,6 +59,8 @@ class LaneAdapter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        if self._Ts < self._T:
+            return self._gather(m)
         T, K = self._T, self._Ts // self._T
         k = Signal(range(max(K, 2)))
         last = Signal()
@@ -70,6 +72,28 @@ class LaneAdapter(wiring.Component):
                 _select(self.i.payload.data, k, T, l, K))
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += k.eq(Mux(last, 0, k + 1))
+        return m
+
+
+    def _gather(self, m):
+        """Fewer SDP lanes than PDP lanes: ``T / Ts`` inputs make one output transfer."""
+        Ts, T = self._Ts, self._T
+        K = T // Ts
+        k = Signal(range(K))
+        buf = [Signal(signed(8), name=f"gather{i}") for i in range((K - 1) * Ts)]
+        full = Signal()
+        m.d.comb += full.eq(k == K - 1)
+        m.d.comb += [self.o.valid.eq(self.i.valid & full),
+                     self.i.ready.eq(Mux(full, self.o.ready, 1))]
+        for l in range(T):
+            src = self.i.payload.data[l - (K - 1) * Ts] if l >= (K - 1) * Ts else buf[l]
+            m.d.comb += self.o.payload.data[l].eq(src)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += k.eq(Mux(full, 0, k + 1))
+            for kk in range(K - 1):
+                with m.If(k == kk):
+                    for l in range(Ts):
+                        m.d.sync += buf[kk * Ts + l].eq(self.i.payload.data[l])
         return m
 
 

@@ -35,6 +35,11 @@ Flying layers and the convolution's check (``flying_go``, ``flying_abort``)
     (its producer was valid) is never aborted; a flying layer that fails its own checks takes
     a pending abort with it. So either unit may be enabled first.
 
+The same contract towards the PDP (``pdp_go``, ``pdp_abort``)
+    A layer with ``OUTPUT_DST=PDP`` holds ``pdp_go`` while it runs and pulses ``pdp_abort``
+    when it ends without running (its program rejected, or its own producer aborted), so a
+    flying PDP layer waiting for its data ends too.
+
 Invalid programs
     A layer the golden model rejects (``run_sdp`` raises SdpProgramError, or
     NotImplementedError for the modes it does not cover) issues no DMA and finishes in the
@@ -141,6 +146,7 @@ class Sdp(wiring.Component):
             "pdp": Out(stream.Signature(out_layout(T))),
             "flying": In(stream.Signature(conv_out_layout(cfg))),
             "flying_go": In(1), "flying_abort": In(1),
+            "pdp_go": Out(1), "pdp_abort": Out(1),
             "busy": Out(1),
         }
         for st in self._stages:
@@ -431,6 +437,7 @@ class Sdp(wiring.Component):
                 with m.If(invalid):
                     with m.If(flying):
                         m.d.comb += abort_take.eq(1)
+                    m.d.comb += self.pdp_abort.eq(to_pdp)
                     m.next = "FINISH"
                 with m.Elif(flying):                 # (the input cube is not enabled)
                     m.next = "FLY_WAIT"
@@ -439,13 +446,13 @@ class Sdp(wiring.Component):
                     m.next = "RUN"
             with m.State("FLY_WAIT"):
                 with m.If(abort_pend | self.flying_abort):
-                    m.d.comb += abort_take.eq(1)
+                    m.d.comb += [abort_take.eq(1), self.pdp_abort.eq(to_pdp)]
                     m.next = "FINISH"
                 with m.Elif(self.flying_go | self.flying.valid):
                     m.d.comb += issue.eq(1)
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += running.eq(1)
+                m.d.comb += [running.eq(1), self.pdp_go.eq(to_pdp)]
                 with m.If(writes):
                     with m.If(writer.done):
                         m.next = "FINISH"

@@ -39,6 +39,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arch.config import NvdlaConfig
+from arch.pdp import max_pass_width as _arch_max_pass_width
+
 __all__ = ["PdpProgramError", "PdpProgram", "Split", "decode", "decode_flying", "AVERAGE",
            "MAX", "MIN", "METHODS", "INT8", "INT16", "FP16", "PRECISIONS", "max_pass_width",
            "out_size", "split_passes", "RAM_CV", "RAM_MC"]
@@ -111,24 +114,12 @@ def out_size(n: int, pad_a: int, pad_b: int, kernel: int, stride: int) -> int:
     return 0 if span < kernel else (span - kernel) // stride + 1
 
 
-def _buffer_lines(kernel_h: int, stride_h: int) -> int:
-    if stride_h >= kernel_h:
-        return 1
-    if stride_h == 1:
-        return kernel_h
-    if stride_h == 2:
-        return (kernel_h + 1) // 2
-    if stride_h == 3:
-        return 2 if kernel_h <= 6 else 3
-    return 2
-
-
-def max_pass_width(kernel_h: int, stride_h: int) -> int:
-    """Widest output one pass can produce: 8 line-buffer banks of 16 positions, merged 8, 4,
-    2 or 1 ways by the number of output lines the kernel height and stride keep in flight."""
-    lines = _buffer_lines(kernel_h, stride_h)
-    merge = 8 if lines == 1 else 4 if lines == 2 else 2 if lines <= 4 else 1
-    return 16 * merge
+def max_pass_width(kernel_h: int, stride_h: int, cfg=None) -> int:
+    """Widest output one pass can produce (:func:`arch.pdp.max_pass_width`, shared with the
+    RTL): 8 line-buffer banks of 16 positions, merged 8, 4, 2 or 1 ways by the number of
+    output lines the kernel height and stride keep in flight."""
+    return _arch_max_pass_width(cfg if cfg is not None else NvdlaConfig.preset("nv_small"),
+                                kernel_h, stride_h)
 
 
 def split_passes(width, out_width, kw, sw, pad_left, pad_right, split_num, part_in, part_out):
@@ -300,7 +291,7 @@ def decode(cfg, pdp, rdma=None, flying: bool | None = None) -> PdpProgram:
                  "padding")
 
     split_num = op.SPLIT_NUM
-    limit = max_pass_width(kh, sh)
+    limit = max_pass_width(kh, sh, cfg)
     if split_num == 0:
         if ow > limit:
             _err(f"{P}.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH={ow - 1}",

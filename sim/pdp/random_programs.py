@@ -262,7 +262,7 @@ def _geometry(cfg, rng, max_elems, prec, flying, shape=None):
             continue
         if (Wo - 1) * sw >= pl + W or (Ho - 1) * sh >= pt + H:
             continue
-        if flying and Wo > max_pass_width(kh, sh):
+        if flying and Wo > max_pass_width(kh, sh, cfg):
             continue
         return W, H, C, (kw, kh), (sw, sh), (pl, pr, pt, pb)
     raise _Redraw()
@@ -284,12 +284,13 @@ def _ram(cfg, rng):
 
 
 def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, prec=None,
-                 **over) -> dict:
+                 int8_only=False, **over) -> dict:
     """One random valid PDP layer (:func:`pdp_layer` dict); ``flying`` for the PDP half of an
-    SDP->PDP layer (``shape`` = (W, H, C) and ``prec`` of SDP's output)."""
+    SDP->PDP layer (``shape`` = (W, H, C) and ``prec`` of SDP's output); ``int8_only``: int8
+    even on builds that list int16 (the RTL pools int8 only)."""
     atom = cfg.memory_atom
     if prec is None:
-        precs = [0] + ([1] if "int16" in cfg.data_types else [])
+        precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
         prec = int(rng.choice(precs))
     W, H, C, kernel, stride, pad = _geometry(cfg, rng, max_elems, prec, flying, shape)
     method = int(rng.choice([AVERAGE, MAX, MIN], p=[0.45, 0.35, 0.2]))
@@ -297,7 +298,7 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
     sw, sh = stride
     pl, pr, pt, pb = pad
     Wo, Ho = out_size(W, pl, pr, kw, sw), out_size(H, pt, pb, kh, sh)
-    limit = max_pass_width(kh, sh)
+    limit = max_pass_width(kh, sh, cfg)
     split = None
     if not flying and (Wo > limit or (Wo >= 2 and rng.random() < 0.3)):
         split = random_split(rng, W, Wo, kw, sw, pl, pr, limit, force=Wo > limit)
@@ -326,11 +327,14 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
     return pdp_layer(cfg, **spec)
 
 
-def flying_layer(cfg, rng, slot=0, max_elems=1200) -> dict:
+def flying_layer(cfg, rng, slot=0, max_elems=1200, int8_only=False) -> dict:
     """An SDP->PDP layer: a random offline SDP program (:mod:`sim.sdp.random_programs`)
-    whose output goes to a random flying PDP layer."""
+    whose output goes to a random flying PDP layer (``int8_only``: redrawn unless SDP's
+    output is int8)."""
     sdp = sdp_random.random_program(cfg, rng, max_elems, slot=slot)
     W, H, C, prec = sdp["shape"]
+    if int8_only and prec != 0:
+        raise _Redraw()
     layer = random_layer(cfg, rng, slot=slot, flying=True, shape=(W, H, C), prec=prec)
     rmap = register_map(cfg)
     s = Regs(rmap["SDP"])
@@ -421,18 +425,23 @@ def reject_log() -> list:
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, flying_share: float = 0.2,
-                        max_elems: int = 3000, prefix: str = "pdp_random") -> list:
+                        max_elems: int = 3000, prefix: str = "pdp_random",
+                        int8_only: bool = False) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Deterministic by ``seed``. ``flying_share`` of the layers are SDP->PDP. A program the
-    golden model rejects is redrawn (:func:`reject_log` lists the rejections)."""
+    golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
+    draws int8 layers only, also on builds whose data types include int16 (for the RTL,
+    which pools int8 only and rejects int16)."""
     rng = np.random.default_rng(seed)
     paths, rejected = [], []
     while len(paths) < count:
         n = 2 if rng.random() < two_layer_share else 1
         try:
-            layers = [flying_layer(cfg, rng, slot=i) if rng.random() < flying_share else
-                      random_layer(cfg, rng, slot=i, max_elems=max_elems) for i in range(n)]
+            layers = [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
+                      if rng.random() < flying_share else
+                      random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only)
+                      for i in range(n)]
         except _Redraw:
             continue
         name = f"{prefix}_{seed}_{len(paths):04d}"
