@@ -243,9 +243,12 @@ def _random_programs(cfg, seed, count):
 def test_check_matches_golden_rules(cfg):
     named = _mutated_programs(cfg)
     randoms = _random_programs(cfg, 5, 40)
-    programs = list(named.values()) + randoms
-    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    # valid controls next to the partial-reuse overflow: kept + fetched slices fill the bank
+    controls = {f"partial_reuse_fits_{n}": rp.partial_reuse_pair(cfg, n) for n in (1, 3)}
+    programs = list(named.values()) + list(controls.values()) + randoms
+    names = list(named) + list(controls) + [f"random{i}" for i in range(len(randoms))]
     got = rtl_verdicts(cfg, programs)
+    assert [got[names.index(n)] for n in controls] == [[True, True]] * len(controls)
     bad = []
     for name, layers, rtl in zip(names, programs, got):
         gold = golden_verdicts(cfg, layers)
