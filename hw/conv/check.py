@@ -30,7 +30,8 @@ Rules (any one fails the program)
       data banks x depth; one kernel group's bytes <= the weight banks;
     * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``;
       ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights past the address
-      space (not on weight reuse);
+      space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more ``WEIGHT_BYTES`` than the
+      weight banks hold;
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;
@@ -293,6 +294,7 @@ class ConvCheck(wiring.Component):
                  p_bpk != bpk,
                  wbytes < p_wt,
                  p_group > wbanks * (DEPTH * BW),
+                 D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
                  (surfs > 1) & (ss < p_lines),
                  feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1)]
         # the input and the weights inside the address space

@@ -512,6 +512,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     group_k = cfg.atomic_k if prec == INT8 else max(cfg.atomic_k // 2, 1)
     group_bytes = min(kernels, group_k) * bpk
     wcap = weight_bank * depth * cfg.cbuf_bank_width
+    if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wbytes > wcap:
+        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+             f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
+             f"weight bank(s) of {depth * cfg.cbuf_bank_width} bytes")
     if group_bytes > wcap:
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
              f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) hold "

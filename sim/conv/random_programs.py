@@ -933,6 +933,15 @@ def _m_weight_bytes_unaligned(cfg, layers):
     return "CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES"
 
 
+def _m_kept_weights_overflow(cfg, layers):
+    wcap = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, layers[0], b, "D_MISC_CFG", SKIP_WEIGHT_RLS=1)
+        _mutate(cfg, layers[0], b, "D_BANK", WEIGHT_BANK=0)
+        layers[0]["regs"][b]["D_WEIGHT_BYTES"] = wcap + 128     # one weight bank + 128
+    return "CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS"
+
+
 def partial_reuse_pair(cfg, new_lines: int) -> list:
     """Two 1x1 layers in one data bank of 8 slices: the first fetches 6 lines and releases 1,
     the second reuses the 5 kept slices, fetches ``new_lines`` more lines of the tensor and
@@ -981,6 +990,7 @@ INVALID_MUTATIONS = {
     "atomics": _m_atomics, "weight_bytes_unaligned": _m_weight_bytes_unaligned,
     "partial_reuse_overflow": _m_partial_reuse_overflow,
     "weight_reuse_released": _m_weight_reuse_released,
+    "kept_weights_overflow": _m_kept_weights_overflow,
 }
 
 
