@@ -14,9 +14,10 @@ golden model's rules, and the core rejecting them without memory traffic.
   and no CDMA read (any AXI write lies in a valid layer's output window, any CDMA read in a
   valid layer's input images) -- and the golden model rejects the same program; a handful of
   valid random programs still pass.
-* The playback engine: one invalid program per rule class (the mutation lists above) finishes
-  with its interrupt while its output window, a 68 KiB band around it and every loaded image
-  keep their contents (:func:`test_invalid_programs_playback_write_nothing`).
+* The playback engine (nv_small, nv_small_256): one invalid program per rule class (the
+  mutation lists above) finishes with its interrupt while its output window, a 68 KiB band
+  around it and every loaded image keep their contents
+  (:func:`test_invalid_programs_playback_write_nothing`).
 """
 
 from __future__ import annotations
@@ -471,12 +472,12 @@ def _invalid_rule_programs(cfg):
 
 
 @pytest.mark.rtl
-def test_invalid_programs_playback_write_nothing(tmp_path):
+@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256], ids=lambda c: c.name)
+def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
     """Every rule class on the playback engine: the golden model rejects the program, the RTL
     finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
     only layer) and nothing is written: the output window, a band of 68 KiB around it and all
     loaded images keep their contents; a valid layer before it (two-layer rules) passes."""
-    cfg = NV_SMALL
     programs = _invalid_rule_programs(cfg)
     paths = []
     for name, (layers, fld) in programs.items():
