@@ -14,6 +14,10 @@ golden model's rules, and the core rejecting them without memory traffic.
   and no CDMA read (any AXI write lies in a valid layer's output window, any CDMA read in a
   valid layer's input images) -- and the golden model rejects the same program; a handful of
   valid random programs still pass.
+* The playback engine (nv_small, nv_small_256): one invalid program per rule class (the
+  mutation lists above) finishes with its interrupt while its output window, a 68 KiB band
+  around it and every loaded image keep their contents
+  (:func:`test_invalid_programs_playback_write_nothing`).
 """
 
 from __future__ import annotations
@@ -243,9 +247,12 @@ def _random_programs(cfg, seed, count):
 def test_check_matches_golden_rules(cfg):
     named = _mutated_programs(cfg)
     randoms = _random_programs(cfg, 5, 40)
-    programs = list(named.values()) + randoms
-    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    # valid controls next to the partial-reuse overflow: kept + fetched slices fill the bank
+    controls = {f"partial_reuse_fits_{n}": rp.partial_reuse_pair(cfg, n) for n in (1, 3)}
+    programs = list(named.values()) + list(controls.values()) + randoms
+    names = list(named) + list(controls) + [f"random{i}" for i in range(len(randoms))]
     got = rtl_verdicts(cfg, programs)
+    assert [got[names.index(n)] for n in controls] == [[True, True]] * len(controls)
     bad = []
     for name, layers, rtl in zip(names, programs, got):
         gold = golden_verdicts(cfg, layers)
@@ -408,3 +415,98 @@ def test_nvdla_dc_traces_pass_the_check():
     layers = [[_trace_layer(p, NV_SMALL)] for p in paths]
     assert all(ok for (ok, _), in (golden_verdicts(NV_SMALL, l) for l in layers))
     assert rtl_verdicts(NV_SMALL, layers) == [[True]] * len(paths)
+
+
+# -- the playback engine: one invalid program per rule class, nothing written -----------------
+_BAND = 0x1000                  #: zeroed bytes checked before the rejected layer's window
+_BAND_AFTER = 0x10000           #: ... and after it
+
+
+def _no_write_trace(cfg, directory, name, layers):
+    """Write ``layers`` (the last one invalid, any before it valid) as a trace whose checks show
+    that the rejected layer wrote nothing: its output window with guard bands and a wider zeroed
+    band around it stay zero, and every loaded image (inputs, weights) keeps its bytes. Returns
+    the trace path."""
+    import zlib
+    crcs = [zlib.crc32(bytes(layer["window"][1])) for layer in layers]
+    if len(layers) > 1:
+        tmp = rp.write_trace(directory, f"{name}_valid_part", layers[:-1])
+        got, err = rp._golden_crcs(cfg, tmp, len(layers) - 1)
+        assert got is not None, f"{name}: a layer before the invalid one is invalid: {err}"
+        crcs[:-1] = got
+    path = rp.write_trace(directory, name, layers, crcs)
+    waddr, wsize, wram = layers[-1]["window"]
+    mem = rp._MEM[wram]
+    band = (waddr - _BAND, wsize + _BAND + _BAND_AFTER)
+    sync = f"sync_id_{len(layers) - 1}"
+    cfg_path = os.path.join(path, f"{name}.cfg")
+    with open(cfg_path) as f:
+        text = f.read()
+    extra = [f"check_crc({sync}, {mem}, {band[0]:#x}, {band[1]:#x}, "
+             f"{zlib.crc32(bytes(band[1])):#010x});"]
+    for layer in layers:
+        for addr, data, ram in layer["images"]:
+            extra.append(f"check_crc({sync}, {rp._MEM[ram]}, {addr:#x}, {data.size:#x}, "
+                         f"{zlib.crc32(data.tobytes()):#010x});")
+    with open(cfg_path, "w") as f:
+        f.write(f"mem_init({mem}, {band[0]:#x}, {band[1]:#x}, ALL_ZERO);\n" + text
+                + "\n".join(extra) + "\n")
+    return path
+
+
+def _invalid_rule_programs(cfg):
+    """{name: (layers, field)} with one invalid program per rule class: the golden model's
+    mutation list (the offending layer last; ``field`` the one its message names) and the
+    further single-layer mutations of this file (``field`` None)."""
+    out = {}
+    for name, mutate in rp.INVALID_MUTATIONS.items():
+        layers = [rp._base_layer(cfg)]
+        fld = mutate(cfg, layers)
+        if fld is not None:
+            out[name] = (layers, fld)
+    for name, mutate in _extra_mutations(cfg).items():
+        layers = [rp._base_layer(cfg)]
+        mutate(cfg, layers)
+        out[f"x_{name}"] = (layers, None)
+    return out
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256], ids=lambda c: c.name)
+def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
+    """Every rule class on the playback engine: the golden model rejects the program, the RTL
+    finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
+    only layer) and nothing is written: the output window, a band of 68 KiB around it and all
+    loaded images keep their contents; a valid layer before it (two-layer rules) passes."""
+    programs = _invalid_rule_programs(cfg)
+    paths = []
+    for name, (layers, fld) in programs.items():
+        path = _no_write_trace(cfg, str(tmp_path), f"conv_nowrite_{name}", layers)
+        res = rp.run_trace_golden(path, cfg)
+        assert not res.passed and (fld is None or fld in res.message), (name, res.message)
+        paths.append(path)
+    # control: the valid base layer under the same checks must be caught writing its output
+    control = [rp._base_layer(cfg)]
+    paths.append(_no_write_trace(cfg, str(tmp_path), "conv_nowrite_control", control))
+    try:
+        from tb.playback import run_playback_batch
+        results = run_playback_batch(paths, cfg, max_cycles=200_000, busy=0.3,
+                                     latency=(1, 24), seed=9)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+    ctl = results.pop()
+    assert not ctl.passed and [c.addr for c in ctl.failed_checks] == \
+        [control[0]["window"][0], control[0]["window"][0] - _BAND], ctl.message
+    bad = []
+    for (name, (layers, _)), r in zip(programs.items(), results):
+        if not r.passed:
+            bad.append(f"{name}: {r.message}")
+        elif len(r.checks) != len(layers) + 1 + sum(len(l["images"]) for l in layers):
+            bad.append(f"{name}: {len(r.checks)} checks ran")
+        elif len(layers) == 1 and not r.layers[-1] <= _REJECT_CYCLES:
+            bad.append(f"{name}: the rejected layer took {r.layers[-1]} cycles")
+    assert not bad, f"{len(bad)}/{len(paths)}:\n" + "\n".join(bad)
+
+
+#: cycles from the rejected layer's last D_OP_ENABLE write to its interrupt, at most
+_REJECT_CYCLES = 64         # measured: 22

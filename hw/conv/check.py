@@ -16,18 +16,22 @@ Rules (any one fails the program)
       a rule: NVDLA's own int8 traces set it);
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
       ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
-      surfaces that overlap (``S > 1`` and ``SURF_STRIDE < LINE_STRIDE x H``); the cube past
+      lines that overlap (``LINE_STRIDE < W x atom``) and surfaces that overlap (``S > 1``
+      and ``SURF_STRIDE < LINE_STRIDE x H``); ``POST_Y_EXTENSION`` on feature input; the cube past
       the address space (not checked on full data reuse: nothing is fetched); RAM type CV on a
       build without SRAMIF (input and weights);
     * agreement: CDMA size = its EXT size, CSC ``DATAIN_WIDTH_EXT`` / ``DATAIN_CHANNEL_EXT``
       = CDMA's, ``WEIGHT_CHANNEL_EXT`` = input channels, kernel counts, ``D_BANK``,
       ``WEIGHT_BYTES``, strides, left / top padding, the reuse / release bits (CDMA = CSC),
-      ``DATAOUT_*`` (CSC = CACC), ``DATAOUT_CHANNEL`` = kernels;
+      ``DATAOUT_*`` (CSC = CACC), ``DATAOUT_CHANNEL`` = kernels, ``ATOMICS + 1`` = output
+      width x height (feature input);
     * CBUF: ``ENTRY_PER_SLICE`` (CDMA and CSC) = the entries a line takes; data + weight banks
-      <= the build's; ``in_h x entries`` <= data banks x depth; one kernel group's bytes <= the
-      weight banks;
+      <= the build's; the slices held at once (kept + fetched, at least ``in_h``) x entries <=
+      data banks x depth; one kernel group's bytes <= the weight banks;
     * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``;
-      atom-aligned weight base; weights past the address space (not on weight reuse);
+      ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights past the address
+      space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more ``WEIGHT_BYTES`` than the
+      weight banks hold;
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;
@@ -37,7 +41,9 @@ Rules (any one fails the program)
       bank split but another width or entries per slice; partial reuse with another number of
       atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
       reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
-      other weight geometry or bank split.
+      other weight geometry or bank split; ``WEIGHT_REUSE`` after a layer with the same bank
+      split and input format that released its weights (an invalid configuration for NVDLA's
+      CDMA).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -52,6 +58,7 @@ _NARROW = 15                 #: bits of the narrow factor of every product
 CHECK_CYCLES = _NARROW + 2   #: from ``start`` to ``done``
 _BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
+_WT_ALIGN_BITS = 7           #: WEIGHT_BYTES is a multiple of 128 bytes
 
 
 class ConvCheck(wiring.Component):
@@ -115,6 +122,9 @@ class ConvCheck(wiring.Component):
         ss = byte_value(D, "CDMA", "D_SURF_STRIDE", "SURF_STRIDE")
         line_packed = D.D_DAIN_MAP.LINE_PACKED
         grains = D.D_FETCH_GRAIN.GRAINS
+        feature = D.D_DATAIN_FORMAT.DATAIN_FORMAT == 0
+        errs += [feature & (C.D_POST_Y_EXTENSION.Y_EXTENSION != 0),
+                 feature & (ls < (width << ash))]
         errs += [misaligned(base), misaligned(ls), misaligned(ss),
                  line_packed != (ls == (width << ash)),
                  ~line_packed & (grains != 0), grains > hm1]
@@ -147,6 +157,7 @@ class ConvCheck(wiring.Component):
         wbytes = Signal(33)
         m.d.comb += wbytes.eq(byte_value(D, "CDMA", "D_WEIGHT_BYTES", "WEIGHT_BYTES"))
         errs.append(byte_value(C, "CSC", "D_WEIGHT_BYTES", "WEIGHT_BYTES") != wbytes)
+        errs.append(wbytes[:_WT_ALIGN_BITS].any())
         wbase = address(D, "CDMA", "D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
                         "D_WEIGHT_ADDR_HIGH", "WEIGHT_ADDR_HIGH")
         errs.append(misaligned(wbase))
@@ -189,6 +200,8 @@ class ConvCheck(wiring.Component):
         key_eps = Signal(16)
         key_surfs = Signal(14)
         w_kept = Signal()
+        w_any = Signal()                                     # a layer ended (reuse record)
+        key_fmt = Signal()
         w_key = Signal(33 + 13 + 5 + 5 + 13)                 # bytes, kernels, kw, kh, channels
         cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
                        cext1.DATAIN_CHANNEL_EXT)
@@ -205,6 +218,9 @@ class ConvCheck(wiring.Component):
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
         ]
+        # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
+        errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
+                    & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
@@ -220,7 +236,8 @@ class ConvCheck(wiring.Component):
                          key_surfs.eq(surfs), kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
                                            Mux(rls >= need, 0, need - rls))),
-                         w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey)]
+                         w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey), w_any.eq(1),
+                         key_fmt.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT)]
 
         # -- products: shift-and-add, one bit of the narrow factor per cycle -----------------------
         load = self.start
@@ -240,7 +257,12 @@ class ConvCheck(wiring.Component):
         p_whole = product("p_whole_w", whole, width, 14)     # whole x W
         p_lines = product("p_ls_h", height, ls, 32)          # LINE_STRIDE x H
         p_surfs = product("p_ss_s", surfs - 1, ss, 32)       # SURF_STRIDE x (S - 1)
-        p_data = product("p_inh_eps", in_h, eps, 16)         # in_h x entries
+        # every slice held at once (kept + fetched; >= in_h, or an error above) x entries
+        p_data = product("p_res_eps", avail, eps, 16)
+        ow, oh = Signal(14), Signal(14)
+        m.d.comb += [ow.eq(C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH + 1),
+                     oh.eq(C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1)]
+        p_atoms = product("p_atoms", oh, ow, 14)            # output positions
         kwkh = Signal(11)
         m.d.comb += kwkh.eq((cw0.WEIGHT_WIDTH_EXT + 1) * (cw0.WEIGHT_HEIGHT_EXT + 1))
         p_bpk = product("p_bpk", cext1.DATAIN_CHANNEL_EXT + 1, kwkh, 11)  # kw x kh x C
@@ -272,7 +294,9 @@ class ConvCheck(wiring.Component):
                  p_bpk != bpk,
                  wbytes < p_wt,
                  p_group > wbanks * (DEPTH * BW),
-                 (surfs > 1) & (ss < p_lines)]
+                 D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
+                 (surfs > 1) & (ss < p_lines),
+                 feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1)]
         # the input and the weights inside the address space
         packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
         feat_end = Signal(aw + 20)

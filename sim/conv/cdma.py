@@ -155,10 +155,22 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
             raise ConvProgramError("CDMA.D_MISC_CFG.DATA_REUSE=ENABLE: the kept slices and the "
                                    "fetched input differ in width or channels")
         slices = np.concatenate([kept, new]) if new.size else kept
+        fetched = new.shape[0]
     else:
         cube = fetch_feature(cfg, p, _memory(core, p.ram_type))
         slices = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
+        fetched = slices.shape[0]
         state.log.append("data: fetched")
+    # NVDLA's CSC releases slices only at a layer's end: every slice held at once (kept ones
+    # plus the whole fetch) needs its own entries in the data banks, or the fetch waits forever
+    cap = p.data_bank * cfg.cbuf_bank_depth
+    if slices.shape[0] * p.entries > cap:
+        kept_n = slices.shape[0] - fetched
+        kept_txt = f"the {kept_n} kept slice(s) and " if kept_n else ""
+        raise ConvProgramError(
+            f"CDMA.D_DATAIN_SIZE_0.DATAIN_HEIGHT={p.height - 1}: {kept_txt}the {fetched} "
+            f"fetched slice(s) need {slices.shape[0] * p.entries} CBUF entries ({p.entries} "
+            f"each); D_BANK.DATA_BANK={p.data_bank - 1} holds {cap}")
     need = p.in_height * B
     if slices.shape[0] < need:
         raise ConvProgramError(
@@ -177,6 +189,12 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
     post = p.image.post_extension if p.image is not None else 0
     wkey = (0, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
             p.in_channels, p.precision, post)
+    if (p.weight_reuse and state.key is not None and not state.weights_kept
+            and state.key[:4] == key[:4]):
+        # NVDLA's CDMA: after a layer under the same mode and bank split that released its
+        # weights, WEIGHT_REUSE is an invalid configuration (after a change it just fetches)
+        raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer released "
+                               "its weights (SKIP_WEIGHT_RLS=DISABLE); nothing to reuse")
     if state.weights is not None and state.weights_kept and p.weight_reuse:
         if state.wkey != wkey:
             raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer's "

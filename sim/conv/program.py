@@ -39,6 +39,8 @@ PRECISIONS = {INT8: "int8", INT16: "int16", FP16: "fp16"}
 _BYTES = {INT8: 1, INT16: 2, FP16: 2}
 #: CACC assembly width (bits) and delivery width: a truncation may drop at most 16 bits.
 ASSEMBLY_BITS, DELIVERY_BITS = 48, 32
+#: WEIGHT_BYTES granule (data-format spec Table 35: weight data size alignment).
+WEIGHT_BYTES_ALIGN = 128
 
 
 class ConvProgramError(ValueError):
@@ -378,6 +380,9 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
             _err(f"CDMA.D_DAIN_MAP.LINE_PACKED={int(line_packed)}",
                  f"must be 1 exactly when LINE_STRIDE ({line_stride}) = width x atom "
                  f"({width * atom})")
+        if line_stride < width * atom:
+            _err(f"CDMA.D_LINE_STRIDE.LINE_STRIDE={line_stride}",
+                 f"lines overlap: must be at least width x atom = {width * atom}")
         if not line_packed and grain != 1:
             _err(f"CDMA.D_FETCH_GRAIN.GRAINS={grain - 1}",
                  "must be 0 when lines are not packed")
@@ -493,6 +498,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     if wbytes < bpk * kernels:
         _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
              f"uncompressed weights need BYTE_PER_KERNEL x kernels = {bpk * kernels} bytes")
+    if wbytes % WEIGHT_BYTES_ALIGN:
+        _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
+             f"must be a multiple of {WEIGHT_BYTES_ALIGN} bytes (weight data size alignment, "
+             "data-format spec Table 35)")
     _same("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES", wbytes, "CSC.D_WEIGHT_BYTES.WEIGHT_BYTES",
           _bytes(csc, "D_WEIGHT_BYTES", "WEIGHT_BYTES"), "one weight surface")
     weight_base = _addr(cfg, cdma, "D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
@@ -503,6 +512,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     group_k = cfg.atomic_k if prec == INT8 else max(cfg.atomic_k // 2, 1)
     group_bytes = min(kernels, group_k) * bpk
     wcap = weight_bank * depth * cfg.cbuf_bank_width
+    if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wbytes > wcap:
+        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+             f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
+             f"weight bank(s) of {depth * cfg.cbuf_bank_width} bytes")
     if group_bytes > wcap:
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
              f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) hold "
@@ -564,6 +577,13 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
                         ("D_DATAOUT_SIZE_1", "DATAOUT_CHANNEL", None)):
         _same(f"CSC.{reg}.{f1}", csc[reg][f1], f"CACC.{reg}.{f1}", cacc[reg][f1],
               "one output cube")
+
+    if image is None and csc.D_ATOMICS.ATOMICS + 1 != ow * oh:
+        # the sequencer walks ATOMICS + 1 output positions of a feature layer (an image
+        # layer's count comes from DATAOUT_WIDTH)
+        _err(f"CSC.D_ATOMICS.ATOMICS={csc.D_ATOMICS.ATOMICS}",
+             f"must be DATAOUT_WIDTH x DATAOUT_HEIGHT - 1 = {ow * oh - 1} (the output "
+             "positions of the layer)")
 
     clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
     if clip > ASSEMBLY_BITS - DELIVERY_BITS:

@@ -909,6 +909,72 @@ def _m_weight_reuse_geometry(cfg, layers):
     return "CDMA.D_MISC_CFG.WEIGHT_REUSE"
 
 
+def _m_post_extension(cfg, layers):
+    _mutate(cfg, layers[0], "CSC", "D_POST_Y_EXTENSION", Y_EXTENSION=1)
+    return "CSC.D_POST_Y_EXTENSION.Y_EXTENSION"
+
+
+def _m_lines_overlap(cfg, layers):
+    ls = layers[0]["regs"]["CDMA"]["D_LINE_STRIDE"]
+    layers[0]["regs"]["CDMA"]["D_LINE_STRIDE"] = ls - cfg.memory_atom
+    _mutate(cfg, layers[0], "CDMA", "D_DAIN_MAP", LINE_PACKED=0, SURF_PACKED=0)
+    return "CDMA.D_LINE_STRIDE.LINE_STRIDE"
+
+
+def _m_atomics(cfg, layers):
+    a = _field(cfg, layers[0], "CSC", "D_ATOMICS", "ATOMICS")
+    _mutate(cfg, layers[0], "CSC", "D_ATOMICS", ATOMICS=a + 1)
+    return "CSC.D_ATOMICS.ATOMICS"
+
+
+def _m_weight_bytes_unaligned(cfg, layers):
+    for b in ("CDMA", "CSC"):
+        layers[0]["regs"][b]["D_WEIGHT_BYTES"] += cfg.memory_atom
+    return "CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES"
+
+
+def _m_kept_weights_overflow(cfg, layers):
+    wcap = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    for b in ("CDMA", "CSC"):
+        _mutate(cfg, layers[0], b, "D_MISC_CFG", SKIP_WEIGHT_RLS=1)
+        _mutate(cfg, layers[0], b, "D_BANK", WEIGHT_BANK=0)
+        layers[0]["regs"][b]["D_WEIGHT_BYTES"] = wcap + 128     # one weight bank + 128
+    return "CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS"
+
+
+def partial_reuse_pair(cfg, new_lines: int) -> list:
+    """Two 1x1 layers in one data bank of 8 slices: the first fetches 6 lines and releases 1,
+    the second reuses the 5 kept slices, fetches ``new_lines`` more lines of the tensor and
+    convolves 8 lines. Valid for ``new_lines`` <= 3; with 4 the kept and fetched slices (9)
+    overflow the data bank although the 8 lines the CSC uses fit."""
+    atom, depth = cfg.memory_atom, cfg.cbuf_bank_depth
+    C = atom                                    # one memory atom per position (int8)
+    W = next(w for w in range(1, 4 * depth)
+             if entries_per_slice(w, C, 0, atom, cfg.cbuf_bank_width) * 8 == depth)
+    H = 6 + new_lines
+    rng = np.random.default_rng(11)
+    data = rng.integers(-20, 21, (C, H, W))
+    w1, w2 = (rng.integers(-5, 6, (2, C, 1, 1)) for _ in range(2))
+    first = conv_layer(cfg, W=W, H=H, C=C, K=2, data=data, weights=w1, fetch_rows=(0, 6),
+                       banks=(1, 1), rls_slices=1)
+    second = conv_layer(cfg, W=W, H=H, C=C, K=2, weights=w2, slot=1,
+                        feature_base=first["info"]["feature_base"], emit_feature=False,
+                        fetch_rows=(6, new_lines), csc_height=min(8, 5 + new_lines),
+                        banks=(1, 1), reuse=(1, 0, 0, 0))
+    return [first, second]
+
+
+def _m_partial_reuse_overflow(cfg, layers):
+    layers[:] = partial_reuse_pair(cfg, 4)
+    return "CDMA.D_DATAIN_SIZE_0.DATAIN_HEIGHT"
+
+
+def _m_weight_reuse_released(cfg, layers):
+    second = _base_layer(cfg, slot=1, banks=layers[0]["info"]["banks"], reuse=(0, 1, 0, 0))
+    layers.append(second)
+    return "CDMA.D_MISC_CFG.WEIGHT_REUSE"
+
+
 #: name -> mutation(cfg, layers) -> the field the golden model's message must name (None:
 #: not applicable to this build). Two-layer mutations append the offending second layer.
 INVALID_MUTATIONS = {
@@ -920,6 +986,11 @@ INVALID_MUTATIONS = {
     "grain_unpacked": _m_grain_unpacked, "cv_without_sramif": _m_cv_without_sramif,
     "data_reuse_geometry": _m_data_reuse_geometry,
     "weight_reuse_geometry": _m_weight_reuse_geometry,
+    "post_extension_feature": _m_post_extension, "lines_overlap": _m_lines_overlap,
+    "atomics": _m_atomics, "weight_bytes_unaligned": _m_weight_bytes_unaligned,
+    "partial_reuse_overflow": _m_partial_reuse_overflow,
+    "weight_reuse_released": _m_weight_reuse_released,
+    "kept_weights_overflow": _m_kept_weights_overflow,
 }
 
 
