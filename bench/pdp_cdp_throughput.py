@@ -1,7 +1,7 @@
 """PDP and CDP elements per cycle on large int8 layers, against the configured throughput.
 
     python bench/pdp_cdp_throughput.py [--builds nv_small nv_small_t8] [--only pdp|cdp]
-                                       [--quick] [--json FILE]
+                                       [--latency N] [--quick] [--json FILE]
 
 Builds: ``nv_small`` (PDP and CDP throughput T = 1, 64-bit DBBIF) and ``nv_small_t8``
 (nv_small with PDP and CDP throughput 8 and a 512-bit DBBIF, the build the random RTL suites
@@ -9,18 +9,19 @@ use). For each build a few large int8 layers (channel counts a multiple of the 8
 so no channel is padding) are written as trace directories with golden CRCs
 (``sim.pdp.random_programs`` / ``sim.cdp.random_programs``; the golden model runs each
 once), then run on the RTL playback engine (Verilator) with memory that never stalls: no
-AXI back-pressure, read data and write responses 1 cycle after the request / last beat. A
-layer's cycles are NVDLA's reference measure: from the final ``D_OP_ENABLE`` write to the
-layer's interrupt (CSB programming of the layer is not counted, its start-up and drain are).
-A layer whose CRC differs from the golden model's is reported as FAILED, not measured.
+AXI back-pressure, read data and write responses ``--latency`` cycles (default 1) after the
+request / last beat. A layer's cycles are NVDLA's reference measure: from the final
+``D_OP_ENABLE`` write to the layer's interrupt (CSB programming of the layer is not counted,
+its start-up and drain are). A layer whose CRC differs from the golden model's is reported
+as FAILED, not measured.
 
 Elements, and the bounds a layer is compared against:
 
 * PDP: ``in`` = W x H x C input elements (each read once), ``out`` = Wo x Ho x C output
   elements. The pooling core takes one input transfer of T elements per cycle and its
   vertical stage one row result per cycle, so its natural bound is max(in, out) / T cycles:
-  the input read dominates for strides > 1 or unpadded kernels > 1, the output for padded
-  stride-1 kernels wider than 1.
+  the input read dominates unless windows outnumber positions (stride 1 with more padding
+  than kernel - 1).
 * CDP: ``in`` = ``out`` = W x H x C (LRN reads and writes every element once); the datapath
   takes T channels per cycle: bound W x H x C / T cycles.
 * DBB bound: (bytes read + bytes written) / DBBIF bytes per cycle, as if reads and writes
@@ -48,8 +49,8 @@ import numpy as np  # noqa: E402
 from arch.config import NvdlaConfig  # noqa: E402
 
 GOAL = 0.95
-#: memory latency (cycles) of the playback engine's AXI slaves; no back-pressure
-LATENCY = (1, 1)
+#: default memory latency (cycles) of the playback engine's AXI slaves; no back-pressure
+LATENCY = 1
 
 
 def build(name: str) -> NvdlaConfig:
@@ -129,7 +130,8 @@ def cdp_trace(cfg, directory, spec, rng):
                       bytes_read=nbytes, bytes_written=nbytes)
 
 
-def measure(cfg, units=("pdp", "cdp"), quick=False, seed=1, log=print) -> list:
+def measure(cfg, units=("pdp", "cdp"), quick=False, seed=1, latency=LATENCY,
+            log=print) -> list:
     """Build the layers of ``units`` for ``cfg``, run them on the RTL; one row per layer."""
     from tb.playback import run_playback_batch
     rng = np.random.default_rng(seed)
@@ -142,13 +144,14 @@ def measure(cfg, units=("pdp", "cdp"), quick=False, seed=1, log=print) -> list:
     paths = [p for p, _ in traces]
     max_cycles = 4 * sum(max(r["elements_in"], r["elements_out"]) for _, r in traces) + 100_000
     t0 = time.time()
-    results = run_playback_batch(paths, cfg, backpressure=False, latency=LATENCY,
+    results = run_playback_batch(paths, cfg, backpressure=False, latency=(latency, latency),
                                  max_cycles=max_cycles, seed=seed)
     log(f"{cfg.name}: {len(paths)} layers simulated in {time.time() - t0:.1f} s")
     bus = cfg.dbbif_width // 8
     rows = []
     for (_, row), res in zip(traces, results):
-        row = dict(row, build=cfg.name, dbbif_bits=cfg.dbbif_width, passed=res.passed)
+        row = dict(row, build=cfg.name, dbbif_bits=cfg.dbbif_width, latency=latency,
+                   passed=res.passed)
         if not res.passed:
             row["message"] = res.message
             rows.append(row)
@@ -190,13 +193,15 @@ def main(argv=None) -> int:
     ap.add_argument("--builds", nargs="+", default=["nv_small", "nv_small_t8"],
                     help="nv_small and/or nv_small_t8")
     ap.add_argument("--only", choices=("pdp", "cdp"), help="one unit only")
+    ap.add_argument("--latency", type=int, default=LATENCY,
+                    help="memory latency in cycles (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="one small layer per unit")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON ('-': stdout)")
     args = ap.parse_args(argv)
     units = (args.only,) if args.only else ("pdp", "cdp")
     rows = []
     for name in args.builds:
-        rows += measure(build(name), units, quick=args.quick,
+        rows += measure(build(name), units, quick=args.quick, latency=args.latency,
                         log=lambda s: print(s, file=sys.stderr))
     print(table(rows))
     if args.json:
