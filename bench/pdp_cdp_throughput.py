@@ -98,10 +98,8 @@ def pdp_trace(cfg, directory, spec, rng):
     name, W, H, C, kernel, stride, pad, method = spec
     data = rng.integers(-128, 128, (C, H, W))
     kw, kh = kernel
-    pad_values = (0,) * 7
     layer = rp.pdp_layer(cfg, W=W, H=H, C=C, kernel=kernel, stride=stride, pad=pad,
-                         method={"max": MAX, "min": MIN, "ave": AVERAGE}[method], data=data,
-                         pad_values=pad_values)
+                         method={"max": MAX, "min": MIN, "ave": AVERAGE}[method], data=data)
     info = layer["info"]
     path = rp.write_trace(directory, name, [layer])
     rp.write_trace(directory, name, [layer], _golden_crcs(rp.run_trace_golden, path, cfg))
@@ -135,17 +133,21 @@ def measure(cfg, units=("pdp", "cdp"), quick=False, seed=1, latency=LATENCY,
     """Build the layers of ``units`` for ``cfg``, run them on the RTL; one row per layer."""
     from tb.playback import run_playback_batch
     rng = np.random.default_rng(seed)
-    work = tempfile.mkdtemp(prefix="pdp-cdp-bench-")
     traces = []
-    if "pdp" in units and cfg.pdp_throughput:
-        traces += [pdp_trace(cfg, work, s, rng) for s in (QUICK_PDP if quick else PDP_LAYERS)]
-    if "cdp" in units and cfg.cdp_throughput:
-        traces += [cdp_trace(cfg, work, s, rng) for s in (QUICK_CDP if quick else CDP_LAYERS)]
-    paths = [p for p, _ in traces]
-    max_cycles = 4 * sum(max(r["elements_in"], r["elements_out"]) for _, r in traces) + 100_000
-    t0 = time.time()
-    results = run_playback_batch(paths, cfg, backpressure=False, latency=(latency, latency),
-                                 max_cycles=max_cycles, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="pdp-cdp-bench-") as work:
+        if "pdp" in units and cfg.pdp_throughput:
+            traces += [pdp_trace(cfg, work, s, rng)
+                       for s in (QUICK_PDP if quick else PDP_LAYERS)]
+        if "cdp" in units and cfg.cdp_throughput:
+            traces += [cdp_trace(cfg, work, s, rng)
+                       for s in (QUICK_CDP if quick else CDP_LAYERS)]
+        paths = [p for p, _ in traces]
+        max_cycles = 4 * sum(max(r["elements_in"], r["elements_out"])
+                             for _, r in traces) + 100_000
+        t0 = time.time()
+        results = run_playback_batch(paths, cfg, backpressure=False,
+                                     latency=(latency, latency), max_cycles=max_cycles,
+                                     seed=seed)
     log(f"{cfg.name}: {len(paths)} layers simulated in {time.time() - t0:.1f} s")
     bus = cfg.dbbif_width // 8
     rows = []
@@ -195,7 +197,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("pdp", "cdp"), help="one unit only")
     ap.add_argument("--latency", type=int, default=LATENCY,
                     help="memory latency in cycles (default %(default)s)")
-    ap.add_argument("--quick", action="store_true", help="one small layer per unit")
+    ap.add_argument("--quick", action="store_true",
+                    help="one small layer per unit (start-up dominated: a smoke test)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON ('-': stdout)")
     args = ap.parse_args(argv)
     units = (args.only,) if args.only else ("pdp", "cdp")
