@@ -29,7 +29,7 @@ transfer, for units that process a single atom at a time.
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from hw.mem.dma import (REQUEST_ATOMS_BITS, DmaGeometry, DmaReadPort, DmaWritePort,
@@ -309,7 +309,12 @@ class CubeWriter(wiring.Component):
         ``stall`` out -- a request is waiting for the interface this cycle.
 
     Requests run at most ``line_queue`` lines ahead of the data; a line's data words never
-    precede its request. ``queue``: how many cubes may await their completions; the next
+    precede its request, and may follow it by one cycle: the line queue is a plain
+    (first-word-fall-through) FIFO, not a buffered one. The interface grants a write burst
+    only while ``dma.dat`` offers a word and holds one request until its burst is granted,
+    so a request leads its data by at most about two lines; with the buffered FIFO's extra
+    cycle, one-atom lines (CDP's pixel-by-pixel cube) streamed at 3 per 4 cycles instead of
+    one per cycle. ``queue``: how many cubes may await their completions; the next
     command is taken with the current cube's last request. ``dma.dat`` is registered;
     ``data.ready`` depends combinationally on ``dma.dat.ready``.
     """
@@ -335,7 +340,7 @@ class CubeWriter(wiring.Component):
         # -- request side: walker -> dma.req and the line queue -----------------------------
         m.submodules.walker = walker = _LineWalker(g)
         line = data.StructLayout({"atoms": REQUEST_ATOMS_BITS, "lane": lw})
-        m.submodules.lines = lines = SyncFIFOBuffered(width=line.size, depth=self.line_queue)
+        m.submodules.lines = lines = SyncFIFO(width=line.size, depth=self.line_queue)
         m.submodules.marks = marks = SyncFIFOBuffered(width=32, depth=self.queue)
         issued, acked = Signal(32), Signal(32)
 
