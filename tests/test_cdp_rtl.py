@@ -29,10 +29,10 @@ from .conftest import TRACES
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
-#: CDP throughput 8 with a 512-bit DBBIF (nv_small-sized otherwise). The PDP stays at
-#: nv_small's throughput 1: the PDP RTL's SDP->PDP lane adapter needs the SDP lanes (1 here) to
-#: be a multiple of the PDP lanes, so a PDP throughput of 8 does not elaborate on this build.
-NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", cdp_throughput=8, dbbif_width=512)
+#: CDP (and PDP) throughput 8 with a 512-bit DBBIF, nv_small-sized otherwise: the same build as
+#: tests/test_pdp_rtl.py's, so the two suites share one playback build.
+NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", pdp_throughput=8, cdp_throughput=8,
+                               dbbif_width=512)
 
 
 def _rtl(paths, cfg, **options):
