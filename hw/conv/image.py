@@ -54,8 +54,9 @@ def image_formats(cfg) -> list:
 
 
 def times_small(x, n):
-    """``x * n`` for a small runtime factor ``n`` in 1..4 (adds and shifts only)."""
-    return Mux(n == 4, x << 2, Mux(n == 3, x + (x << 1), Mux(n == 2, x << 1, x)))
+    """``x * n`` for a small runtime factor ``n`` in 0..4 (adds and shifts only)."""
+    return Mux(n == 4, x << 2, Mux(n == 3, x + (x << 1), Mux(n == 2, x << 1,
+                                                             Mux(n == 1, x, 0))))
 
 
 def _mod3(v):
