@@ -203,7 +203,8 @@ def _estimate_clip(f, codes, weights, signed, cvt, mean):
     return int(min(16, max(0, int(est).bit_length() - 6)))
 
 
-def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0) -> dict:
+def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0,
+                       post=None) -> dict:
     """One random valid-looking image layer (the golden decode has the last word: callers
     redraw what it rejects). Every format of the build, sign override, convertor with or
     without the mean, X offset, line stride slack, CDMA left/right and CSC top/bottom padding
@@ -212,11 +213,20 @@ def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 
     f = pixel_format(fmt or str(rng.choice(image_formats_of(cfg))))
     C = f.channels
     AC = cfg.atomic_c
+    # a quarter of the layers are drawn for post-extension (kernel line and x stride within
+    # Atomic-C / lines), when the format allows it at all
+    want_post = [p for p in (2, 4) if C <= AC // p]
+    want_post = int(rng.choice(want_post)) if want_post and rng.random() < 0.25 else 1
+    if post is not None:                    # forced (the format must allow it)
+        want_post = post
     while True:
-        W, H = int(rng.integers(1, 48)), int(rng.integers(1, 20))
+        W, H = int(rng.integers(1, 100)), int(rng.integers(1, 40))
         S = int(rng.integers(1, 9)) if rng.random() < 0.7 else int(rng.integers(1, 4))
         R = int(rng.integers(1, 9)) if rng.random() < 0.7 else int(rng.integers(1, 4))
         sx, sy = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        if want_post > 1:
+            S = int(rng.integers(1, AC // want_post // C + 1))
+            sx = int(rng.integers(1, AC // want_post // C + 1))
         pl = int(rng.integers(0, min(S, 32)))
         pr = int(rng.integers(0, min(S, 32)))
         pt, pb = int(rng.integers(0, R)), int(rng.integers(0, R))
@@ -245,7 +255,7 @@ def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 
             mean = tuple(int(rng.integers(-span // 2, span // 2)) for _ in range(4))
     post = 1
     for p in (4, 2):
-        if S * C <= AC // p and sx * C <= AC // p and rng.random() < 0.6:
+        if S * C <= AC // p and sx * C <= AC // p and (p == want_post or rng.random() < 0.6):
             post = p
             break
     wmode = rng.random()
