@@ -102,15 +102,20 @@ def _image_layers(cfg, n, seed):
     return [ip.random_image_layer(cfg, rng, 20_000, fmt=fmts[i % len(fmts)]) for i in range(n)]
 
 
-def test_check_gives_the_golden_verdict_on_image_programs():
-    cfg = NV_SMALL
-    programs = [[layer] for layer in _image_layers(cfg, 34, seed=5)]
+VERDICT_CASES = [(NV_SMALL, 34, 160), (NvdlaConfig.preset("nv_small_256"), 17, 60),
+                 (NvdlaConfig.preset("nv_large"), 17, 60)]
+
+
+@pytest.mark.parametrize("cfg, n_valid, n_perturbed", VERDICT_CASES,
+                         ids=[c.name for c, _, _ in VERDICT_CASES])
+def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_perturbed):
+    programs = [[layer] for layer in _image_layers(cfg, n_valid, seed=5)]
     for name, mutate in ip.INVALID_IMAGE_MUTATIONS.items():
         layer = ip._small_image(cfg)
         if mutate(cfg, layer) is not None:
             programs.append([layer])
     rng = np.random.default_rng(11)
-    for layer in _image_layers(cfg, 160, seed=6):
+    for layer in _image_layers(cfg, n_perturbed, seed=6):
         for _ in range(int(rng.integers(1, 3))):
             _perturb(cfg, layer, rng)
         programs.append([layer])
@@ -143,7 +148,7 @@ def test_check_gives_the_golden_verdict_on_image_programs():
            enumerate(zip(want, got)) if w != g]
     assert not bad, f"{len(bad)} verdicts differ: {bad[:5]}"
     n_ok = sum(all(w) for w in want)
-    assert 34 <= n_ok <= len(programs) - 30        # both kinds are well represented
+    assert n_valid <= n_ok <= len(programs) - 30   # both kinds are well represented
 
 
 # -- the core on the playback engine ------------------------------------------------------------

@@ -9,8 +9,13 @@ check has no wide general multiplier. ``end`` (pulse, a valid layer's end, regis
 the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 
 Rules (any one fails the program)
-    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` PIXEL or
+    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
+    * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
+      (the golden decode's image rules); the feature-only rules below (surface stride,
+      ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
+      ``WEIGHT_CHANNEL_EXT`` = channels, the width spans) are off for an image, dilation
+      is ignored;
     * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- the RTL computes
       int8 only, so INT16 / FP16 fail here even on builds that list them (``CVT_EN`` is not
       a rule: NVDLA's own int8 traces set it);
