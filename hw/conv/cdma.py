@@ -1,5 +1,6 @@
-"""The convolution DMA (CDMA) for direct convolution with feature input, int8, batch 1 (spec
-"Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
+"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8,
+batch 1 (spec "Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout
+:mod:`hw.conv.common`).
 
 It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
 CSC how far both have arrived.
@@ -14,6 +15,12 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
     atoms), one masked CBUF write per atom.
+
+Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
+    The data reader and the data side of the CBUF write port belong to the image path: one
+    request per line and plane, line ``y`` written as slice ``y`` (the padded pixel line,
+    ``C`` bytes per pixel, :func:`sim.conv.image.fetch_image`). An image layer never reuses
+    data, and the data it keeps is never reused by a feature layer.
 
 Weights (:func:`sim.conv.cdma.fetch_weights`)
     ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` as one byte stream: byte ``i`` at weight ring

@@ -181,7 +181,7 @@ class ImageFetch(wiring.Component):
         KIND_PIX, KIND_PAD, KIND_FLUSH = 0, 1, 2
         d_lines = Signal(14)                                 # lines left
         d_pass = Signal()
-        phase = Signal(2)                                    # 0 left pad, 1 pixels, 2 right pad, 3 flush
+        phase = Signal(2)              # 0 left pad, 1 pixels, 2 right pad, 3 flush
         rem = Signal(15)                                     # pixels left in the phase
         slot = Signal(8)                                     # pixel slot in the atom
         active = Signal()
@@ -205,25 +205,37 @@ class ImageFetch(wiring.Component):
         can = active & (credit <= _FIFO - 2)
         at = self.atoms
         last_pass = ~semi | d_pass
+        # the first ROI pixel's slot in the first atom of each plane's line
+        slot0 = [Signal(8, name="slot0_0"), Signal(8, name="slot0_1")]
+        m.d.comb += [slot0[0].eq(off[0][:ash] >> blog[0]), slot0[1].eq(off[1][:ash] >> blog[1])]
+
+        def enter_pixels(p):
+            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0]))]
+
+        def enter_pass(p):
+            # a pass starts with the left padding, or with its pixels when there is none
+            with m.If(pl == 0):
+                enter_pixels(p)
+            with m.Else():
+                m.d.sync += [phase.eq(0), rem.eq(pl)]
+
+        # phases move on with a phase's last chunk (no bubble cycles between them)
         with m.If(can):
             with m.Switch(phase):
                 with m.Case(0, 2):
-                    with m.If(rem == 0):
+                    with m.If(rem == 0):                     # (not reached)
                         m.d.sync += phase.eq(phase + 1)
-                        with m.If(phase == 0):
-                            m.d.sync += [rem.eq(width),
-                                         slot.eq(Mux(d_pass, off[1][:ash] >> blog[1],
-                                                     off[0][:ash] >> blog[0]))]
-                        with m.Else():
-                            m.d.sync += rem.eq(0)
                     with m.Else():
                         m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PAD),
                                      tok.lo.eq(0), tok.n.eq(times(cnt, n_ch8))]
                         m.d.sync += rem.eq(rem - cnt)
+                        with m.If(rem == cnt):
+                            with m.If(phase == 0):
+                                enter_pixels(d_pass)
+                            with m.Else():
+                                m.d.sync += phase.eq(3)
                 with m.Case(1):
-                    with m.If(rem == 0):
-                        m.d.sync += [phase.eq(2), rem.eq(pr)]
-                    with m.Elif(at.valid):
+                    with m.If(at.valid):
                         m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PIX),
                                      tok.grp.eq(at.payload.data), tok.q.eq(slot >> cur_glog),
                                      tok.lo.eq(times(lo_slot, n_ch8)),
@@ -232,23 +244,26 @@ class ImageFetch(wiring.Component):
                         with m.If((slot + cnt == pix_per_atom) | (rem == cnt)):
                             m.d.comb += at.ready.eq(1)
                             m.d.sync += slot.eq(0)
+                        with m.If(rem == cnt):
+                            m.d.sync += [phase.eq(Mux(pr == 0, 3, 2)), rem.eq(pr)]
                 with m.Case(3):
                     m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_FLUSH),
                                  tok.slice_end.eq(last_pass),
                                  tok.last.eq(last_pass & (d_lines == 1))]
-                    m.d.sync += [phase.eq(0), rem.eq(pl)]
                     with m.If(semi & ~d_pass):
                         m.d.sync += d_pass.eq(1)
+                        enter_pass(1)
                     with m.Else():
                         m.d.sync += [d_pass.eq(0), d_lines.eq(d_lines - 1)]
+                        enter_pass(0)
                         with m.If(d_lines == 1):
                             m.d.sync += active.eq(0)
         m.d.comb += tok.pass_.eq(d_pass)
 
         with m.If(self.start):
             m.d.sync += [c_left.eq(height), c_pass.eq(0), a0.eq(base0), a1.eq(base1),
-                         d_lines.eq(height), d_pass.eq(0), phase.eq(0), rem.eq(pl),
-                         slot.eq(0), active.eq(1)]
+                         d_lines.eq(height), d_pass.eq(0), active.eq(1)]
+            enter_pass(0)
 
         # -- E1: components (extension to 17 bits, the offset of their channel) ------------
         sext = R.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE | ~R.D_CVT_CFG.CVT_EN

@@ -55,6 +55,14 @@ Ports
     ``done``        out, one-cycle pulse the cycle after the ``end`` atom was taken
     ``busy``        out, a layer is in progress
 
+Image input (``DATAIN_FORMAT=PIXEL``): the channel loop runs over the pre-extended kernel
+line (``WEIGHT_CHANNEL_EXT + 1 = S x C`` bytes, kernel width 1), x over the padded line in
+steps of ``stride x C`` bytes from byte 0, no dilation, and a data atom is ``AC`` bytes from
+any byte of a slice: it is made of up to two entries (a window of the last two entries read
+is kept, so consecutive atoms usually need one read). With ``D_POST_Y_EXTENSION`` each atom
+holds ``p`` kernel lines (the rows of a row group; the last group keeps ``R % p``), one part
+per line, and the weight loads follow the same row groups.
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 """
@@ -480,7 +488,8 @@ class Csc(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(go):
-                    m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C_seq), w_r.eq(0), w_ry.eq(0),
+                    m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C_seq), w_r.eq(0),
+                                 w_ry.eq(0),
                                  w_s.eq(0), w_b.eq(0), w_gb.eq(0), w_p.eq(self.wt_base),
                                  w_gp.eq(self.wt_base), self.wt_released.eq(0),
                                  w_valid.eq(0)]
