@@ -152,7 +152,10 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
 
 
 # -- the core on the playback engine ------------------------------------------------------------
-SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)]
+# nv_small: 8 x 40; nv_small_256 (Atomic-C 32, four atoms per CBUF entry; the build
+# tests/test_conv_rtl.py uses): 40
+SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)] + \
+    [(NvdlaConfig.preset("nv_small_256"), 100, 40)]
 
 
 @pytest.mark.rtl
