@@ -1,5 +1,6 @@
-"""The convolution DMA (CDMA) for direct convolution with feature input, int8, batch 1 (spec
-"Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
+"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8,
+batch 1 (spec "Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout
+:mod:`hw.conv.common`).
 
 It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
 CSC how far both have arrived.
@@ -14,6 +15,12 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
     atoms), one masked CBUF write per atom.
+
+Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
+    The data reader and the data side of the CBUF write port belong to the image path: one
+    request per line and plane, line ``y`` written as slice ``y`` (the padded pixel line,
+    ``C`` bytes per pixel, :func:`sim.conv.image.fetch_image`). An image layer never reuses
+    data, and the data it keeps is never reused by a feature layer.
 
 Weights (:func:`sim.conv.cdma.fetch_weights`)
     ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` as one byte stream: byte ``i`` at weight ring
@@ -85,6 +92,7 @@ from arch.registers import register_map
 from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
+from .cdma_img import ImageFetch
 from .common import cbuf_write_layout
 
 __all__ = ["Cdma", "csc_fields_layout"]
@@ -211,6 +219,10 @@ class Cdma(wiring.Component):
         wiring.connect(m, flipped(self.rd_wt), wt_reader.dma)
         wiring.connect(m, dat_reader.data, dat_ser.i)
         wiring.connect(m, wt_reader.data, wt_ser.i)
+        # image input (hw.conv.cdma_img): the data reader and the data writes are its
+        m.submodules.img = imgf = ImageFetch(cfg)
+        is_img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
+        m.d.comb += imgf.regs.eq(R)
 
         # -- persistent reuse state --------------------------------------------------------
         kept_count = Signal(15)
@@ -221,6 +233,7 @@ class Cdma(wiring.Component):
         key_wbank = Signal(5)
         key_width = Signal(13)
         key_eps = Signal(16)
+        key_img = Signal()                               # the kept slices are an image's
         w_kept = Signal()
         w_kept_bytes = Signal(33)
 
@@ -231,7 +244,7 @@ class Cdma(wiring.Component):
         full_reuse = Signal()
         w_reuse = Signal()
         m.d.comb += [
-            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
                        & (key_width == R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT)
                        & (key_eps == eps)),
             full_reuse.eq(d_reuse & kept_all),
@@ -289,6 +302,7 @@ class Cdma(wiring.Component):
                     m.d.comb += finish.eq(1)
                     m.next = "IDLE"
 
+        m.d.comb += imgf.start.eq(decide & is_img)
         with m.If(decide):
             m.d.sync += [acc_rls.eq(base_next), acc_need.eq(base_next),
                          left_rls.eq(rls), left_need.eq(need)]
@@ -296,7 +310,7 @@ class Cdma(wiring.Component):
         with m.If(finish):
             m.d.sync += [key_dbank.eq(R.D_BANK.DATA_BANK), key_wbank.eq(R.D_BANK.WEIGHT_BANK),
                          key_width.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT),
-                         key_eps.eq(eps), kept_end.eq(acc_need),
+                         key_eps.eq(eps), key_img.eq(is_img), kept_end.eq(acc_need),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
             with m.If(misc.SKIP_DATA_RLS):
                 m.d.sync += [kept_base.eq(self.dat_base), kept_count.eq(need), kept_all.eq(1)]
@@ -310,10 +324,14 @@ class Cdma(wiring.Component):
         g0 = Signal(aw)                                  # y0 * LINE_STRIDE
         pk = Signal(aw)                                  # (y - y0) * W * atom
         gleft = Signal(12)                               # lines left in this grain - 1
+        fvalid, fready = Signal(), Signal()
+        dc = Signal(cube_layout(g))
         dcmd = dat_reader.cmd
-        dc = dcmd.payload
         m.d.comb += [
-            dcmd.valid.eq(cmd_left != 0),
+            dcmd.valid.eq(Mux(is_img, imgf.cmd.valid, fvalid)),
+            dcmd.payload.eq(Mux(is_img, imgf.cmd.payload, dc)),
+            fready.eq(dcmd.ready & ~is_img), imgf.cmd.ready.eq(dcmd.ready & is_img),
+            fvalid.eq(cmd_left != 0),
             dc.ram_type.eq(R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE),
             dc.lines.eq(0), dc.batches.eq(0), dc.line_stride.eq(0), dc.batch_stride.eq(0),
         ]
@@ -323,7 +341,7 @@ class Cdma(wiring.Component):
         with m.Else():
             m.d.comb += [dc.base.eq(base + g0 + pk), dc.line_atoms.eq(width - 1),
                          dc.surfaces.eq(surfs - 1), dc.surface_stride.eq(ss)]
-        with m.If(dcmd.valid & dcmd.ready):
+        with m.If(fvalid & fready):
             m.d.sync += [cmd_left.eq(cmd_left - 1), yls.eq(yls + ls)]
             with m.If((gleft == 0) | ~line_packed):
                 m.d.sync += [g0.eq(yls + ls), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS)]
@@ -400,10 +418,15 @@ class Cdma(wiring.Component):
         prio = Signal()                                  # 1: weights first
         take_d = Signal()
         take_w = Signal()
+        iw = imgf.wr
+        d_valid = Signal()
         m.d.comb += [
-            take_d.eq(ds.valid & d_active & ~(ws.valid & w_active & prio)),
+            d_valid.eq(Mux(is_img, iw.valid, ds.valid & d_active)),
+            take_d.eq(d_valid & ~(ws.valid & w_active & prio)),
             take_w.eq(ws.valid & w_active & ~take_d),
-            ds.ready.eq(take_d), ws.ready.eq(take_w),
+            ds.ready.eq(Mux(is_img, imgf.atoms.ready, take_d)), ws.ready.eq(take_w),
+            imgf.atoms.valid.eq(ds.valid & is_img), imgf.atoms.payload.eq(ds.payload),
+            iw.ready.eq(take_d & is_img),
         ]
         with m.If(take_d | take_w):
             m.d.sync += prio.eq(take_d)
@@ -417,7 +440,11 @@ class Cdma(wiring.Component):
         amask = (1 << ATOM) - 1
         m.d.sync += [wr.en.eq(take_d | take_w), wr_slice.eq(0), wr_dlast.eq(0), wr_wt.eq(0),
                      wr_wlast.eq(0)]
-        with m.If(take_d):
+        with m.If(take_d & is_img):
+            m.d.sync += [wr.addr.eq(iw.payload.addr), wr.data.eq(iw.payload.data),
+                         wr.mask.eq(iw.payload.mask), wr_slice.eq(iw.payload.slice_end),
+                         wr_dlast.eq(iw.payload.last)]
+        with m.If(take_d & ~is_img):
             m.d.sync += [wr.addr.eq(entry_d), wr.data.eq(Cat(*[ds.payload.data] * P)),
                          wr.mask.eq(Const(amask, BW) << (lane_d << ash) if P > 1 else amask),
                          wr_slice.eq(slice_end), wr_dlast.eq(slice_end & (d_lines == 0))]
@@ -466,7 +493,7 @@ class Cdma(wiring.Component):
             m.d.sync += self.wt_bytes.eq(wr_wbytes)
         with m.If(self.end):             # nothing is announced to the next layer before DECIDE
             m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
-        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en)
+        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy)
 
         # -- layer end: the fetch is complete, nothing more to request ---------------------
         with m.If(finish):
@@ -479,9 +506,9 @@ class Cdma(wiring.Component):
                 self.dat_base.eq(base_next), self.wt_base.eq(0),
                 self.dat_slices.eq(Mux(d_reuse, kept_count, 0)),
                 # data
-                cmd_left.eq(Mux(full_reuse, 0, Mux(packed_1x1, 1, height))),
+                cmd_left.eq(Mux(full_reuse | is_img, 0, Mux(packed_1x1, 1, height))),
                 yls.eq(0), g0.eq(0), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS),
-                d_active.eq(~full_reuse), d_lines.eq(height - 1),
+                d_active.eq(~full_reuse & ~is_img), d_lines.eq(height - 1),
                 x.eq(0), xe.eq(0), xs.eq(0), a.eq(0), sub.eq(0), grp.eq(fpos), sb.eq(fpos),
                 # weights
                 w_fetch.eq(~w_reuse), w_iss.eq(0), w_addr.eq(wbase),

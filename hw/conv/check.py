@@ -9,8 +9,13 @@ check has no wide general multiplier. ``end`` (pulse, a valid layer's end, regis
 the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 
 Rules (any one fails the program)
-    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` PIXEL or
+    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
+    * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
+      (the golden decode's image rules); the feature-only rules below (surface stride,
+      ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
+      ``WEIGHT_CHANNEL_EXT`` = channels, the width spans) are off for an image, dilation
+      is ignored;
     * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- the RTL computes
       int8 only, so INT16 / FP16 fail here even on builds that list them (``CVT_EN`` is not
       a rule: NVDLA's own int8 traces set it);
@@ -51,6 +56,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..regfile import fields_layout
+from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
 
@@ -100,12 +106,14 @@ class ConvCheck(wiring.Component):
 
         errs = []
         late = []                                           # rules on the products
+        img = Signal()                                      # image input (hw.conv.image)
+        m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
 
         # -- modes and precision ---------------------------------------------------------
         for v in (D, C, A, B, K):
             errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
-        errs += [D.D_MISC_CFG.IN_PRECISION != 0, C.D_MISC_CFG.IN_PRECISION != 0,
-                 D.D_DATAIN_FORMAT.DATAIN_FORMAT != 0, C.D_DATAIN_FORMAT.DATAIN_FORMAT != 0,
+        errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
+                 ~img & (C.D_MISC_CFG.IN_PRECISION != 0),
                  D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0,
                  D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
                  K.D_BATCH_NUMBER.BATCHES != 0]
@@ -122,12 +130,12 @@ class ConvCheck(wiring.Component):
         ss = byte_value(D, "CDMA", "D_SURF_STRIDE", "SURF_STRIDE")
         line_packed = D.D_DAIN_MAP.LINE_PACKED
         grains = D.D_FETCH_GRAIN.GRAINS
-        feature = D.D_DATAIN_FORMAT.DATAIN_FORMAT == 0
+        feature = ~img
         errs += [feature & (C.D_POST_Y_EXTENSION.Y_EXTENSION != 0),
                  feature & (ls < (width << ash))]
-        errs += [misaligned(base), misaligned(ls), misaligned(ss),
-                 line_packed != (ls == (width << ash)),
-                 ~line_packed & (grains != 0), grains > hm1]
+        errs += [misaligned(base), misaligned(ls), ~img & misaligned(ss),
+                 ~img & (line_packed != (ls == (width << ash))),
+                 ~img & ~line_packed & (grains != 0), ~img & (grains > hm1)]
         if not cfg.sramif:
             errs += [D.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE == 0,
                      D.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE == 0]
@@ -139,7 +147,7 @@ class ConvCheck(wiring.Component):
         errs += [ext.DATAIN_WIDTH_EXT != wm1, ext.DATAIN_HEIGHT_EXT != hm1,
                  cext0.DATAIN_WIDTH_EXT != ext.DATAIN_WIDTH_EXT,
                  cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL,
-                 cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT,
+                 ~img & (cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT),
                  cw1.WEIGHT_KERNEL != D.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
                  C.D_BANK.DATA_BANK != D.D_BANK.DATA_BANK,
                  C.D_BANK.WEIGHT_BANK != D.D_BANK.WEIGHT_BANK,
@@ -187,9 +195,12 @@ class ConvCheck(wiring.Component):
             span = Signal(12, name=f"span_{axis}")           # (k - 1) x dilation + 1
             reach = Signal(18, name=f"reach_{axis}")         # (o - 1) x stride + span
             padded = Signal(15, name=f"padded_{axis}")
-            m.d.comb += [span.eq(k_m1 * (d_m1 + 1) + 1), reach.eq(o_m1 * (s_m1 + 1) + span),
+            # image input: dilation is ignored, the width rules are in hw.conv.image
+            m.d.comb += [span.eq(k_m1 * (Mux(img, 0, d_m1) + 1) + 1),
+                         reach.eq(o_m1 * (s_m1 + 1) + span),
                          padded.eq(n_m1 + 1 + pa + pz)]
-            errs += [span > padded, reach > padded]
+            gate = ~img if axis == "x" else 1
+            errs += [gate & (span > padded), gate & (reach > padded)]
         errs.append(~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES >= in_h))
 
         # -- reuse state (recorded at the end of each valid layer) -------------------------------
@@ -202,9 +213,12 @@ class ConvCheck(wiring.Component):
         w_kept = Signal()
         w_any = Signal()                                     # a layer ended (reuse record)
         key_fmt = Signal()
-        w_key = Signal(33 + 13 + 5 + 5 + 13)                 # bytes, kernels, kw, kh, channels
+        key_img = Signal()                                   # kept slices are an image's
+        # bytes, kernels, kw, kh, channels; image: weight channels, post-extension
         cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
-                       cext1.DATAIN_CHANNEL_EXT)
+                       cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
+                       C.D_POST_Y_EXTENSION.Y_EXTENSION)
+        w_key = Signal(len(cur_wkey))
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == D.D_BANK.DATA_BANK)
                                  & (key_wbank == D.D_BANK.WEIGHT_BANK))
@@ -213,7 +227,7 @@ class ConvCheck(wiring.Component):
         full_reuse = Signal()
         w_reuse = Signal()
         m.d.comb += [
-            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
                        & (key_width == ext.DATAIN_WIDTH_EXT) & (key_eps == eps)),
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
@@ -221,7 +235,7 @@ class ConvCheck(wiring.Component):
         # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
         errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
                     & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
-        errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~d_reuse,
+        errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
         avail = Signal(15)
@@ -233,7 +247,7 @@ class ConvCheck(wiring.Component):
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
                          key_width.eq(ext.DATAIN_WIDTH_EXT), key_eps.eq(eps),
-                         key_surfs.eq(surfs), kept_all.eq(misc.SKIP_DATA_RLS),
+                         key_surfs.eq(surfs), key_img.eq(img), kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
                                            Mux(rls >= need, 0, need - rls))),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey), w_any.eq(1),
@@ -265,7 +279,8 @@ class ConvCheck(wiring.Component):
         p_atoms = product("p_atoms", oh, ow, 14)            # output positions
         kwkh = Signal(11)
         m.d.comb += kwkh.eq((cw0.WEIGHT_WIDTH_EXT + 1) * (cw0.WEIGHT_HEIGHT_EXT + 1))
-        p_bpk = product("p_bpk", cext1.DATAIN_CHANNEL_EXT + 1, kwkh, 11)  # kw x kh x C
+        wch = Mux(img, cw1.WEIGHT_CHANNEL_EXT, cext1.DATAIN_CHANNEL_EXT) + 1
+        p_bpk = product("p_bpk", wch, kwkh, 11)              # kw x kh x C
         p_wt = product("p_wt", kernels, bpk, 19)             # BYTE_PER_KERNEL x K
         group_k = Signal(range(cfg.atomic_k + 1))
         m.d.comb += group_k.eq(Mux(kernels > cfg.atomic_k, cfg.atomic_k, kernels))
@@ -288,22 +303,30 @@ class ConvCheck(wiring.Component):
             m.d.comb += crip.eq(width)
         entries = Signal(29)
         m.d.comb += entries.eq(p_whole + crip)
-        late += [entries != eps,
-                 (C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries,
+        late += [~img & (entries != eps),
+                 ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
                  p_data > (dbanks * DEPTH),
                  p_bpk != bpk,
                  wbytes < p_wt,
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
-                 (surfs > 1) & (ss < p_lines),
+                 ~img & (surfs > 1) & (ss < p_lines),
                  feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1)]
         # the input and the weights inside the address space
         packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
         feat_end = Signal(aw + 20)
         m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
                                     base + p_lines - ls + p_surfs + (width << ash)))
-        late += [~full_reuse & (feat_end > (1 << aw)),
+        late += [~img & ~full_reuse & (feat_end > (1 << aw)),
                  ~w_reuse & (wbase + wbytes > (1 << aw))]
+
+        # -- image input ------------------------------------------------------------------
+        _, img_errs, img_late = image_rules(
+            m, cfg, D, C, byte_value=byte_value, address=address, misaligned=misaligned,
+            product=product, height=height, width=width, p_lines=p_lines, line_stride=ls,
+            eps=eps)
+        errs += img_errs
+        late += img_late
 
         # -- sequence ----------------------------------------------------------------
         count = Signal(range(CHECK_CYCLES + 1))

@@ -27,6 +27,13 @@ CBUF layout (the contract between Cdma and Csc)
     ``(x % share) * (BW // share)``. A Csc data atom (AC channels of one position) is one
     entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
 
+    Image input (``DATAIN_FORMAT=PIXEL``): slice ``y`` is image line ``y`` with the CDMA's
+    left/right padding, ``PAD_LEFT + W + PAD_RIGHT`` pixels of ``C`` bytes back to back from
+    byte 0 of its first entry (byte ``b`` at entry ``b // BW``, lane ``b % BW``). The Csc
+    reads it as pre-extended kernel lines: the atom of output ``ox``, kernel line ``r`` and
+    channel group ``j`` is bytes ``ox*sx*C + j*AC ..`` of line ``oy*sy + r - pad_top``
+    (with post-extension, ``p`` lines' ``S*C`` bytes side by side).
+
     Weights: the weight surface (direct-convolution layout, :func:`sim.formats.weight.
     dc_weight_offsets` with ``group_k = AK``, ``cube_c = AC``) is stored byte ``i`` at entry
     ``wt_base + i // BW``, lane ``i % BW`` (mod the region). Kernel group ``g`` (``Kg = min(AK,

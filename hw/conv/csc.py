@@ -55,6 +55,14 @@ Ports
     ``done``        out, one-cycle pulse the cycle after the ``end`` atom was taken
     ``busy``        out, a layer is in progress
 
+Image input (``DATAIN_FORMAT=PIXEL``): the channel loop runs over the pre-extended kernel
+line (``WEIGHT_CHANNEL_EXT + 1 = S x C`` bytes, kernel width 1), x over the padded line in
+steps of ``stride x C`` bytes from byte 0, no dilation, and a data atom is ``AC`` bytes from
+any byte of a slice: it is made of up to two entries (a window of the last two entries read
+is kept, so consecutive atoms usually need one read). With ``D_POST_Y_EXTENSION`` each atom
+holds ``p`` kernel lines (the rows of a row group; the last group keeps ``R % p``), one part
+per line, and the weight loads follow the same row groups.
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 """
@@ -69,6 +77,7 @@ from amaranth.lib.wiring import In, Out
 from arch.registers import register_map
 from ..regfile import fields_layout
 from .common import cbuf_read_signature, dat_layout, max_stripe, wt_layout
+from .image import times_small
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
 
@@ -143,6 +152,22 @@ class Csc(wiring.Component):
         pt = R.D_ZERO_PADDING.PAD_TOP
         pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
 
+        # image input (the CBUF line is the padded pixel line, C bytes per pixel): the channel
+        # loop runs over the pre-extended kernel line (WEIGHT_CHANNEL_EXT + 1 = S x C bytes), x
+        # steps by stride x C bytes from byte 0 (the CDMA wrote the left padding), no dilation;
+        # post-extension (p = 2 / 4 lines) puts p kernel lines in one atom
+        img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
+        WC = R.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT + 1
+        pe = Signal(2)
+        m.d.comb += pe.eq(Mux(img, R.D_POST_Y_EXTENSION.Y_EXTENSION, 0))
+        post = pe != 0
+        Rk = R_m1 + 1
+        C_seq = Mux(img, WC, C)                     # channels of the sequence's atoms
+        xstep = Mux(img, times_small(sx, C), sx)
+        pl = Mux(img, 0, pl)
+        dy = Mux(img, Const(1, 3) << pe, dy)
+        R_m1 = Mux(img, R_m1 >> pe, R_m1)           # kernel rows (row groups) - 1
+
         # registered derived values (valid two cycles after the registers are)
         n_out = Signal(28)                  # OW x OH
         n_dat = Signal(range(NE + 1))       # data region entries
@@ -202,17 +227,53 @@ class Csc(wiring.Component):
         ix0 = Signal(signed(cw))
         m.d.comb += [iy0.eq(iyb + d_ry), ix0.eq(ixb + d_sxo)]
 
+        # image: an atom is one or more micro-operations (CBUF reads). Per part (the kernel
+        # line ``part`` of a post-extended atom; one part otherwise) its bytes lie in entries
+        # e0 and e0 + 1 of the line; the data side keeps a window of the last two entries
+        # read, so a part needs 0, 1 or 2 reads (``sh_*``: what the window will hold)
+        lbw = _log2(BW)
+        part = Signal(2)
+        sub = Signal()
+        sh_v, sh_iy, sh_e = Signal(), Signal(signed(cw)), Signal(16)
+        rows = Signal(3)
+        rk_left = Signal(signed(12))
+        m.d.comb += [rk_left.eq(Rk - d_ry),
+                     rows.eq(Mux(post, Mux(rk_left < (Const(1, 3) << pe), rk_left,
+                                           Const(1, 3) << pe), 1))]
+        iy_p = Signal(signed(cw))
+        bx = Signal(cw)                     # byte of the part in the line
+        e0 = Signal(16)
+        m.d.comb += [iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff), e0.eq(bx >> lbw)]
+        pad_line = (iy_p < 0) | (iy_p >= H)
+        hit0 = sh_v & (sh_iy == iy_p) & (sh_e == e0)
+        hit1 = sh_v & (sh_iy == iy_p) & (sh_e + 1 == e0)
+        two = Signal()                      # this micro-op is the first of two reads
+        atom_done = Signal()
+        m.d.comb += [two.eq(img & ~pad_line & ~hit0 & ~hit1 & ~sub),
+                     atom_done.eq(~img | (~two & (part == rows - 1)))]
+
         outstanding = Signal(range(FIFO_DEPTH + 1))
-        slices_ok = (iy0 < 0) | (iy0 >= H) | (iy0 < self.dat_slices)
+        iy_last = Signal(signed(cw))
+        m.d.comb += iy_last.eq(iy0 + rows - 1)
+        slices_ok = (iy0 >= H) | (Mux(iy_last >= H, H - 1, iy_last) < self.dat_slices)
         issue = Signal()
-        m.d.comb += issue.eq(d_run & (outstanding < FIFO_DEPTH) & slices_ok)
+        issue_atom = Signal()
+        m.d.comb += [issue.eq(d_run & (outstanding < FIFO_DEPTH) & slices_ok),
+                     issue_atom.eq(issue & atom_done)]
+        with m.If(issue & img):
+            with m.If(two):
+                m.d.sync += sub.eq(1)
+            with m.Else():
+                m.d.sync += [sub.eq(0), part.eq(Mux(atom_done, 0, part + 1))]
+                with m.If(~pad_line):
+                    m.d.sync += [sh_v.eq(1), sh_iy.eq(iy_p), sh_e.eq(e0)]
 
         # stepping one output position in raster order
         def step(y, x, yb, xb, ny, nx, nyb, nxb):
             with m.If(x == OW_m1):
                 m.d.sync += [nx.eq(0), nxb.eq(-pl), ny.eq(y + 1), nyb.eq(yb + sy)]
             with m.Else():
-                m.d.sync += [nx.eq(x + 1), nxb.eq(xb + sx), ny.eq(y), nyb.eq(yb)]
+                m.d.sync += [nx.eq(x + 1), nxb.eq(xb + xstep), ny.eq(y), nyb.eq(yb)]
 
         def restart_group():
             for a, b in ((so_y, 0), (so_x, 0), (so_iyb, -pt), (so_ixb, -pl),
@@ -228,21 +289,29 @@ class Csc(wiring.Component):
         s1_cj = Signal(range(AC + 1))
         tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1})
         s1_tag = Signal(tag_l)
+        uop_l = data.StructLayout({"rd": 1, "e": 16, "off": range(BW), "pshift": range(AC + 1),
+                                   "pad": 1, "pdone": 1, "adone": 1})
+        s1_u = Signal(uop_l)
         m.d.sync += s1_v.eq(issue)
 
-        with m.If(go):
-            m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C), d_goff.eq(0),
-                         d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0)]
-            restart_group()
-        with m.Elif(issue):
+        with m.If(issue):
             m.d.sync += [
-                s1_iy.eq(iy0), s1_ix.eq(ix0), s1_goff.eq(d_goff),
-                s1_crip.eq(Mux(last_j, crip, 0)),
-                s1_cj.eq(Mux(last_j, d_cleft, AC)),
+                s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), s1_goff.eq(d_goff),
+                s1_crip.eq(Mux(last_j & ~img, crip, 0)),
+                s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
                 s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
                 s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
                 s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last),
+                s1_u.rd.eq(~pad_line & ~hit0), s1_u.e.eq(Mux(two, e0, e0 + 1)),
+                s1_u.off.eq(bx[:lbw]), s1_u.pshift.eq(times_small(WC, part)),
+                s1_u.pad.eq(pad_line), s1_u.pdone.eq(~two), s1_u.adone.eq(atom_done),
             ]
+        with m.If(go):
+            m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
+                         d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0), sh_v.eq(0),
+                         part.eq(0), sub.eq(0)]
+            restart_group()
+        with m.Elif(issue_atom):
             with m.If(~pos_last):
                 m.d.sync += pos.eq(pos + 1)
                 step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
@@ -258,9 +327,10 @@ class Csc(wiring.Component):
                     with m.Else():
                         m.d.sync += [d_r.eq(0), d_ry.eq(0)]
                         with m.If(~last_j):
-                            m.d.sync += [d_cleft.eq(d_cleft - AC), d_goff.eq(d_goff + W)]
+                            m.d.sync += [d_cleft.eq(d_cleft - AC),
+                                         d_goff.eq(d_goff + Mux(img, AC, W))]
                         with m.Else():
-                            m.d.sync += [d_cleft.eq(C), d_goff.eq(0)]
+                            m.d.sync += [d_cleft.eq(C_seq), d_goff.eq(0)]
                 with m.If(~blk_last):
                     # the next block of this stripe starts over at the stripe's start
                     m.d.sync += [oy.eq(so_y), ox.eq(so_x), iyb.eq(so_iyb), ixb.eq(so_ixb)]
@@ -283,6 +353,7 @@ class Csc(wiring.Component):
         s2_crip = Signal(2)
         s2_cj = Signal.like(s1_cj)
         s2_tag = Signal(tag_l)
+        s2_u = Signal(uop_l)
         iy_u = s1_iy.as_unsigned()[:14]
         ix_u = s1_ix.as_unsigned()[:14]
         slice_raw = Signal(range(2 * NE))
@@ -291,7 +362,7 @@ class Csc(wiring.Component):
         m.d.sync += [
             s2_v.eq(s1_v),
             s2_slice.eq(Mux(slice_raw >= n_dat, slice_raw - n_dat, slice_raw)),
-            s2_off.eq(s1_goff + xoff),
+            s2_off.eq(Mux(img, s1_u.e, s1_goff + xoff)), s2_u.eq(s1_u),
             s2_in.eq((s1_iy >= 0) & (s1_iy < H) & (s1_ix >= 0) & (s1_ix < W)),
             s2_lsel.eq(Mux(s1_crip == 1, ix_u[:1], Mux(s1_crip == 2, ix_u[:2], 0))),
             s2_crip.eq(s1_crip), s2_cj.eq(s1_cj), s2_tag.eq(s1_tag),
@@ -301,13 +372,15 @@ class Csc(wiring.Component):
         addr_raw = Signal(range(4 * NE))
         m.d.comb += [
             addr_raw.eq(s2_slice + s2_off),
-            self.dat_rd.en.eq(s2_v & s2_in),
+            self.dat_rd.en.eq(s2_v & Mux(img, s2_u.rd, s2_in)),
             self.dat_rd.addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw)),
         ]
         s3_v, s3_in = Signal(), Signal()
         s3_lsel, s3_crip = Signal(2), Signal(2)
         s3_cj = Signal.like(s1_cj)
         s3_tag = Signal(tag_l)
+        s3_u = Signal(uop_l)
+        m.d.sync += s3_u.eq(s2_u)
         m.d.sync += [s3_v.eq(s2_v), s3_in.eq(s2_in), s3_lsel.eq(s2_lsel),
                      s3_crip.eq(s2_crip), s3_cj.eq(s2_cj), s3_tag.eq(s2_tag)]
 
@@ -320,10 +393,30 @@ class Csc(wiring.Component):
             lanes = Mux(s3_crip == 1, sh2, Mux(s3_crip == 2, sh4, raw))
         else:
             lanes = raw
+        # image: the window of the last two entries read, the part's bytes from ``off`` on,
+        # placed at lane ``pshift`` of the atom being assembled
+        win_lo, win_hi = Signal(BW * 8), Signal(BW * 8)
+        n_lo = Mux(s3_u.rd, win_hi, win_lo)
+        n_hi = Mux(s3_u.rd, raw, win_hi)
+        with m.If(s3_v & s3_u.rd):
+            m.d.sync += [win_lo.eq(win_hi), win_hi.eq(raw)]
+        part_b = Signal(AC * 8)
+        m.d.comb += part_b.eq(Cat(n_lo, n_hi).bit_select(Cat(Const(0, 3), s3_u.off), AC * 8))
+        part_m = Signal(AC * 8)
+        for c in range(AC):
+            m.d.comb += part_m[c * 8:(c + 1) * 8].eq(
+                Mux(c < s3_cj, Mux(s3_u.pad, pad, part_b[c * 8:(c + 1) * 8]), 0))
+        img_acc = Signal(AC * 8)
+        img_atom = Signal(AC * 8)
+        m.d.comb += img_atom.eq(img_acc | (part_m << Cat(Const(0, 3), s3_u.pshift)))
+        with m.If(s3_v & s3_u.pdone):
+            m.d.sync += img_acc.eq(Mux(s3_u.adone, 0, img_atom))
+
         atom = Signal(dat_layout(self._cfg))
         for c in range(AC):
             byte = lanes[c * 8:(c + 1) * 8]
-            m.d.comb += atom.data[c].eq(Mux(c < s3_cj, Mux(s3_in, byte, pad), 0))
+            m.d.comb += atom.data[c].eq(Mux(img, img_atom[c * 8:(c + 1) * 8],
+                                            Mux(c < s3_cj, Mux(s3_in, byte, pad), 0)))
         m.d.comb += [atom.swap.eq(s3_tag.swap), atom.first.eq(s3_tag.first),
                      atom.last.eq(s3_tag.last), atom.pos.eq(s3_tag.pos),
                      atom.end.eq(s3_tag.end)]
@@ -331,13 +424,13 @@ class Csc(wiring.Component):
         m.submodules.fifo = fifo = SyncFIFO(width=len(atom.as_value()), depth=FIFO_DEPTH)
         take = self.dat.valid & self.dat.ready
         m.d.comb += [
-            fifo.w_en.eq(s3_v), fifo.w_data.eq(atom),
+            fifo.w_en.eq(s3_v & (~img | s3_u.adone)), fifo.w_data.eq(atom),
             self.dat.valid.eq(fifo.r_rdy), self.dat.payload.eq(fifo.r_data),
             fifo.r_en.eq(self.dat.ready),
         ]
-        with m.If(issue & ~take):
+        with m.If(issue_atom & ~take):
             m.d.sync += outstanding.eq(outstanding + 1)
-        with m.Elif(~issue & take):
+        with m.Elif(~issue_atom & take):
             m.d.sync += outstanding.eq(outstanding - 1)
         m.d.sync += self.done.eq(take & self.dat.payload.end)
 
@@ -361,8 +454,13 @@ class Csc(wiring.Component):
         kg = Signal(range(AK + 1))
         cj = Signal(range(AC + 1))
         w_len = Signal(range(ms + 1))
+        w_ry = Signal(10)                           # w_r x lines per row group
+        w_rows = Signal(signed(12))
+        m.d.comb += w_rows.eq(Rk - w_ry)
+        rows_w = Mux(w_rows < (Const(1, 3) << pe), w_rows, Const(1, 3) << pe)[:3]
         m.d.comb += [kg.eq(Mux(w_kleft < AK, w_kleft, AK)),
-                     cj.eq(Mux(w_cleft < AC, w_cleft, AC)),
+                     cj.eq(Mux(post, times_small(WC, rows_w),
+                               Mux(w_cleft < AC, w_cleft, AC))),
                      w_len.eq(stripe_len(w_rem))]
         need = Signal(33)
         m.d.comb += need.eq(w_b + kg * cj)
@@ -390,7 +488,8 @@ class Csc(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(go):
-                    m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C), w_r.eq(0),
+                    m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C_seq), w_r.eq(0),
+                                 w_ry.eq(0),
                                  w_s.eq(0), w_b.eq(0), w_gb.eq(0), w_p.eq(self.wt_base),
                                  w_gp.eq(self.wt_base), self.wt_released.eq(0),
                                  w_valid.eq(0)]
@@ -416,10 +515,10 @@ class Csc(wiring.Component):
                     with m.Else():
                         m.d.sync += w_s.eq(0)
                         with m.If(w_r != R_m1):
-                            m.d.sync += w_r.eq(w_r + 1)
+                            m.d.sync += [w_r.eq(w_r + 1), w_ry.eq(w_ry + dy)]
                         with m.Else():
-                            m.d.sync += w_r.eq(0)
-                            m.d.sync += w_cleft.eq(Mux(w_cleft <= AC, C, w_cleft - AC))
+                            m.d.sync += [w_r.eq(0), w_ry.eq(0)]
+                            m.d.sync += w_cleft.eq(Mux(w_cleft <= AC, C_seq, w_cleft - AC))
                     with m.If(w_blk_last):
                         with m.If(w_rem != w_len):
                             # next stripe of this group: its weights again from the start

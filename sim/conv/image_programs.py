@@ -17,7 +17,7 @@ import numpy as np
 
 from arch.registers import register_map
 from sim.formats.common import align_up
-from sim.formats.pixel import pack_pixels, pixel_format
+from sim.formats.pixel import max_x_offset, pack_pixels, pixel_format
 from sim.formats.weight import pack_image_weights
 
 from ..sdp.random_programs import Regs
@@ -25,7 +25,7 @@ from .program import image_entries_per_slice, uv_x_offset_bytes
 from .random_programs import (_BASES, _GUARD, _SLOT, CONV_BLOCKS, _addr64, _group_k,
                               _intr_mask, min_banks, output_program)
 
-__all__ = ["image_layer"]
+__all__ = ["image_layer", "random_image_layer", "write_random_image_traces", "image_formats_of"]
 
 _PREC = {"int8": 0, "int16": 1, "fp16": 2}
 _UV_BASE = 0x8080_0000
@@ -176,3 +176,337 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
                 dst=(dbase, dline, dsurf), dst_ram=dst_ram, clip=clip)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
+
+
+# ------------------------------------------------------------------------------------------
+# constrained-random image layers and invalid image programs, as trace directories
+# ------------------------------------------------------------------------------------------
+def image_formats_of(cfg) -> list:
+    """The build's pixel formats (names without ``T_``), packed then semi-planar."""
+    return sorted(cfg.image_packed_formats) + sorted(cfg.image_semi_formats)
+
+
+def _estimate_clip(f, codes, weights, signed, cvt, mean):
+    """A CACC truncation that brings typical sums near the int8 output range."""
+    from sim.formats.pixel import pixel_to_signed
+    from sim.formats.common import round_shift_right, saturate
+    if cvt is None:
+        vals = pixel_to_signed(codes, f, sign_override=True)
+    else:
+        d = pixel_to_signed(codes, f, sign_override=signed)
+        off, scale, trunc = cvt
+        o = np.array(mean[:codes.shape[0]] if mean is not None else [off] * codes.shape[0],
+                     np.int64)[:, None, None]
+        vals = saturate(round_shift_right((d - o) * scale, trunc), 8)
+    K, C, R, S = weights.shape
+    est = (np.abs(vals).mean() + 1) * (np.abs(weights).mean() + 0.1) * np.sqrt(C * R * S) * 2
+    return int(min(16, max(0, int(est).bit_length() - 6)))
+
+
+def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0,
+                       post=None) -> dict:
+    """One random valid-looking image layer (the golden decode has the last word: callers
+    redraw what it rejects). Every format of the build, sign override, convertor with or
+    without the mean, X offset, line stride slack, CDMA left/right and CSC top/bottom padding
+    with their pad values, strides, kernel sizes, kernel counts over several groups,
+    post-extension where the kernel line fits."""
+    f = pixel_format(fmt or str(rng.choice(image_formats_of(cfg))))
+    C = f.channels
+    AC = cfg.atomic_c
+    # a quarter of the layers are drawn for post-extension (kernel line and x stride within
+    # Atomic-C / lines), when the format allows it at all
+    want_post = [p for p in (2, 4) if C <= AC // p]
+    want_post = int(rng.choice(want_post)) if want_post and rng.random() < 0.25 else 1
+    if post is not None:                    # forced (the format must allow it)
+        want_post = post
+    while True:
+        W, H = int(rng.integers(1, 100)), int(rng.integers(1, 40))
+        S = int(rng.integers(1, 9)) if rng.random() < 0.7 else int(rng.integers(1, 4))
+        R = int(rng.integers(1, 9)) if rng.random() < 0.7 else int(rng.integers(1, 4))
+        sx, sy = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        if want_post > 1:
+            S = int(rng.integers(1, AC // want_post // C + 1))
+            sx = int(rng.integers(1, AC // want_post // C + 1))
+        pl = int(rng.integers(0, min(S, 32)))
+        pr = int(rng.integers(0, min(S, 32)))
+        pt, pb = int(rng.integers(0, R)), int(rng.integers(0, R))
+        if rng.random() < 0.1:
+            pl, pr = int(rng.integers(0, 32)), int(rng.integers(0, 40))
+        if W + pl + pr < S or H + pt + pb < R:
+            continue
+        K = int(rng.integers(1, 3 * cfg.atomic_k + 3))
+        Wo = (pl + W + pr - S) // sx + 1
+        Ho = (H + pt + pb - R) // sy + 1
+        if Wo * Ho * K * C * R * S <= max_macs:
+            break
+    codes = np.stack([rng.integers(0, 1 << c.width, (H, W)) for c in f.components])
+    wide = any(c.width > 8 for c in f.components)
+    signed = bool(rng.integers(0, 2))
+    use_cvt = wide or not signed or rng.random() < 0.6
+    cvt = mean = None
+    if use_cvt:
+        trunc = (6 + int(rng.integers(0, 6))) if wide else int(rng.integers(0, 4))
+        if rng.random() < 0.1:
+            trunc = int(rng.integers(0, 64))
+        cvt = (int(rng.integers(-200, 201)),
+               int(rng.choice([1, 1, 2, 3, -1, -2, 5, 100, -300])), trunc)
+        if rng.random() < 0.5:
+            span = 1 << (15 if wide else 8)
+            mean = tuple(int(rng.integers(-span // 2, span // 2)) for _ in range(4))
+    post = 1
+    for p in (4, 2):
+        if S * C <= AC // p and sx * C <= AC // p and (p == want_post or rng.random() < 0.6):
+            post = p
+            break
+    wmode = rng.random()
+    weights = rng.integers(-128, 128, (K, C, R, S)) if wmode < 0.3 else \
+        rng.integers(-4, 5, (K, C, R, S))
+    clip = _estimate_clip(f, codes, weights, signed, cvt, mean)
+    return image_layer(
+        cfg, fmt=f.name[2:], image=codes, weights=weights, stride=(sx, sy),
+        pad=(pl, pr, pt, pb), pad_value=int(rng.integers(0, 1 << 16)),
+        csc_pad_value=int(rng.integers(0, 1 << 16)),
+        x_offset=int(rng.integers(0, max_x_offset(f, cfg.memory_atom) + 1)),
+        signed=signed, cvt=cvt, mean=mean, post_extension=post, clip=clip,
+        line_extra=int(rng.integers(0, 3)), uv_extra=int(rng.integers(0, 3)), slot=slot)
+
+
+def write_random_image_traces(cfg, directory: str, count: int, seed: int = 0,
+                              max_macs: int = 100_000, prefix: str = "img_random") -> list:
+    """``count`` random image layers (formats in turn, so every format of the build comes up)
+    as trace directories with golden CRCs; returns their paths. A layer the golden model
+    rejects is redrawn."""
+    from .random_programs import _golden_crcs, write_trace
+    import shutil
+    rng = np.random.default_rng(seed)
+    fmts = image_formats_of(cfg)
+    paths = []
+    while len(paths) < count:
+        fmt = fmts[(len(paths) + seed) % len(fmts)]
+        layer = random_image_layer(cfg, rng, max_macs, fmt=fmt)
+        name = f"{prefix}_{seed}_{len(paths):04d}_{fmt}"
+        path = write_trace(directory, name, [layer])
+        crcs, err = _golden_crcs(cfg, path, 1)
+        if crcs is None:
+            shutil.rmtree(path)
+            continue
+        write_trace(directory, name, [layer], crcs)
+        paths.append(path)
+    return paths
+
+
+def _small_image(cfg, fmt="A8B8G8R8", **over):
+    rng = np.random.default_rng(3)
+    f = pixel_format(fmt)
+    wide = any(c.width > 8 for c in f.components)
+    spec = dict(fmt=fmt, image=np.stack([rng.integers(0, 1 << c.width, (4, 5))
+                                         for c in f.components]),
+                weights=rng.integers(-2, 3, (3, f.channels, 2, 2)),
+                cvt=(0, 1, 8 if wide else 0), pad=(1, 1, 0, 1))
+    spec.update(over)
+    return image_layer(cfg, **spec)
+
+
+def _mset(cfg, layer, block, reg, **fields):
+    r = Regs(register_map(cfg)[block])
+    r.words = layer["regs"][block]
+    r.set(reg, **fields)
+
+
+def _inv_format_not_in_build(cfg, L):
+    from sim.formats.pixel import PIXEL_FORMATS
+    off = [f for n, f in PIXEL_FORMATS.items() if n[2:] not in
+           set(cfg.image_packed_formats) | set(cfg.image_semi_formats)]
+    if not off:
+        return None
+    _mset(cfg, L, "CDMA", "D_DATAIN_FORMAT", PIXEL_FORMAT=off[0].code)
+    return "CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT"
+
+
+def _inv_reserved_format(cfg, L):
+    _mset(cfg, L, "CDMA", "D_DATAIN_FORMAT", PIXEL_FORMAT=40)
+    return "CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT=40"
+
+
+def _inv_in_precision(cfg, L):
+    for b in ("CDMA", "CSC"):
+        _mset(cfg, L, b, "D_MISC_CFG", IN_PRECISION=1)
+    return "CDMA.D_MISC_CFG.IN_PRECISION=INT16"
+
+
+def _inv_csc_in_precision(cfg, L):
+    _mset(cfg, L, "CSC", "D_MISC_CFG", IN_PRECISION=1)
+    return "CSC.D_MISC_CFG.IN_PRECISION"
+
+
+def _inv_x_offset(cfg, L):
+    _mset(cfg, L, "CDMA", "D_PIXEL_OFFSET",
+          PIXEL_X_OFFSET=max_x_offset("A8B8G8R8", cfg.memory_atom) + 1)
+    return "CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET"
+
+
+def _inv_y_offset(cfg, L):
+    _mset(cfg, L, "CDMA", "D_PIXEL_OFFSET", PIXEL_Y_OFFSET=1)
+    return "CDMA.D_PIXEL_OFFSET.PIXEL_Y_OFFSET"
+
+
+def _inv_unsigned_without_cvt(cfg, L):
+    _mset(cfg, L, "CDMA", "D_CVT_CFG", CVT_EN=0)
+    return "CDMA.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE=UNSIGNED_INT"
+
+
+def _inv_ten_bit_without_cvt(cfg, L):
+    if "A2B10G10R10" not in cfg.image_packed_formats:
+        return None
+    L.update(_small_image(cfg, "A2B10G10R10", signed=True))
+    _mset(cfg, L, "CDMA", "D_CVT_CFG", CVT_EN=0)
+    return "CDMA.D_MISC_CFG.IN_PRECISION=INT16"
+
+
+def _inv_channels(cfg, L):
+    _mset(cfg, L, "CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=2)
+    _mset(cfg, L, "CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=2)
+    return "CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL"
+
+
+def _inv_weight_width(cfg, L):
+    _mset(cfg, L, "CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=1)
+    return "CSC.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT"
+
+
+def _inv_weight_channels(cfg, L):
+    _mset(cfg, L, "CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=6)
+    return "CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT"
+
+
+def _inv_weight_channels_rgb(cfg, L):
+    if "Y8___U8V8_N444" not in cfg.image_semi_formats:
+        return None
+    L.update(_small_image(cfg, "Y8___U8V8_N444"))
+    _mset(cfg, L, "CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=4)      # 5 of 3 channels
+    return "CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT"
+
+
+def _inv_post_extension_too_wide(cfg, L):
+    _mset(cfg, L, "CSC", "D_POST_Y_EXTENSION", Y_EXTENSION=2)
+    return "CSC.D_POST_Y_EXTENSION.Y_EXTENSION"
+
+
+def _inv_post_extension_reserved(cfg, L):
+    _mset(cfg, L, "CSC", "D_POST_Y_EXTENSION", Y_EXTENSION=3)
+    return "CSC.D_POST_Y_EXTENSION.Y_EXTENSION=3"
+
+
+def _inv_entries(cfg, L):
+    for b in ("CDMA", "CSC"):
+        _mset(cfg, L, b, "D_ENTRY_PER_SLICE", ENTRIES=0 if cfg.cbuf_bank_width < 32 else 5)
+    return "CDMA.D_ENTRY_PER_SLICE.ENTRIES"
+
+
+def _inv_line_stride(cfg, L):
+    L["regs"]["CDMA"]["D_LINE_STRIDE"] = cfg.memory_atom
+    _mset(cfg, L, "CDMA", "D_PIXEL_OFFSET",
+          PIXEL_X_OFFSET=max_x_offset("A8B8G8R8", cfg.memory_atom))
+    return "CDMA.D_LINE_STRIDE.LINE_STRIDE"
+
+
+def _inv_mapping(cfg, L):
+    _mset(cfg, L, "CDMA", "D_DATAIN_FORMAT", PIXEL_MAPPING=1)
+    return "CDMA.D_DATAIN_FORMAT.PIXEL_MAPPING"
+
+
+def _inv_batches(cfg, L):
+    for b in ("CDMA", "CSC", "CACC"):
+        _mset(cfg, L, b, "D_BATCH_NUMBER", BATCHES=1)
+    return "CDMA.D_BATCH_NUMBER.BATCHES"
+
+
+def _inv_data_reuse(cfg, L):
+    for b in ("CDMA", "CSC"):
+        _mset(cfg, L, b, "D_MISC_CFG", DATA_REUSE=1)
+    return "CDMA.D_MISC_CFG.DATA_REUSE"
+
+
+def _inv_csc_format(cfg, L):
+    _mset(cfg, L, "CSC", "D_DATAIN_FORMAT", DATAIN_FORMAT=0)
+    return "CSC.D_DATAIN_FORMAT.DATAIN_FORMAT"
+
+
+def _inv_csc_height(cfg, L):
+    _mset(cfg, L, "CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=2)
+    return "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT"
+
+
+def _inv_output_too_wide(cfg, L):
+    _mset(cfg, L, "CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=6)     # 5 + 2 pads - 2 + 1 = 6
+    _mset(cfg, L, "CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=6)
+    return "CSC.D_DATAOUT_SIZE_0.DATAOUT_WIDTH"
+
+
+def _inv_kernel_too_wide(cfg, L):
+    # 8 pixels of kernel line on a 5 + 2 padded line (output width 1)
+    _mset(cfg, L, "CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=8 * 4 - 1)
+    _mset(cfg, L, "CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=8 * 4 * 2 - 1)
+    for b in ("CDMA", "CSC"):
+        _mset(cfg, L, b, "D_WEIGHT_BYTES", WEIGHT_BYTES=256 >> register_map(cfg)[b][
+            "D_WEIGHT_BYTES"]["WEIGHT_BYTES"].lsb)
+    _mset(cfg, L, "CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=0)
+    _mset(cfg, L, "CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=0)
+    return "CSC.D_WEIGHT_SIZE_EXT_0"
+
+
+def _inv_semi_uv_base(cfg, L):
+    if "Y8___U8V8_N444" not in cfg.image_semi_formats:
+        return None
+    L.update(_small_image(cfg, "Y8___U8V8_N444"))
+    L["regs"]["CDMA"]["D_DAIN_ADDR_LOW_1"] += 4
+    return "CDMA.D_DAIN_ADDR_LOW_1.DATAIN_ADDR_LOW_1"
+
+
+def _inv_semi_uv_stride(cfg, L):
+    if "Y8___U8V8_N444" not in cfg.image_semi_formats:
+        return None
+    L.update(_small_image(cfg, "Y8___U8V8_N444"))
+    L["regs"]["CDMA"]["D_LINE_UV_STRIDE"] = cfg.memory_atom
+    return "CDMA.D_LINE_UV_STRIDE.UV_LINE_STRIDE"
+
+
+def _inv_surface_past_space(cfg, L):
+    L["regs"]["CDMA"]["D_LINE_STRIDE"] = 0x7FFF_FFF8 & ~(cfg.memory_atom - 1)
+    return "CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0"
+
+
+def _inv_uv_past_space(cfg, L):
+    if "Y8___U8V8_N444" not in cfg.image_semi_formats:
+        return None
+    L.update(_small_image(cfg, "Y8___U8V8_N444"))
+    L["regs"]["CDMA"]["D_LINE_UV_STRIDE"] = 0x7FFF_FFF8 & ~(cfg.memory_atom - 1)
+    return "CDMA.D_DAIN_ADDR_LOW_1.DATAIN_ADDR_LOW_1"
+
+
+def _inv_post_extension_on_feature(cfg, L):
+    from .random_programs import _base_layer
+    L.update(_base_layer(cfg))
+    _mset(cfg, L, "CSC", "D_POST_Y_EXTENSION", Y_EXTENSION=1)
+    return "CSC.D_POST_Y_EXTENSION.Y_EXTENSION=1"
+
+
+INVALID_IMAGE_MUTATIONS = {name[5:]: fn for name, fn in dict(globals()).items()
+                           if name.startswith("_inv_")}
+
+
+def write_invalid_image_traces(cfg, directory: str) -> list:
+    """One trace per applicable mutation of :data:`INVALID_IMAGE_MUTATIONS` (a valid small
+    image layer made invalid); returns ``[(path, field)]``. Each one's expected CRC is its
+    untouched (all-zero) output window: the layer must write nothing."""
+    import zlib
+    from .random_programs import write_trace
+    out = []
+    for name, mutate in INVALID_IMAGE_MUTATIONS.items():
+        layer = _small_image(cfg)
+        fld = mutate(cfg, layer)
+        if fld is None:
+            continue
+        crc = zlib.crc32(bytes(layer["window"][1]))
+        out.append((write_trace(directory, f"img_invalid_{name}", [layer], [crc]), fld))
+    return out

@@ -1,0 +1,381 @@
+"""The CDMA's image path (``DATAIN_FORMAT=PIXEL``; golden model :mod:`sim.conv.image`).
+
+For every image line ``y`` (one CBUF slice of ``ENTRY_PER_SLICE + 1`` entries from entry
+``y * (ENTRIES + 1)``) the CDMA writes the padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of
+``C`` int8 elements back to back: pixel ``i`` of the padded line at byte ``i * C`` of the slice,
+the left / right padding pixels ``D_ZERO_PADDING_VALUE``'s low byte on every channel.
+
+A line is one *pass* per plane: plane 0 (and, for semi-planar formats, plane 1 right after it)
+is fetched as one DMA request of whole atoms from the atom holding its first ROI pixel.
+Each pass writes the whole padded line, but only the byte lanes of its own components (Y, or
+U and V; packed formats: all), so two passes complete a semi-planar line.
+
+Per cycle a pass takes ``G`` pixel slots of the current atom (``G``: a power of two, at most
+the atom's pixels and ``BW // C``, so a full group fills up to one CBUF entry), extracts and
+extends every component (8-bit and 16-bit containers, 10- and 2-bit fields left-aligned; sign
+extension with ``PIXEL_SIGN_OVERRIDE`` or without the convertor), converts it
+(``saturate(round((d - o) * CVT_SCALE / 2^CVT_TRUNCATE))``, ``o`` the channel's
+``D_MEAN_GLOBAL`` with ``MEAN_FORMAT``, else ``CVT_OFFSET``; ties away from zero) and appends
+the group's bytes to the line: a packer turns them into masked CBUF entry writes. So packed
+formats run at one atom per cycle (the DBBIF rate of a 64-bit bus with 8-byte atoms); a
+semi-planar line takes one pass per plane.
+
+Ports: ``regs`` (the CDMA's latched fields), ``start`` (pulse: fetch the image), ``cmd``
+(cube commands to the data reader), ``atoms`` (the data reader's atoms, one per transfer),
+``wr`` (entry writes: ``addr`` relative to the data region start, ``data``, ``mask``,
+``slice_end`` on a line's final write, ``last`` on the image's), ``busy``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from arch.registers import register_map
+
+from ..mem.cube import atom_layout
+from ..mem.dma import DmaGeometry, cube_layout
+from ..regfile import fields_layout
+from .image import image_formats
+
+__all__ = ["ImageFetch", "image_write_layout"]
+
+_FIFO = 8                       #: entry writes buffered after the packer
+
+
+def image_write_layout(cfg) -> data.StructLayout:
+    return data.StructLayout({"addr": range(cfg.cbuf_banks * cfg.cbuf_bank_depth),
+                              "data": cfg.cbuf_bank_width * 8, "mask": cfg.cbuf_bank_width,
+                              "slice_end": 1, "last": 1})
+
+
+def _pow2_floor(n):
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+class ImageFetch(wiring.Component):
+    """``ImageFetch(cfg)``: the image path of the CDMA (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._geom = geom = DmaGeometry(cfg)
+        self._block = blk = register_map(cfg)["CDMA"]
+        super().__init__({
+            "regs": In(fields_layout(blk.d_registers, ("rw",))),
+            "start": In(1),
+            "cmd": Out(stream.Signature(cube_layout(geom))),
+            "atoms": In(stream.Signature(atom_layout(geom))),
+            "wr": Out(stream.Signature(image_write_layout(cfg))),
+            "busy": Out(1),
+        })
+
+    # per format and pass: (G, pixels per atom, bytes per pixel, lanes)
+    def _passes(self, f):
+        cfg = self._cfg
+        ATOM, BW = cfg.memory_atom, cfg.cbuf_bank_width
+        out = []
+        for plane in range(len(f.bpp)):
+            bpp = f.bpp[plane]
+            ppa = ATOM // bpp
+            G = _pow2_floor(min(ppa, BW // f.channels))
+            lanes = []
+            for g in range(G):
+                for k, comp in enumerate(f.fmt.components):
+                    if comp.plane == plane:
+                        lanes.append((g * f.channels + k, g, k, comp))
+            out.append((G, ppa, bpp, lanes))
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, g, blk = self._cfg, self._geom, self._block
+        R = self.regs
+        aw, ash = g.addr_width, g.atom_shift
+        ATOM, BW = cfg.memory_atom, cfg.cbuf_bank_width
+        lbw = (BW - 1).bit_length()
+        fmts = [f for f in image_formats(cfg) if f.accepted]
+
+        def byte_value(reg, fld):
+            f = blk[reg][fld]
+            v = R[reg][fld]
+            return Cat(Const(0, f.lsb), v) if f.lsb else v
+
+        def address(low_reg, low_fld, high_reg, high_fld):
+            low = byte_value(low_reg, low_fld)
+            return Cat(low, R[high_reg][high_fld]) if aw > 32 else low
+
+        # -- the layer ---------------------------------------------------------------------
+        width = Signal(14)
+        height = Signal(14)
+        m.d.comb += [width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH + 1),
+                     height.eq(R.D_DATAIN_SIZE_0.DATAIN_HEIGHT + 1)]
+        base0 = address("D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",
+                        "D_DAIN_ADDR_HIGH_0", "DATAIN_ADDR_HIGH_0")
+        base1 = address("D_DAIN_ADDR_LOW_1", "DATAIN_ADDR_LOW_1",
+                        "D_DAIN_ADDR_HIGH_1", "DATAIN_ADDR_HIGH_1")
+        ls = byte_value("D_LINE_STRIDE", "LINE_STRIDE")
+        uvs = byte_value("D_LINE_UV_STRIDE", "UV_LINE_STRIDE")
+        xo = R.D_PIXEL_OFFSET.PIXEL_X_OFFSET
+        eps = Signal(16)
+        m.d.comb += eps.eq(R.D_ENTRY_PER_SLICE.ENTRIES + 1)
+        pl, pr = R.D_ZERO_PADDING.PAD_LEFT, R.D_ZERO_PADDING.PAD_RIGHT
+        pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
+        code = R.D_DATAIN_FORMAT.PIXEL_FORMAT
+
+        # the format: channels, planes, per pass G / pixels per atom / bytes per pixel
+        n_ch = Signal(3)
+        semi = Signal()
+        glog = [Signal(4, name=f"glog{p}") for p in range(2)]
+        plog = [Signal(8, name=f"plog{p}") for p in range(2)]   # log2 pixels per atom
+        blog = [Signal(3, name=f"blog{p}") for p in range(2)]   # log2 bytes per pixel
+        uvmask = Signal(8)
+        with m.Switch(code):
+            for f in fmts:
+                with m.Case(f.code):
+                    m.d.comb += [n_ch.eq(f.channels), semi.eq(len(f.bpp) == 2),
+                                 uvmask.eq(f.uv_mod - 1)]
+                    for p, (G, ppa, bpp, _) in enumerate(self._passes(f)):
+                        m.d.comb += [glog[p].eq(G.bit_length() - 1),
+                                     plog[p].eq(ppa.bit_length() - 1),
+                                     blog[p].eq(bpp.bit_length() - 1)]
+        # the first ROI pixel of each plane: atom-aligned request start and slot in the atom
+        u = Signal(8)                                        # plane-1 X offset in bytes
+        m.d.comb += u.eq((xo << blog[1]) & uvmask)
+        off = [Signal(20, name="off0"), Signal(20, name="off1")]   # bytes from the start
+        m.d.comb += [off[0].eq(xo << blog[0]), off[1].eq(u)]
+        skip1 = Signal(8)                                    # whole atoms before it
+        m.d.comb += skip1.eq(u >> ash)
+        natoms = [Signal(20, name=f"natoms{p}") for p in range(2)]
+        for p in range(2):
+            low = off[p][:ash] if ash else Const(0, 1)
+            m.d.comb += natoms[p].eq((low + (width << blog[p]) + ATOM - 1) >> ash)
+
+        # -- requests: one per line and plane --------------------------------------------------
+        c_left = Signal(14)
+        c_pass = Signal()
+        a0 = Signal(aw)                                      # plane-0 line address
+        a1 = Signal(aw)
+        cmd = self.cmd.payload
+        m.d.comb += [
+            self.cmd.valid.eq(c_left != 0),
+            cmd.base.eq(Mux(c_pass, a1 + (skip1 << ash), a0)),
+            cmd.ram_type.eq(R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE),
+            cmd.line_atoms.eq(Mux(c_pass, natoms[1], natoms[0]) - 1),
+            cmd.lines.eq(0), cmd.surfaces.eq(0), cmd.batches.eq(0),
+            cmd.line_stride.eq(0), cmd.surface_stride.eq(0), cmd.batch_stride.eq(0),
+        ]
+        with m.If(self.cmd.valid & self.cmd.ready):
+            with m.If(semi & ~c_pass):
+                m.d.sync += c_pass.eq(1)
+            with m.Else():
+                m.d.sync += [c_pass.eq(0), c_left.eq(c_left - 1), a0.eq(a0 + ls),
+                             a1.eq(a1 + uvs)]
+
+        # -- E0: the sequence of chunks (pad, pixels) and line flushes --------------------------
+        # a chunk: G pixel slots of the output line; its bytes [lo, lo + n) go to the line
+        tok_l = data.StructLayout({
+            "v": 1, "kind": 2, "grp": ATOM * 8, "q": 8, "lo": range(BW + 1),
+            "n": range(BW + 1), "slice_end": 1, "last": 1, "pass_": 1})
+        KIND_PIX, KIND_PAD, KIND_FLUSH = 0, 1, 2
+        d_lines = Signal(14)                                 # lines left
+        d_pass = Signal()
+        phase = Signal(2)              # 0 left pad, 1 pixels, 2 right pad, 3 flush
+        rem = Signal(15)                                     # pixels left in the phase
+        slot = Signal(8)                                     # pixel slot in the atom
+        active = Signal()
+        credit = Signal(range(2 * _FIFO + 4))                # entry writes not yet taken
+        G = Signal(8)
+        cur_glog = Mux(d_pass, glog[1], glog[0])
+        cur_plog = Mux(d_pass, plog[1], plog[0])
+        m.d.comb += G.eq(Const(1, 8) << cur_glog)
+        pix_per_atom = Signal(9)
+        m.d.comb += pix_per_atom.eq(Const(1, 9) << cur_plog)
+        n_ch8 = Signal(range(BW + 1))
+        m.d.comb += n_ch8.eq(n_ch)
+
+        lo_slot = Signal(8)
+        m.d.comb += lo_slot.eq(Mux(phase == 1, slot & (G - 1), 0))
+        avail = Signal(8)
+        m.d.comb += avail.eq(G - lo_slot)
+        cnt = Signal(8)
+        m.d.comb += cnt.eq(Mux(rem < avail, rem, avail))
+        tok = Signal(tok_l)
+        can = active & (credit <= _FIFO - 2)
+        at = self.atoms
+        last_pass = ~semi | d_pass
+        # the first ROI pixel's slot in the first atom of each plane's line
+        slot0 = [Signal(8, name="slot0_0"), Signal(8, name="slot0_1")]
+        m.d.comb += [slot0[0].eq(off[0][:ash] >> blog[0]), slot0[1].eq(off[1][:ash] >> blog[1])]
+
+        def enter_pixels(p):
+            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0]))]
+
+        def enter_pass(p):
+            # a pass starts with the left padding, or with its pixels when there is none
+            with m.If(pl == 0):
+                enter_pixels(p)
+            with m.Else():
+                m.d.sync += [phase.eq(0), rem.eq(pl)]
+
+        # phases move on with a phase's last chunk (no bubble cycles between them)
+        with m.If(can):
+            with m.Switch(phase):
+                with m.Case(0, 2):
+                    with m.If(rem == 0):                     # (not reached)
+                        m.d.sync += phase.eq(phase + 1)
+                    with m.Else():
+                        m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PAD),
+                                     tok.lo.eq(0), tok.n.eq(times(cnt, n_ch8))]
+                        m.d.sync += rem.eq(rem - cnt)
+                        with m.If(rem == cnt):
+                            with m.If(phase == 0):
+                                enter_pixels(d_pass)
+                            with m.Else():
+                                m.d.sync += phase.eq(3)
+                with m.Case(1):
+                    with m.If(at.valid):
+                        m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PIX),
+                                     tok.grp.eq(at.payload.data), tok.q.eq(slot >> cur_glog),
+                                     tok.lo.eq(times(lo_slot, n_ch8)),
+                                     tok.n.eq(times(cnt, n_ch8))]
+                        m.d.sync += [rem.eq(rem - cnt), slot.eq(slot + cnt)]
+                        with m.If((slot + cnt == pix_per_atom) | (rem == cnt)):
+                            m.d.comb += at.ready.eq(1)
+                            m.d.sync += slot.eq(0)
+                        with m.If(rem == cnt):
+                            m.d.sync += [phase.eq(Mux(pr == 0, 3, 2)), rem.eq(pr)]
+                with m.Case(3):
+                    m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_FLUSH),
+                                 tok.slice_end.eq(last_pass),
+                                 tok.last.eq(last_pass & (d_lines == 1))]
+                    with m.If(semi & ~d_pass):
+                        m.d.sync += d_pass.eq(1)
+                        enter_pass(1)
+                    with m.Else():
+                        m.d.sync += [d_pass.eq(0), d_lines.eq(d_lines - 1)]
+                        enter_pass(0)
+                        with m.If(d_lines == 1):
+                            m.d.sync += active.eq(0)
+        m.d.comb += tok.pass_.eq(d_pass)
+
+        with m.If(self.start):
+            m.d.sync += [c_left.eq(height), c_pass.eq(0), a0.eq(base0), a1.eq(base1),
+                         d_lines.eq(height), d_pass.eq(0), active.eq(1)]
+            enter_pass(0)
+
+        # -- E1: components (extension to 17 bits, the offset of their channel) ------------
+        sext = R.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE | ~R.D_CVT_CFG.CVT_EN
+        mean_en = R.D_MEAN_FORMAT.MEAN_FORMAT
+        means = [R.D_MEAN_GLOBAL_0.MEAN_RY, R.D_MEAN_GLOBAL_0.MEAN_GU,
+                 R.D_MEAN_GLOBAL_1.MEAN_BV, R.D_MEAN_GLOBAL_1.MEAN_AX]
+        cvt_off = R.D_CVT_OFFSET.CVT_OFFSET
+        lane_d = [Signal(signed(18), name=f"lane_d{i}") for i in range(BW)]
+        lane_o = [Signal(signed(16), name=f"lane_o{i}") for i in range(BW)]
+        lane_m = Signal(BW)
+        e1_d = [Signal(signed(18), name=f"e1_d{i}") for i in range(BW)]
+        e1_o = [Signal(signed(16), name=f"e1_o{i}") for i in range(BW)]
+        e1_m = Signal(BW)
+        e1 = Signal(tok_l)
+        with m.Switch(Cat(d_pass, code)):
+            for f in fmts:
+                for p, (Gf, ppa, bpp, lanes) in enumerate(self._passes(f)):
+                    with m.Case(p | (f.code << 1)):
+                        grp = tok.grp.word_select(tok.q, Gf * bpp * 8) \
+                            if ppa > Gf else tok.grp[:Gf * bpp * 8]
+                        for lane, gi, k, comp in lanes:
+                            bits = 8 if comp.width == 8 else 16
+                            v = grp[gi * bpp * 8 + comp.lsb:][:comp.width]
+                            v = Cat(Const(0, bits - comp.width), v) if bits > comp.width else v
+                            m.d.comb += [
+                                lane_d[lane].eq(Mux(sext & v[-1], v.as_signed(), v)),
+                                lane_o[lane].eq(Mux(mean_en, means[k], cvt_off)),
+                                lane_m[lane].eq(1)]
+        m.d.sync += [e1.eq(tok), e1_m.eq(lane_m)]
+        for i in range(BW):
+            m.d.sync += [e1_d[i].eq(lane_d[i]), e1_o[i].eq(lane_o[i])]
+
+        # -- E2: (d - o) x scale; E3: round, saturate ----------------------------------------
+        scale = R.D_CVT_SCALE.CVT_SCALE.as_signed()
+        trunc = R.D_CVT_CFG.CVT_TRUNCATE
+        e2 = Signal(tok_l)
+        e2_m = Signal(BW)
+        e2_p = [Signal(signed(36), name=f"e2_p{i}") for i in range(BW)]
+        e2_d = [Signal(8, name=f"e2_d{i}") for i in range(BW)]
+        m.d.sync += [e2.eq(e1), e2_m.eq(e1_m)]
+        for i in range(BW):
+            m.d.sync += [e2_p[i].eq((e1_d[i] - e1_o[i]) * scale), e2_d[i].eq(e1_d[i][:8])]
+        e3 = Signal(tok_l)
+        e3_m = Signal(BW)
+        e3_b = Signal(BW * 8)
+        m.d.sync += [e3.eq(e2), e3_m.eq(e2_m)]
+        cvt_en = R.D_CVT_CFG.CVT_EN
+        for i in range(BW):
+            x = e2_p[i]
+            neg = x < 0
+            mag_in = Signal(36, name=f"e2_abs{i}")
+            m.d.comb += mag_in.eq(Mux(neg, -x, x))
+            half = (Const(1, 1) << trunc) >> 1
+            mag = Signal(37, name=f"e2_mag{i}")
+            m.d.comb += mag.eq((mag_in + half) >> trunc)
+            sat = Mux(neg, Mux(mag > 128, Const(0x80, 8), (-mag)[:8]),
+                      Mux(mag > 127, Const(0x7F, 8), mag[:8]))
+            m.d.sync += e3_b[i * 8:(i + 1) * 8].eq(
+                Mux(e2.kind == KIND_PAD, pad, Mux(cvt_en, sat, e2_d[i])))
+        # -- E4: the packer -------------------------------------------------------------------
+        acc = Signal(BW * 8)
+        accm = Signal(BW)
+        fill = Signal(range(BW + 1))
+        eidx = Signal(16)                                    # entry in the slice
+        sbase = Signal(range(cfg.cbuf_banks * cfg.cbuf_bank_depth + 1))
+        m.submodules.fifo = fifo = SyncFIFO(width=len(self.wr.payload.as_value()), depth=_FIFO)
+        w = Signal(image_write_layout(cfg))
+        m.d.comb += [fifo.w_data.eq(w), self.wr.valid.eq(fifo.r_rdy),
+                     self.wr.payload.eq(fifo.r_data), fifo.r_en.eq(self.wr.ready)]
+        mask_all = Mux(e3.kind == KIND_PAD, Const((1 << BW) - 1, BW), e3_m)
+        nmask = Signal(BW)                                   # the chunk's n bytes from lo
+        m.d.comb += nmask.eq(((Const(1, BW + 1) << e3.n) - 1)[:BW] << e3.lo)
+        rot_d = Signal(BW * 8)
+        rot_m = Signal(BW)
+        keep = Signal(BW)                                    # the bytes this chunk writes
+        m.d.comb += keep.eq(mask_all & nmask)
+        kept = Cat(*[Mux(keep[i], e3_b[i * 8:(i + 1) * 8], 0) for i in range(BW)])
+        m.d.comb += [rot_d.eq(kept >> (e3.lo << 3)), rot_m.eq(keep >> e3.lo)]
+        wide_d = Signal(2 * BW * 8)
+        wide_m = Signal(2 * BW)
+        m.d.comb += [wide_d.eq(Cat(acc, Const(0, BW * 8)) | (Cat(rot_d, Const(0, BW * 8))
+                                                             << (fill << 3))),
+                     wide_m.eq(Cat(accm, Const(0, BW)) | (Cat(rot_m, Const(0, BW)) << fill))]
+        # the accumulator keeps only the valid bytes' data (masks say which were written)
+        nfill = Signal(range(2 * BW + 1))
+        m.d.comb += nfill.eq(fill + e3.n)
+        m.d.comb += [w.addr.eq(sbase + eidx), w.slice_end.eq(0), w.last.eq(0)]
+        with m.If(e3.v & (e3.kind == KIND_FLUSH)):
+            m.d.comb += [fifo.w_en.eq(1), w.data.eq(acc), w.mask.eq(accm),
+                         w.slice_end.eq(e3.slice_end), w.last.eq(e3.last)]
+            m.d.sync += [fill.eq(0), acc.eq(0), accm.eq(0), eidx.eq(0)]
+            with m.If(e3.slice_end):
+                m.d.sync += sbase.eq(sbase + eps)
+        with m.Elif(e3.v):
+            with m.If(nfill >= BW):
+                m.d.comb += [fifo.w_en.eq(1), w.data.eq(wide_d[:BW * 8]),
+                             w.mask.eq(wide_m[:BW])]
+                m.d.sync += [acc.eq(wide_d[BW * 8:]), accm.eq(wide_m[BW:]),
+                             fill.eq(nfill - BW), eidx.eq(eidx + 1)]
+            with m.Else():
+                m.d.sync += [acc.eq(wide_d[:BW * 8]), accm.eq(wide_m[:BW]), fill.eq(nfill)]
+        with m.If(self.start):
+            m.d.sync += [fill.eq(0), acc.eq(0), accm.eq(0), eidx.eq(0), sbase.eq(0)]
+
+        # credits: tokens in E1..E3 plus entries in the FIFO (each token makes at most one)
+        inflight = Signal(range(4))
+        m.d.comb += inflight.eq(e1.v + e2.v + e3.v)
+        m.d.comb += credit.eq(fifo.level + inflight)
+        m.d.comb += self.busy.eq(active | (c_left != 0) | e1.v | e2.v | e3.v | fifo.r_rdy)
+        return m
+
+
+def times(x, n):
+    """``x * n`` for the small channel count ``n`` (1..4)."""
+    return Mux(n == 4, x << 2, Mux(n == 3, x + (x << 1), Mux(n == 2, x << 1, x)))

@@ -1,0 +1,406 @@
+"""Image input (DATAIN_FORMAT=PIXEL) on the convolution RTL, against the golden model.
+
+* The layer-start check (:class:`hw.conv.check.ConvCheck`, Amaranth simulation) gives the
+  golden decode's verdict on random image layers of every format of the build, on every
+  invalid image program of :func:`sim.conv.image_programs.write_invalid_image_traces` and on
+  random single-field perturbations of image layers (valid or not, as the golden decides).
+* The core on the playback engine (:mod:`tb.playback`, Verilator) runs constrained-random
+  image layers (:func:`sim.conv.image_programs.write_random_image_traces`: every format the
+  build enables, sign override, convertor with and without the mean, X offset, line-stride
+  slack, left/right/top/bottom padding with both pad values, strides, kernel sizes, kernel
+  groups, post-extension) bit for bit against the golden CRCs under random AXI
+  back-pressure and latency; the invalid image programs finish there without writing (their
+  output window plus guard bands stays zero).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arch.config import NvdlaConfig
+from arch.registers import register_map
+from sim.conv import image_programs as ip
+from sim.conv import random_programs as rp
+from sim.sdp.random_programs import Regs
+from sim.trace_run import EngineUnavailable
+
+from .test_conv_checks import golden_verdicts, rtl_verdicts
+
+NV_SMALL = NvdlaConfig.preset("nv_small")
+
+
+def _rtl(paths, cfg, **options):
+    try:
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, **options)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _check(results, count):
+    assert len(results) == count
+    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
+    assert not bad, f"{len(bad)}/{count} image programs differ from the golden model:\n" + \
+        "\n".join(bad[:10])
+
+
+# -- the check: the golden verdict -------------------------------------------------------------
+_FUZZ = [  # (block(s), register, field, values)
+    (("CDMA",), "D_DATAIN_FORMAT", "PIXEL_FORMAT", range(0, 40)),
+    (("CDMA",), "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE", range(2)),
+    (("CDMA",), "D_DATAIN_FORMAT", "PIXEL_MAPPING", range(2)),
+    (("CDMA", "CSC"), "D_DATAIN_FORMAT", "DATAIN_FORMAT", range(2)),
+    (("CDMA",), "D_PIXEL_OFFSET", "PIXEL_X_OFFSET", range(32)),
+    (("CDMA",), "D_PIXEL_OFFSET", "PIXEL_Y_OFFSET", range(2)),
+    (("CDMA",), "D_CVT_CFG", "CVT_EN", range(2)),
+    (("CDMA", "CSC"), "D_MISC_CFG", "IN_PRECISION", range(3)),
+    (("CDMA",), "D_MISC_CFG", "IN_PRECISION", range(3)),
+    (("CDMA", "CSC"), "D_ZERO_PADDING", "PAD_LEFT", range(12)),
+    (("CDMA",), "D_ZERO_PADDING", "PAD_RIGHT", range(12)),
+    (("CDMA", "CSC"), "D_ENTRY_PER_SLICE", "ENTRIES", range(40)),
+    (("CSC",), "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT", range(40)),
+    (("CSC",), "D_WEIGHT_SIZE_EXT_0", "WEIGHT_WIDTH_EXT", range(3)),
+    (("CSC",), "D_POST_Y_EXTENSION", "Y_EXTENSION", range(4)),
+    (("CDMA",), "D_CONV_STRIDE", "CONV_X_STRIDE", range(8)),
+    (("CSC", "CDMA"), "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT", range(8)),
+    (("CSC", "CACC"), "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH", range(40)),
+    (("CDMA", "CSC"), "D_DATAIN_SIZE_1", "DATAIN_CHANNEL", range(5)),
+    (("CSC",), "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT", range(30)),
+    (("CSC",), "D_DILATION_EXT", "X_DILATION_EXT", range(4)),
+    (("CDMA", "CSC"), "D_MISC_CFG", "DATA_REUSE", range(2)),
+]
+_WORDS = [  # whole-word perturbations: (register, values)
+    ("D_LINE_STRIDE", lambda rng, w: int(rng.choice([w - 8, w + 8, w + 3, 8, 0x7FFFFFF8]))),
+    ("D_LINE_UV_STRIDE", lambda rng, w: int(rng.choice([w - 8, w + 8, w + 4, 8, 0x7FFFFFF8]))),
+    ("D_DAIN_ADDR_LOW_1", lambda rng, w: int(rng.choice([w + 4, w + 8, 0xFFFFFF00]))),
+    ("D_DAIN_ADDR_LOW_0", lambda rng, w: int(rng.choice([w + 4, 0xFFFFFF00]))),
+]
+_ALIAS = {("CDMA", "D_CONV_STRIDE_EXT"): ("D_CONV_STRIDE", "CONV_X_STRIDE"),
+          ("CDMA", "D_DATAIN_SIZE_1"): ("D_DATAIN_SIZE_1", "DATAIN_CHANNEL"),
+          ("CSC", "D_DATAIN_SIZE_1"): ("D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT")}
+
+
+def _perturb(cfg, layer, rng):
+    rmap = register_map(cfg)
+    if rng.random() < 0.2:
+        reg, fn = _WORDS[int(rng.integers(len(_WORDS)))]
+        layer["regs"]["CDMA"][reg] = fn(rng, layer["regs"]["CDMA"].get(reg, 0)) & 0xFFFFFFFF
+        return
+    blocks, reg, fld, values = _FUZZ[int(rng.integers(len(_FUZZ)))]
+    v = int(rng.choice(list(values)))
+    for b in blocks:
+        r_, f_ = _ALIAS.get((b, reg), (reg, fld))
+        r = Regs(rmap[b])
+        r.words = layer["regs"][b]
+        r.set(r_, **{f_: v})
+
+
+def _image_layers(cfg, n, seed):
+    rng = np.random.default_rng(seed)
+    fmts = ip.image_formats_of(cfg)
+    return [ip.random_image_layer(cfg, rng, 20_000, fmt=fmts[i % len(fmts)]) for i in range(n)]
+
+
+VERDICT_CASES = [(NV_SMALL, 34, 160), (NvdlaConfig.preset("nv_small_256"), 17, 60),
+                 (NvdlaConfig.preset("nv_large"), 17, 60)]
+
+
+@pytest.mark.parametrize("cfg, n_valid, n_perturbed", VERDICT_CASES,
+                         ids=[c.name for c, _, _ in VERDICT_CASES])
+def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_perturbed):
+    programs = [[layer] for layer in _image_layers(cfg, n_valid, seed=5)]
+    for name, mutate in ip.INVALID_IMAGE_MUTATIONS.items():
+        layer = ip._small_image(cfg)
+        if mutate(cfg, layer) is not None:
+            programs.append([layer])
+    rng = np.random.default_rng(11)
+    for layer in _image_layers(cfg, n_perturbed, seed=6):
+        for _ in range(int(rng.integers(1, 3))):
+            _perturb(cfg, layer, rng)
+        programs.append([layer])
+    # an image layer then a feature layer asking for data reuse (there is nothing to reuse)
+    # or weight reuse (other geometry), and image layers with weight reuse of an image's
+    img = ip._small_image(cfg)
+    feat = rp._base_layer(cfg, slot=1)
+    for fld in ("DATA_REUSE", "WEIGHT_REUSE"):
+        f2 = {"regs": {b: dict(w) for b, w in feat["regs"].items()}}
+        for b in ("CDMA", "CSC"):
+            r = Regs(register_map(cfg)[b])
+            r.words = f2["regs"][b]
+            r.set("D_MISC_CFG", **{fld: 1})
+        i1 = {"regs": {b: dict(w) for b, w in img["regs"].items()}}
+        for b in ("CDMA", "CSC"):
+            r = Regs(register_map(cfg)[b])
+            r.words = i1["regs"][b]
+            r.set("D_MISC_CFG", SKIP_DATA_RLS=1, SKIP_WEIGHT_RLS=1)
+        programs.append([i1, f2])
+    i2 = {"regs": {b: dict(w) for b, w in img["regs"].items()}}
+    for b in ("CDMA", "CSC"):
+        r = Regs(register_map(cfg)[b])
+        r.words = i2["regs"][b]
+        r.set("D_MISC_CFG", WEIGHT_REUSE=1)
+    programs.append([i1, i2])
+
+    want = [[ok for ok, _ in golden_verdicts(cfg, layers)] for layers in programs]
+    got = rtl_verdicts(cfg, programs)
+    bad = [(i, w, g, golden_verdicts(cfg, programs[i])) for i, (w, g) in
+           enumerate(zip(want, got)) if w != g]
+    assert not bad, f"{len(bad)} verdicts differ: {bad[:5]}"
+    n_ok = sum(all(w) for w in want)
+    assert n_valid <= n_ok <= len(programs) - 30   # both kinds are well represented
+
+
+# -- the core on the playback engine ------------------------------------------------------------
+# nv_small: 8 x 40; nv_small_256 (Atomic-C 32, four atoms per CBUF entry; the build
+# tests/test_conv_rtl.py uses): 40
+SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)] + \
+    [(NvdlaConfig.preset("nv_small_256"), 100, 40)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", SHARDS,
+                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
+                                         max_macs=300_000)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)
+
+
+@pytest.mark.rtl
+def test_post_extension_rtl_matches_golden(tmp_path):
+    """2- and 4-line post-extension on every format whose kernel line can fit (R8 takes
+    both, the 3- and 4-channel formats 2 lines on Atomic-C 8)."""
+    from sim.conv.random_programs import _golden_crcs, write_trace
+    cfg = NV_SMALL
+    rng = np.random.default_rng(42)
+    paths = []
+    for fmt in ip.image_formats_of(cfg):
+        C = ip.pixel_format(fmt).channels
+        for post in (2, 4):
+            if C > cfg.atomic_c // post:
+                continue
+            for i in range(2):
+                layer = ip.random_image_layer(cfg, rng, 200_000, fmt=fmt, post=post)
+                path = write_trace(str(tmp_path), f"img_post{post}_{fmt}_{i}", [layer])
+                crcs, err = _golden_crcs(cfg, path, 1)
+                assert crcs is not None, err
+                write_trace(str(tmp_path), f"img_post{post}_{fmt}_{i}", [layer], crcs)
+                paths.append(path)
+    regs = [open(f"{p}/{p.split('/')[-1]}.cfg").read() for p in paths]
+    assert sum("D_POST_Y_EXTENSION_0, 0x2" in r for r in regs) >= 2
+    assert sum("D_POST_Y_EXTENSION_0, 0x1" in r for r in regs) >= 20
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=9, busy=0.3, latency=(1, 24)),
+           len(paths))
+
+
+@pytest.mark.rtl
+def test_feature_layer_after_an_image_layer(tmp_path):
+    """An image layer that keeps its data and weights, then a feature layer asking for data
+    and weight reuse: nothing of an image's is reused (fresh fetch, as the golden model)."""
+    from sim.conv.random_programs import _golden_crcs, write_trace
+    cfg = NV_SMALL
+    rng = np.random.default_rng(8)
+    paths = []
+    for i in range(6):
+        img = ip.random_image_layer(cfg, rng, 50_000)
+        feat = rp.random_program(cfg, rng, 50_000, slot=1)
+        for layer, flds in ((img, dict(SKIP_DATA_RLS=1, SKIP_WEIGHT_RLS=1)),
+                            (feat, dict(DATA_REUSE=1, WEIGHT_REUSE=int(i % 2)))):
+            for b in ("CDMA", "CSC"):
+                r = Regs(register_map(cfg)[b])
+                r.words = layer["regs"][b]
+                r.set("D_MISC_CFG", **flds)
+        path = write_trace(str(tmp_path), f"img_then_feature_{i}", [img, feat])
+        crcs, err = _golden_crcs(cfg, path, 2)
+        if crcs is None:
+            continue
+        write_trace(str(tmp_path), f"img_then_feature_{i}", [img, feat], crcs)
+        paths.append(path)
+    assert len(paths) >= 3
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=4, busy=0.3, latency=(1, 24)),
+           len(paths))
+
+
+@pytest.mark.rtl
+def test_invalid_image_programs_write_nothing(tmp_path):
+    cfg = NV_SMALL
+    items = ip.write_invalid_image_traces(cfg, str(tmp_path))
+    for path, fld in items:
+        res = rp.run_trace_golden(path, cfg)
+        assert not res.passed and fld in res.message, (path, fld, res.message)
+    # a valid image layer after them in the same simulator start still runs
+    valid = ip.write_random_image_traces(cfg, str(tmp_path), 2, seed=77, max_macs=20_000)
+    paths = [p for p, _ in items] + valid
+    _check(_rtl(paths, cfg, max_cycles=200_000, seed=5, busy=0.3, latency=(1, 24)),
+           len(paths))
+
+
+# -- the CDMA's image path alone (Amaranth simulation) -------------------------------------------
+def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, latency=(0, 8)):
+    """The Cdma of ``layer`` into a Cbuf through the memory interfaces (random AXI
+    back-pressure); returns (CBUF slices as the RTL wrote them [H, E*BW] bytes, the golden
+    CBUF lines [H, Wp*C], cycles to dat_done)."""
+    import random
+    import types
+
+    from amaranth.sim import Simulator
+
+    from sim.conv.image import fetch_image
+    from sim.conv.program import decode
+    from sim.memory import SparseMemory
+    from sim.regs import GroupView
+    from tb.axi_model import AxiMemoryModel
+    from tb.sdp_unit import view_value
+
+    from .test_cdma import Bench
+    rmap = register_map(cfg)
+    mem = SparseMemory()
+    for addr, data, _ in layer["images"]:
+        mem.write(addr, np.asarray(data, np.uint8))
+    p = decode(cfg, *(GroupView(rmap[b], layer["regs"][b]) for b in rp.CONV_BLOCKS))
+    want = fetch_image(cfg, p, types.SimpleNamespace(gather=mem.gather))[0]     # [H, Wp, C]
+    H, Wp, C = want.shape
+    bench = Bench(cfg)
+    cdma, cbuf = bench.cdma, bench.cbuf
+    BW, DEPTH = cfg.cbuf_bank_width, cfg.cbuf_bank_depth
+    axi = AxiMemoryModel(bench.dmaif, "dbb", cfg.dbbif_width, rng=random.Random(seed),
+                         latency=latency, backpressure=backpressure,
+                         max_burst=cfg.max_burst_length, memory=mem)
+    E = p.entries
+    got = np.zeros((H, E * BW), np.uint8)
+    cycles = [0]
+
+    async def tb(ctx):
+        ctx.set(cdma.regs, view_value(cdma.regs.shape(), rmap["CDMA"], layer["regs"]["CDMA"]))
+        ctx.set(cdma.csc, {"rls_slices": H - 1, "height_ext": H - 1})
+        ctx.set(cdma.wt_released, 1 << 30)
+        ctx.set(cdma.start, 1)
+        await ctx.tick()
+        ctx.set(cdma.start, 0)
+        while not ctx.get(cdma.dat_done):
+            await ctx.tick()
+            cycles[0] += 1
+            assert cycles[0] < max_cycles, ("timeout", ctx.get(cdma.dat_slices))
+        for y in range(H):
+            for e in range(E):
+                flat = y * E + e
+                v = ctx.get(cbuf.banks[flat // DEPTH].data[flat % DEPTH])
+                got[y, e * BW:(e + 1) * BW] = np.frombuffer(v.to_bytes(BW, "little"), np.uint8)
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+    axi.add_to(sim)
+    sim.add_testbench(tb)
+    sim.run()
+    return got[:, :Wp * C], (want.reshape(H, Wp * C) & 0xFF).astype(np.uint8), cycles[0]
+
+
+@pytest.mark.parametrize("fmt", ip.image_formats_of(NV_SMALL))
+def test_cdma_image_lines_match_golden(fmt):
+    cfg = NV_SMALL
+    rng = np.random.default_rng(sum(map(ord, fmt)))
+    layer = ip.random_image_layer(cfg, rng, 4_000, fmt=fmt)
+    got, want, _ = run_cdma_image(cfg, layer)
+    assert np.array_equal(got, want), (got[:2], want[:2])
+
+
+# -- the convolution pipeline alone (Amaranth simulation) ----------------------------------------
+class _PipeBench:
+    """ConvPipeline with the memory interfaces and an AXI memory model."""
+
+    def __init__(self, cfg):
+        from amaranth.hdl import Elaboratable, Module
+        from amaranth.lib import wiring
+
+        from hw.conv.conv import ConvPipeline
+        from hw.mem.dmaif import DmaInterfaces
+        pipe = ConvPipeline(cfg, register_map(cfg))
+        dmaif = DmaInterfaces(cfg, ["cdma_dat", "cdma_wt"], ["idle"])
+
+        class B(Elaboratable):
+            def elaborate(self, platform):
+                m = Module()
+                m.submodules.pipe, m.submodules.dmaif = pipe, dmaif
+                wiring.connect(m, pipe.rd_cdma_dat, dmaif.rd_cdma_dat)
+                wiring.connect(m, pipe.rd_cdma_wt, dmaif.rd_cdma_wt)
+                return m
+        self.top, self.pipe, self.dmaif = B(), pipe, dmaif
+
+
+def run_pipeline_image(cfg, layer, seed=1, max_cycles=200_000, probe=None):
+    """(the pipeline's flying output values in delivery order, the golden ones, cycles)."""
+    import random
+    import types
+
+    from amaranth.sim import Simulator
+
+    from sim.conv.cacc import deliver
+    from sim.conv.cdma import CbufState, load_cbuf
+    from sim.conv.cmac import convolve
+    from sim.conv.program import decode
+    from sim.memory import SparseMemory
+    from sim.regs import GroupView
+    from tb.axi_model import AxiMemoryModel
+    from tb.sdp_unit import view_value
+    rmap = register_map(cfg)
+    mem = SparseMemory()
+    for addr, data, _ in layer["images"]:
+        mem.write(addr, np.asarray(data, np.uint8))
+    p = decode(cfg, *(GroupView(rmap[b], layer["regs"][b]) for b in rp.CONV_BLOCKS))
+    core = types.SimpleNamespace(dbb=mem, sram=mem)
+    cube, weights = load_cbuf(core, cfg, p, CbufState())
+    out, _ = deliver(convolve(p, cube, weights), p.clip_truncate)      # [1, K, Ho, Wo]
+    AK, T = cfg.atomic_k, cfg.sdp_bs_throughput
+    K = p.kernels
+    want = []
+    for g in range(-(-K // AK)):
+        for y in range(p.out_height):
+            for x in range(p.out_width):
+                for c in range(g * AK, g * AK + AK):      # AK lanes per position (surface)
+                    want.append(int(out[0, c, y, x]) if c < K else None)
+    b = _PipeBench(cfg)
+    pipe = b.pipe
+    axi = AxiMemoryModel(b.dmaif, "dbb", cfg.dbbif_width, rng=random.Random(seed),
+                         latency=(0, 8), backpressure=0.3, max_burst=cfg.max_burst_length,
+                         memory=mem)
+    got = []
+    cycles = [0]
+
+    async def tb(ctx):
+        for blk in rp.CONV_BLOCKS:
+            port = getattr(pipe, f"{blk.lower()}_regs")
+            ctx.set(port, view_value(port.shape(), rmap[blk], layer["regs"][blk]))
+        for blk in rp.CONV_BLOCKS:
+            ctx.set(getattr(pipe, f"{blk.lower()}_op_en"), 1)
+        ctx.set(pipe.out.ready, 1)
+        while True:
+            await ctx.tick()
+            cycles[0] += 1
+            if probe is not None:
+                probe(ctx, pipe)
+            assert cycles[0] < max_cycles, ("timeout", len(got), len(want))
+            if ctx.get(pipe.out.valid):
+                v = ctx.get(pipe.out.payload)
+                got.extend(int(x) for x in v.data)
+                if v.last:
+                    break
+            assert not ctx.get(pipe.flying_abort), "the check rejected the program"
+
+    sim = Simulator(b.top)
+    sim.add_clock(1e-8)
+    axi.add_to(sim)
+    sim.add_testbench(tb)
+    sim.run()
+    got = [None if w is None else g for g, w in zip(got, want)] + got[len(want):]
+    return got, want, cycles[0]
+
+
+@pytest.mark.parametrize("fmt", ["A8B8G8R8", "R8", "Y8___V8U8_N444", "B10G10R10A2"])
+def test_pipeline_image_matches_golden(fmt):
+    cfg = NV_SMALL
+    rng = np.random.default_rng(sum(map(ord, fmt)) + 1)
+    layer = ip.random_image_layer(cfg, rng, 3_000, fmt=fmt)
+    got, want, _ = run_pipeline_image(cfg, layer)
+    assert got == want, (layer["info"], got[:16], want[:16])
