@@ -35,7 +35,7 @@ count the cycles a write / read request waited for the memory interface while th
 ``DMA_EN`` is set (saturating), 0 otherwise.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
@@ -45,9 +45,10 @@ from arch.pdp import line_buffer_positions
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.wdma import out_layout
-from .check import PdpCheck, byte_value
+from .check import PdpCheck
 from .pool import PdpPool, job_layout
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
@@ -96,12 +97,6 @@ class Pdp(wiring.Component):
         aw, ash = geom.addr_width, geom.atom_shift
         G = geom.atom_bytes // T
         LB = line_atoms(cfg)
-
-        def address(view, block, name):
-            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
-            if aw > 32:
-                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
-            return low
 
         mode = P.D_OPERATION_MODE_CFG
         flying = ~mode.FLYING_MODE
@@ -212,18 +207,16 @@ class Pdp(wiring.Component):
             first_off = pw[f"PARTIAL_WIDTH_{cube}_FIRST"] + 1
             if not out:
                 first_off = first_off - (kcfg.KERNEL_WIDTH - kcfg.KERNEL_STRIDE_WIDTH)
+            base, line_stride, surface_stride = cube_address(view, block, prefix, aw)
             cmd = Signal(cube_layout(geom), name=f"{name}_cmd")
             m.d.comb += [
-                cmd.base.eq(address(view, block, prefix) + (off << ash)),
+                cmd.base.eq(base + (off << ash)),
                 cmd.ram_type.eq(view[f"D_{prefix}_RAM_CFG"][f"{prefix}_RAM_TYPE"]),
                 cmd.line_atoms.eq(wout if out else win),
                 cmd.lines.eq(view[f"D_DATA_CUBE_{cube}_HEIGHT"][f"CUBE_{cube}_HEIGHT"]),
                 cmd.surfaces.eq(view[f"D_DATA_CUBE_{cube}_CHANNEL"][f"CUBE_{cube}_CHANNEL"] >> ash),
                 cmd.batches.eq(0),
-                cmd.line_stride.eq(byte_value(view, block, f"D_{prefix}_LINE_STRIDE",
-                                              f"{prefix}_LINE_STRIDE")),
-                cmd.surface_stride.eq(byte_value(view, block, f"D_{prefix}_SURFACE_STRIDE",
-                                                 f"{prefix}_SURFACE_STRIDE")),
+                cmd.line_stride.eq(line_stride), cmd.surface_stride.eq(surface_stride),
                 port.valid.eq(pend), port.payload.eq(cmd),
             ]
             with m.If(port.valid & port.ready):
