@@ -19,15 +19,19 @@ units differ in how the pointer moves, which is the ``pointer`` policy:
 
 :func:`select_table` is the shared choice between the two tables' results (priorities and the
 hit categories the units count). The index arithmetic differs per unit (SDP: 32-bit input,
-35-bit fractions; CDP: 38-bit square sums, 16-bit fractions) and lives with each unit.
+35-bit fractions; CDP: 38-bit square sums, 16-bit fractions) and lives with each unit, on
+the shared leading-one detector :func:`bit_length`. :class:`LutParams` is the configuration
+both units' ``S_LUT_*`` registers hold.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["LutRam", "select_table", "LE_DEPTH", "LO_DEPTH", "TABLE_LE", "TABLE_LO",
-           "ACCESS_READ", "ACCESS_WRITE", "POINTER_POLICIES"]
+__all__ = ["LutParams", "LutRam", "select_table", "bit_length", "LE_DEPTH", "LO_DEPTH",
+           "TABLE_LE", "TABLE_LO", "ACCESS_READ", "ACCESS_WRITE", "POINTER_POLICIES"]
 
 LE_DEPTH = 65
 LO_DEPTH = 257
@@ -38,6 +42,78 @@ POINTER_POLICIES = ("wrap", "hold")
 _ADDR_BITS = 10                      # S_LUT_ACCESS_CFG.LUT_ADDR [9:0]
 _TABLE_BIT = 16                      # S_LUT_ACCESS_CFG.LUT_TABLE_ID
 _TYPE_BIT = 17                       # S_LUT_ACCESS_CFG.LUT_ACCESS_TYPE
+
+
+@dataclass(frozen=True)
+class LutParams:
+    """The LUT configuration of a unit's single-group ``S_LUT_*`` registers (the SDP's and the
+    CDP's have the same fields; signed ones sign-extended). :meth:`from_view` reads the SDP's
+    layout, with one 32-bit register per table bound; :class:`sim.cdp.program.CdpLutParams`
+    reads the CDP's 38-bit ``_LOW`` / ``_HIGH`` pairs (:meth:`_bound`)."""
+    le_linear: bool = False            #: S_LUT_CFG.LUT_LE_FUNCTION (EXPONENT=0, LINEAR=1)
+    uflow_priority_lo: bool = False    #: which table wins when both underflow (LE=0, LO=1)
+    oflow_priority_lo: bool = False    #: ... both overflow
+    hybrid_priority_lo: bool = False   #: ... both hit, or one under- and one overflows
+    le_index_offset: int = 0           #: signed 8 bits (exponent mode)
+    le_index_select: int = 0           #: signed 8 bits (linear mode; negative shifts left)
+    lo_index_select: int = 0           #: signed 8 bits
+    le_start: int = 0                  #: signed 32 bits (SDP) or 38 bits (CDP)
+    le_end: int = 0
+    lo_start: int = 0
+    lo_end: int = 0
+    le_uflow_scale: int = 0            #: signed 16 bits
+    le_oflow_scale: int = 0
+    lo_uflow_scale: int = 0
+    lo_oflow_scale: int = 0
+    le_uflow_shift: int = 0            #: signed 5 bits (negative shifts left)
+    le_oflow_shift: int = 0
+    lo_uflow_shift: int = 0
+    lo_oflow_shift: int = 0
+
+    @staticmethod
+    def _bound(view, name: str) -> int:
+        """Table bound ``name`` (``LE_START``, ...): the SDP's signed 32-bit register."""
+        from .sdp.sdp import sign_extend
+        return sign_extend(view[f"S_LUT_{name}"][f"LUT_{name}"], 32)
+
+    @classmethod
+    def from_view(cls, view) -> "LutParams":
+        """The parameters in ``view``, a unit's register view (``S_LUT_*`` registers)."""
+        from .sdp.sdp import sign_extend          # sim.sdp.sdp imports this module
+        cfg, info = view.S_LUT_CFG, view.S_LUT_INFO
+        les, los = view.S_LUT_LE_SLOPE_SCALE, view.S_LUT_LO_SLOPE_SCALE
+        lesh, losh = view.S_LUT_LE_SLOPE_SHIFT, view.S_LUT_LO_SLOPE_SHIFT
+        return cls(
+            le_linear=bool(cfg.LUT_LE_FUNCTION),
+            uflow_priority_lo=bool(cfg.LUT_UFLOW_PRIORITY),
+            oflow_priority_lo=bool(cfg.LUT_OFLOW_PRIORITY),
+            hybrid_priority_lo=bool(cfg.LUT_HYBRID_PRIORITY),
+            le_index_offset=sign_extend(info.LUT_LE_INDEX_OFFSET, 8),
+            le_index_select=sign_extend(info.LUT_LE_INDEX_SELECT, 8),
+            lo_index_select=sign_extend(info.LUT_LO_INDEX_SELECT, 8),
+            le_start=cls._bound(view, "LE_START"), le_end=cls._bound(view, "LE_END"),
+            lo_start=cls._bound(view, "LO_START"), lo_end=cls._bound(view, "LO_END"),
+            le_uflow_scale=sign_extend(les.LUT_LE_SLOPE_UFLOW_SCALE, 16),
+            le_oflow_scale=sign_extend(les.LUT_LE_SLOPE_OFLOW_SCALE, 16),
+            lo_uflow_scale=sign_extend(los.LUT_LO_SLOPE_UFLOW_SCALE, 16),
+            lo_oflow_scale=sign_extend(los.LUT_LO_SLOPE_OFLOW_SCALE, 16),
+            le_uflow_shift=sign_extend(lesh.LUT_LE_SLOPE_UFLOW_SHIFT, 5),
+            le_oflow_shift=sign_extend(lesh.LUT_LE_SLOPE_OFLOW_SHIFT, 5),
+            lo_uflow_shift=sign_extend(losh.LUT_LO_SLOPE_UFLOW_SHIFT, 5),
+            lo_oflow_shift=sign_extend(losh.LUT_LO_SLOPE_OFLOW_SHIFT, 5),
+        )
+
+
+def bit_length(v):
+    """Position of the highest set bit + 1 of non-negative int64 values (0 for 0): the
+    leading-one detector of both units' exponent index."""
+    v = np.asarray(v, dtype=np.int64)
+    n = np.zeros(v.shape, dtype=np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        big = (v >> step) > 0
+        n = np.where(big, n + step, n)
+        v = np.where(big, v >> step, v)
+    return n + (v > 0)
 
 
 def as_int16(word: int) -> int:

@@ -22,7 +22,7 @@ LUT access: ``lut_cfg_*`` / ``lut_data_*`` are the CSB side of S_LUT_ACCESS_CFG 
 (:func:`hw.sdp.sdp.lut_access`: pointer with auto-increment, shared with the SDP).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, flipped
 
@@ -30,6 +30,7 @@ from arch.registers import register_map
 
 from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
+from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.sdp import lut_access
 from .check import program_errors
@@ -74,26 +75,8 @@ class Cdp(wiring.Component):
         R, C = self.rdma_regs, self.regs
         aw, ash = geom.addr_width, geom.atom_shift
 
-        def byte_value(view, block, reg, fld):
-            f = block[reg][fld]
-            v = view[reg][fld]
-            return Cat(Const(0, f.lsb), v) if f.lsb else v
-
-        def address(view, block, name):
-            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
-            if aw > 32:
-                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
-            return low
-
-        def cube(view, block, name, ram):
-            return (address(view, block, name),
-                    byte_value(view, block, f"D_{name}_LINE_STRIDE", f"{name}_LINE_STRIDE"),
-                    byte_value(view, block, f"D_{name}_SURFACE_STRIDE",
-                               f"{name}_SURFACE_STRIDE"),
-                    ram)
-
-        src = cube(R, rb, "SRC", R.D_SRC_DMA_CFG.SRC_RAM_TYPE)
-        dst = cube(C, cb, "DST", C.D_DST_DMA_CFG.DST_RAM_TYPE)
+        src = (*cube_address(R, rb, "SRC", aw), R.D_SRC_DMA_CFG.SRC_RAM_TYPE)
+        dst = (*cube_address(C, cb, "DST", aw), C.D_DST_DMA_CFG.DST_RAM_TYPE)
         wm1 = R.D_DATA_CUBE_WIDTH.WIDTH
         hm1 = R.D_DATA_CUBE_HEIGHT.HEIGHT
         cm1 = R.D_DATA_CUBE_CHANNEL.CHANNEL

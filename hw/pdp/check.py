@@ -36,19 +36,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..mem.dma import RAM_CV
+from ..mem.dma_fields import byte_value
 from ..regfile import fields_layout
 
-__all__ = ["PdpCheck", "CHECK_CYCLES", "byte_value"]
+__all__ = ["PdpCheck", "CHECK_CYCLES"]
 
 CHECK_CYCLES = 2
 INT8 = 0
-
-
-def byte_value(view, block, reg, fld):
-    """A byte address / stride field as bytes (the full layout stores it from bit 5)."""
-    f = block[reg][fld]
-    v = view[reg][fld]
-    return Cat(Const(0, f.lsb), v) if f.lsb else v
 
 
 class PdpCheck(wiring.Component):

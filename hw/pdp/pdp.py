@@ -35,7 +35,7 @@ count the cycles a write / read request waited for the memory interface while th
 ``DMA_EN`` is set (saturating), 0 otherwise.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
@@ -45,9 +45,10 @@ from arch.pdp import line_buffer_positions
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.wdma import out_layout
-from .check import PdpCheck, byte_value
+from .check import PdpCheck
 from .pool import PdpPool, job_layout
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
@@ -96,12 +97,6 @@ class Pdp(wiring.Component):
         aw, ash = geom.addr_width, geom.atom_shift
         G = geom.atom_bytes // T
         LB = line_atoms(cfg)
-
-        def address(view, block, name):
-            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
-            if aw > 32:
-                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
-            return low
 
         mode = P.D_OPERATION_MODE_CFG
         flying = ~mode.FLYING_MODE
@@ -192,64 +187,51 @@ class Pdp(wiring.Component):
             with m.If(jlast):
                 m.d.sync += job_pend.eq(0)
 
-        # read cubes (PDP_RDMA's fields)
-        rk = R.D_POOLING_KERNEL_CFG
-        rd_i = Signal(8)
-        rd_pend = Signal()
-        rd_off = Signal(aw)                      # atoms from the source base
-        rsplit = R.D_OPERATION_MODE_CFG.SPLIT_NUM
-        rw, _, rfirst, rlast = part(rd_i, "rd", rk, R.D_PARTIAL_WIDTH_IN, None,
-                                    R.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH, None, rsplit)
-        rcmd = Signal(cube_layout(geom))
-        m.d.comb += [
-            rcmd.base.eq(address(R, rb, "SRC") + (rd_off << ash)),
-            rcmd.ram_type.eq(R.D_SRC_RAM_CFG.SRC_RAM_TYPE),
-            rcmd.line_atoms.eq(rw), rcmd.lines.eq(R.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT),
-            rcmd.surfaces.eq(R.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash),
-            rcmd.batches.eq(0),
-            rcmd.line_stride.eq(byte_value(R, rb, "D_SRC_LINE_STRIDE", "SRC_LINE_STRIDE")),
-            rcmd.surface_stride.eq(byte_value(R, rb, "D_SRC_SURFACE_STRIDE",
-                                              "SRC_SURFACE_STRIDE")),
-            reader.cmd.valid.eq(rd_pend), reader.cmd.payload.eq(rcmd),
-        ]
-        with m.If(reader.cmd.valid & reader.cmd.ready):
-            m.d.sync += rd_i.eq(rd_i + 1)
-            with m.If(rfirst):
-                m.d.sync += rd_off.eq(R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_FIRST + 1 -
-                                      (rk.KERNEL_WIDTH - rk.KERNEL_STRIDE_WIDTH))
-            with m.Else():
-                m.d.sync += rd_off.eq(rd_off + R.D_PARTIAL_WIDTH_IN.PARTIAL_WIDTH_IN_MID + 1)
-            with m.If(rlast):
-                m.d.sync += rd_pend.eq(0)
+        def cube_commands(name, port, view, block, prefix, cube):
+            """One cube command per width part on ``port`` (the ``cmd`` stream of a CubeReader
+            or CubeWriter) while ``pend``, from the fields of ``view`` (register block
+            ``block``): the ``prefix`` (``SRC`` / ``DST``) base address, strides and RAM type,
+            the ``cube`` (``IN`` / ``OUT``) cube's height, channels and part widths. Part ``i``
+            starts ``off`` atoms from the base: after part 0, ``off`` is the first part's width
+            (less the kernel overlap for input parts), after any other it grows by the middle
+            part's width. Returns ``(i, pend, off)`` for ``go`` to start."""
+            i, pend, off = Signal(8, name=f"{name}_i"), Signal(name=f"{name}_pend"), \
+                Signal(aw, name=f"{name}_off")      # off: atoms from the base
+            out = cube == "OUT"
+            kcfg, pw = view.D_POOLING_KERNEL_CFG, view[f"D_PARTIAL_WIDTH_{cube}"]
+            win, wout, first, last = part(
+                i, name, kcfg, view.D_PARTIAL_WIDTH_IN, pw if out else None,
+                view.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH,
+                view.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH if out else None,
+                view.D_OPERATION_MODE_CFG.SPLIT_NUM)
+            first_off = pw[f"PARTIAL_WIDTH_{cube}_FIRST"] + 1
+            if not out:
+                first_off = first_off - (kcfg.KERNEL_WIDTH - kcfg.KERNEL_STRIDE_WIDTH)
+            base, line_stride, surface_stride = cube_address(view, block, prefix, aw)
+            cmd = Signal(cube_layout(geom), name=f"{name}_cmd")
+            m.d.comb += [
+                cmd.base.eq(base + (off << ash)),
+                cmd.ram_type.eq(view[f"D_{prefix}_RAM_CFG"][f"{prefix}_RAM_TYPE"]),
+                cmd.line_atoms.eq(wout if out else win),
+                cmd.lines.eq(view[f"D_DATA_CUBE_{cube}_HEIGHT"][f"CUBE_{cube}_HEIGHT"]),
+                cmd.surfaces.eq(view[f"D_DATA_CUBE_{cube}_CHANNEL"][f"CUBE_{cube}_CHANNEL"] >> ash),
+                cmd.batches.eq(0),
+                cmd.line_stride.eq(line_stride), cmd.surface_stride.eq(surface_stride),
+                port.valid.eq(pend), port.payload.eq(cmd),
+            ]
+            with m.If(port.valid & port.ready):
+                m.d.sync += i.eq(i + 1)
+                with m.If(first):
+                    m.d.sync += off.eq(first_off)
+                with m.Else():
+                    m.d.sync += off.eq(off + pw[f"PARTIAL_WIDTH_{cube}_MID"] + 1)
+                with m.If(last):
+                    m.d.sync += pend.eq(0)
+            return i, pend, off
 
-        # write cubes
-        wr_i = Signal(8)
-        wr_pend = Signal()
-        wr_off = Signal(aw)
-        _, ww, wfirst, wlast = part(wr_i, "wr", kc, P.D_PARTIAL_WIDTH_IN,
-                                    P.D_PARTIAL_WIDTH_OUT,
-                                    P.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH,
-                                    P.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH)
-        wcmd = Signal(cube_layout(geom))
-        m.d.comb += [
-            wcmd.base.eq(address(P, pb, "DST") + (wr_off << ash)),
-            wcmd.ram_type.eq(P.D_DST_RAM_CFG.DST_RAM_TYPE),
-            wcmd.line_atoms.eq(ww), wcmd.lines.eq(P.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT),
-            wcmd.surfaces.eq(P.D_DATA_CUBE_OUT_CHANNEL.CUBE_OUT_CHANNEL >> ash),
-            wcmd.batches.eq(0),
-            wcmd.line_stride.eq(byte_value(P, pb, "D_DST_LINE_STRIDE", "DST_LINE_STRIDE")),
-            wcmd.surface_stride.eq(byte_value(P, pb, "D_DST_SURFACE_STRIDE",
-                                              "DST_SURFACE_STRIDE")),
-            writer.cmd.valid.eq(wr_pend), writer.cmd.payload.eq(wcmd),
-        ]
-        with m.If(writer.cmd.valid & writer.cmd.ready):
-            m.d.sync += wr_i.eq(wr_i + 1)
-            with m.If(wfirst):
-                m.d.sync += wr_off.eq(P.D_PARTIAL_WIDTH_OUT.PARTIAL_WIDTH_OUT_FIRST + 1)
-            with m.Else():
-                m.d.sync += wr_off.eq(wr_off + P.D_PARTIAL_WIDTH_OUT.PARTIAL_WIDTH_OUT_MID + 1)
-            with m.If(wlast):
-                m.d.sync += wr_pend.eq(0)
+        # read cubes (PDP_RDMA's fields), write cubes (PDP's)
+        rd_i, rd_pend, rd_off = cube_commands("rd", reader.cmd, R, rb, "SRC", "IN")
+        wr_i, wr_pend, wr_off = cube_commands("wr", writer.cmd, P, pb, "DST", "OUT")
 
         # -- control ----------------------------------------------------------------------------
         running = Signal()

@@ -94,6 +94,7 @@ from arch.registers import register_map
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..mem.dma_fields import cube_address
 from ..conv.common import conv_out_layout
 from ..regfile import fields_layout
 from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
@@ -167,17 +168,6 @@ class Sdp(wiring.Component):
         R, S = self.rdma_regs, self.regs
         aw, ash = geom.addr_width, geom.atom_shift
         int16_ok = "int16" in cfg.data_types
-
-        def byte_value(view, block, reg, fld):
-            f = block[reg][fld]
-            v = view[reg][fld]
-            return Cat(Const(0, f.lsb), v) if f.lsb else v
-
-        def address(view, block, name):
-            low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
-            if aw > 32:
-                return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
-            return low
 
         def misaligned(v):
             return v[:ash].any() if ash else Const(0)
@@ -269,9 +259,7 @@ class Sdp(wiring.Component):
             expected = Mux(need_alu & need_mul, USE_BOTH, Mux(need_alu, USE_ALU, USE_MUL))
             per_el = dc[f"{dname}_DATA_MODE"]
             two = dc[f"{dname}_DATA_SIZE"]
-            base = address(R, rb, P)
-            ls = byte_value(R, rb, f"D_{P}_LINE_STRIDE", f"{P}_LINE_STRIDE")
-            ss = byte_value(R, rb, f"D_{P}_SURFACE_STRIDE", f"{P}_SURFACE_STRIDE")
+            base, ls, ss = cube_address(R, rb, P, aw)
             errs += [~en & (need_alu | need_mul), en & ~(need_alu | need_mul),
                      en & (use == 3), en & (use != expected), en & ~two & (proc != INT8),
                      en & misaligned(base), en & per_el & (misaligned(ls) | misaligned(ss)),
@@ -290,9 +278,7 @@ class Sdp(wiring.Component):
                  ((sm1 + 1) << ks) - 1, ((wm1 + 1) << ks) - 1, ls, ss)
 
         # -- input and output surfaces -----------------------------------------------------
-        src_base = address(R, rb, "SRC")
-        src_ls = byte_value(R, rb, "D_SRC_LINE_STRIDE", "SRC_LINE_STRIDE")
-        src_ss = byte_value(R, rb, "D_SRC_SURFACE_STRIDE", "SRC_SURFACE_STRIDE")
+        src_base, src_ls, src_ss = cube_address(R, rb, "SRC", aw)
         src_ram = R.D_SRC_DMA_CFG.SRC_RAM_TYPE
         errs += [~flying & (cv_bad(src_ram) | misaligned(src_base) | misaligned(src_ls)
                             | misaligned(src_ss))]
@@ -300,9 +286,7 @@ class Sdp(wiring.Component):
 
         writes = Signal()
         m.d.comb += writes.eq(~to_pdp & ~eql)
-        dst_base = address(S, sb, "DST")
-        dst_ls = byte_value(S, sb, "D_DST_LINE_STRIDE", "DST_LINE_STRIDE")
-        dst_ss = byte_value(S, sb, "D_DST_SURFACE_STRIDE", "DST_SURFACE_STRIDE")
+        dst_base, dst_ls, dst_ss = cube_address(S, sb, "DST", aw)
         dst_ram = S.D_DST_DMA_CFG.DST_RAM_TYPE
         errs += [writes & (cv_bad(dst_ram) | misaligned(dst_base) | misaligned(dst_ls)
                            | misaligned(dst_ss))]

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
-                   select_table)
+                   bit_length, select_table)
 from ..sdp.sdp import saturate, sign_extend
 from .program import INT8, CdpLutParams, CdpProgram, decode
 
@@ -192,20 +192,10 @@ def _linear(s, table, start, end, select, uscale, ushift, oscale, oshift):
     return value, under, over
 
 
-def _bit_length(v):
-    v = np.asarray(v, dtype=np.int64)
-    n = np.zeros(v.shape, dtype=np.int64)
-    for step in (32, 16, 8, 4, 2, 1):
-        big = (v >> step) > 0
-        n = np.where(big, n + step, n)
-        v = np.where(big, v >> step, v)
-    return n + (v > 0)
-
-
 def _exponent(s, table, p: CdpLutParams):
     diff = s - p.le_start
     positive = diff > 0
-    log2 = np.where(positive, _bit_length(np.maximum(diff, 0)) - 1, 0)
+    log2 = np.where(positive, bit_length(np.maximum(diff, 0)) - 1, 0)
     index = log2 - p.le_index_offset
     under = ~positive | (index < 0)
     over = ~under & (index >= table.size - 1)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..lut import LutParams
 from ..sdp.sdp import sign_extend
 
 __all__ = ["CdpProgramError", "CdpProgram", "CdpLutParams", "decode", "INT8", "INT16", "FP16",
@@ -52,57 +53,16 @@ def _err(where: str, rule: str):
     raise CdpProgramError(f"{where}: {rule}")
 
 
-@dataclass(frozen=True)
-class CdpLutParams:
-    """The CDP LUT configuration (single-group CDP registers, signed fields sign-extended)."""
-    le_linear: bool = False            #: S_LUT_CFG.LUT_LE_FUNCTION (EXPONENT=0, LINEAR=1)
-    uflow_priority_lo: bool = False
-    oflow_priority_lo: bool = False
-    hybrid_priority_lo: bool = False
-    le_index_offset: int = 0           #: signed 8 bits (exponent mode)
-    le_index_select: int = 0           #: signed (linear mode; negative shifts left)
-    lo_index_select: int = 0
-    le_start: int = 0                  #: signed 38 bits (HIGH [5:0] : LOW [31:0])
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_uflow_scale: int = 0            #: signed 16 bits
-    le_oflow_scale: int = 0
-    lo_uflow_scale: int = 0
-    lo_oflow_scale: int = 0
-    le_uflow_shift: int = 0            #: signed 5 bits (negative shifts left)
-    le_oflow_shift: int = 0
-    lo_uflow_shift: int = 0
-    lo_oflow_shift: int = 0
+class CdpLutParams(LutParams):
+    """The CDP LUT configuration (single-group CDP registers, signed fields sign-extended):
+    :class:`sim.lut.LutParams` with the table bounds signed 38 bits (HIGH [5:0] : LOW
+    [31:0])."""
 
-    @classmethod
-    def from_view(cls, cdp) -> "CdpLutParams":
-        def wide(name):
-            low = cdp[f"S_LUT_{name}_LOW"][f"LUT_{name}_LOW"]
-            high = cdp[f"S_LUT_{name}_HIGH"][f"LUT_{name}_HIGH"]
-            return sign_extend((high << 32) | low, 38)
-        cfg, info = cdp.S_LUT_CFG, cdp.S_LUT_INFO
-        les, los = cdp.S_LUT_LE_SLOPE_SCALE, cdp.S_LUT_LO_SLOPE_SCALE
-        lesh, losh = cdp.S_LUT_LE_SLOPE_SHIFT, cdp.S_LUT_LO_SLOPE_SHIFT
-        return cls(
-            le_linear=bool(cfg.LUT_LE_FUNCTION),
-            uflow_priority_lo=bool(cfg.LUT_UFLOW_PRIORITY),
-            oflow_priority_lo=bool(cfg.LUT_OFLOW_PRIORITY),
-            hybrid_priority_lo=bool(cfg.LUT_HYBRID_PRIORITY),
-            le_index_offset=sign_extend(info.LUT_LE_INDEX_OFFSET, 8),
-            le_index_select=sign_extend(info.LUT_LE_INDEX_SELECT, 8),
-            lo_index_select=sign_extend(info.LUT_LO_INDEX_SELECT, 8),
-            le_start=wide("LE_START"), le_end=wide("LE_END"),
-            lo_start=wide("LO_START"), lo_end=wide("LO_END"),
-            le_uflow_scale=sign_extend(les.LUT_LE_SLOPE_UFLOW_SCALE, 16),
-            le_oflow_scale=sign_extend(les.LUT_LE_SLOPE_OFLOW_SCALE, 16),
-            lo_uflow_scale=sign_extend(los.LUT_LO_SLOPE_UFLOW_SCALE, 16),
-            lo_oflow_scale=sign_extend(los.LUT_LO_SLOPE_OFLOW_SCALE, 16),
-            le_uflow_shift=sign_extend(lesh.LUT_LE_SLOPE_UFLOW_SHIFT, 5),
-            le_oflow_shift=sign_extend(lesh.LUT_LE_SLOPE_OFLOW_SHIFT, 5),
-            lo_uflow_shift=sign_extend(losh.LUT_LO_SLOPE_UFLOW_SHIFT, 5),
-            lo_oflow_shift=sign_extend(losh.LUT_LO_SLOPE_OFLOW_SHIFT, 5),
-        )
+    @staticmethod
+    def _bound(view, name: str) -> int:
+        low = view[f"S_LUT_{name}_LOW"][f"LUT_{name}_LOW"]
+        high = view[f"S_LUT_{name}_HIGH"][f"LUT_{name}_HIGH"]
+        return sign_extend((high << 32) | low, 38)
 
 
 @dataclass

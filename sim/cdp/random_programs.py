@@ -23,17 +23,13 @@ throughput 1; nv_large / nv_full: 32-byte atoms, throughput 8, 512-bit DBBIF).
 
 from __future__ import annotations
 
-import os
-import shutil
-import zlib
-
 import numpy as np
 
 from arch.registers import register_map
 
-from ..sdp.random_programs import Regs, _dat_text
-from ..trace import parse_trace
-from ..trace_run import run_golden
+from ..random_traces import (GUARD as _GUARD, SLOT as _SLOT, Regs, crc_check, enables,
+                             finish_trace, golden_core, group_writes, run_trace_golden,
+                             start_trace, write_invalid, write_random)
 from .cdp import input_convert, lut_lookup, square_sum
 from .program import BYTES, INT8, INT16, CdpLutParams
 
@@ -42,20 +38,6 @@ __all__ = ["random_program", "random_pair", "write_trace", "write_random_traces"
            "lut_writes"]
 
 _BASES = {"src": 0x8000_0000, "dst": 0x9000_0000}
-_SLOT = 0x0040_0000            # address offset between the layers of one trace
-_GUARD = 64
-_MEM = {1: "pri_mem", 0: "sec_mem"}
-
-
-def golden_core(cfg):
-    """A GoldenCore with the default units (CDP included on builds with a CDP)."""
-    from ..core import GoldenCore
-    return GoldenCore(cfg)
-
-
-def run_trace_golden(path, cfg):
-    """Run a trace directory on the golden core."""
-    return run_golden(parse_trace(path, cfg), cfg, core=golden_core(cfg))
 
 
 def _wide(regs, name, value):
@@ -302,47 +284,19 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     """Write ``layers`` (:func:`random_program` dicts, groups 0, 1, 0, ...) as the trace
     directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). The LUT of
     the first layer is loaded once, before any layer is programmed."""
-    path = os.path.join(directory, name)
-    os.makedirs(path, exist_ok=True)
-    lines = []
-    out = lines.append
-    for i, layer in enumerate(layers):
-        for j, (addr, data, ram) in enumerate(layer["images"]):
-            fname = f"l{i}_m{j}.dat"
-            with open(os.path.join(path, fname), "w") as f:
-                f.write(_dat_text(data))
-            out(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
-            out(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
-        waddr, wsize, wram = layer["window"]
-        out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+    path, lines = start_trace(directory, name, layers)
     _, le, lo = layers[0]["lut"]
     for reg, word in lut_writes(le, lo):
-        out(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
+        lines.append(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
     for reg, word in layers[0]["lut_regs"].items():
-        out(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
+        lines.append(f"reg_write(NVDLA_CDP.{reg}_0, {word:#x});")
     for i, layer in enumerate(layers):
-        g = i % 2
-        for block, key in (("CDP", "cdp"), ("CDP_RDMA", "rdma")):
-            out(f"reg_write(NVDLA_{block}.S_POINTER_0, {g:#x});")
-            for reg, word in layer[key].items():
-                out(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
-        out("reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);")
-        out("reg_write(NVDLA_CDP_RDMA.D_OP_ENABLE_0, 0x1);")
+        lines += group_writes("CDP", i % 2, layer["cdp"])
+        lines += group_writes("CDP_RDMA", i % 2, layer["rdma"])
+        lines += enables("CDP", "CDP_RDMA")
     for i, layer in enumerate(layers):
-        out(f"intr_notify(CDP_{i % 2}, sync_id_{i});")
-        waddr, wsize, wram = layer["window"]
-        crc = crcs[i] if crcs else 0
-        out(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, {crc:#010x});")
-    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def _golden_crcs(cfg, path, n):
-    res = run_trace_golden(path, cfg)
-    if len(res.checks) != n:
-        return None, res.message or "incomplete"
-    return [c.actual for c in res.checks], None
+        lines += crc_check(f"CDP_{i % 2}", i, layer["window"], crcs)
+    return finish_trace(path, name, lines)
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -350,22 +304,11 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         prefix: str = "cdp_random") -> list:
     """``count`` random valid CDP programs as trace directories with golden CRCs; returns
     their paths. Deterministic by ``seed``; a program the golden model rejects is redrawn."""
-    rng = np.random.default_rng(seed)
-    paths = []
-    while len(paths) < count:
+    def draw(rng):
         if rng.random() < two_layer_share:
-            layers = random_pair(cfg, rng, max_elems)
-        else:
-            layers = [random_program(cfg, rng, max_elems)]
-        name = f"{prefix}_{seed}_{len(paths):04d}"
-        path = write_trace(directory, name, layers)
-        crcs, err = _golden_crcs(cfg, path, len(layers))
-        if crcs is None:
-            shutil.rmtree(path)
-            continue
-        write_trace(directory, name, layers, crcs)
-        paths.append(path)
-    return paths
+            return random_pair(cfg, rng, max_elems)
+        return [random_program(cfg, rng, max_elems)]
+    return write_random(cfg, directory, count, seed, prefix, draw, write_trace)[0]
 
 
 # ------------------------------------------------------------------------------------------
@@ -447,8 +390,11 @@ INVALID_MUTATIONS = {
 }
 
 
-def _base_layer(cfg, rng):
+def _base_layer(cfg, rng=None):
+    """A small valid packed int8 layer (2 x 2, one atom plus one channel) the mutations start
+    from; ``rng`` default: seed 1."""
     atom = cfg.memory_atom
+    rng = np.random.default_rng(1) if rng is None else rng
     layer = random_program(cfg, rng, W=2, H=2, C=atom + 1, prec=INT8, packed=True)
     layer["lut_regs"] = dict(layer["lut_regs"])
     return layer
@@ -458,12 +404,4 @@ def write_invalid_traces(cfg, directory: str) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
     must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is
     that of the untouched (all-zero) destination window."""
-    out = []
-    for name, mutate in INVALID_MUTATIONS.items():
-        layer = _base_layer(cfg, np.random.default_rng(1))
-        fld = mutate(cfg, layer)
-        if fld is None:
-            continue
-        crc = zlib.crc32(bytes(layer["window"][1]))
-        out.append((write_trace(directory, f"cdp_invalid_{name}", [layer], [crc]), fld))
-    return out
+    return write_invalid(cfg, directory, "cdp", INVALID_MUTATIONS, _base_layer, write_trace)

@@ -30,7 +30,6 @@ array, its atomic operations).
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
@@ -40,9 +39,11 @@ from sim.formats.common import align_up, ceil_div
 from sim.formats.feature import pack_feature
 from sim.formats.weight import pack_dc_weights
 
-from ..sdp.random_programs import Regs, _dat_text
-from ..trace import parse_trace
-from ..trace_run import run_golden
+from .. import random_traces
+from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
+                             Regs, crc_check, enables, finish_trace, group_writes,
+                             random_ram as _ram, set_fields as _mutate, start_trace,
+                             write_random, zero_crc)
 from .program import entries_per_slice
 
 __all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_trace",
@@ -52,10 +53,6 @@ __all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_
 
 _BASES = {"feature": 0x8000_0000, "weight": 0x8100_0000, "B": 0x8200_0000, "N": 0x8300_0000,
           "dst": 0x9000_0000}
-_SLOT = 0x0040_0000            # address offset between the layers of one trace
-_GUARD = 64
-_MEM = {1: "pri_mem", 0: "sec_mem"}
-_BYTES = {0: 1, 1: 2}
 CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 #: enable order of a layer (NVDLA's dc traces: consumers first, CDMA last)
 ENABLE_ORDER = ("SDP_RDMA", "SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")
@@ -73,7 +70,7 @@ def golden_core(cfg):
 
 def run_trace_golden(path, cfg):
     """Run a trace directory on the golden core with the convolution unit."""
-    return run_golden(parse_trace(path, cfg), cfg, core=golden_core(cfg))
+    return random_traces.run_trace_golden(path, cfg, golden_core)
 
 
 def _group_k(cfg, prec):
@@ -495,10 +492,6 @@ def _banks(cfg, rng, dmin, wmin, tight):
     return d, w
 
 
-def _ram(cfg, rng):
-    return int(rng.random() < 0.7) if cfg.sramif else 1
-
-
 def _shift_for(C, kh, kw, dmode, wmode, prec):
     """Rough bits of the layer's sums above the int8 output range."""
     sd = {"tame": 5.0, "extreme": 90.0, "full": 74.0}
@@ -669,10 +662,6 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya)
 
 
-class _Redraw(Exception):
-    pass
-
-
 REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
                "data_partial+weight")
 
@@ -702,56 +691,32 @@ def _intr_mask(cfg):
 def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     """Write ``layers`` (:func:`conv_layer` dicts, groups 0, 1, 0, ...) as the trace directory
     ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). Returns its path."""
-    path = os.path.join(directory, name)
-    os.makedirs(path, exist_ok=True)
-    cfg_lines = []
-    out = cfg_lines.append
-    for i, layer in enumerate(layers):
-        for j, (addr, data, ram) in enumerate(layer["images"]):
-            fname = f"l{i}_m{j}.dat"
-            with open(os.path.join(path, fname), "w") as f:
-                f.write(_dat_text(data))
-            out(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
-            out(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
-        waddr, wsize, wram = layer["window"]
-        out(f"//Dest of layer {i}")
-        out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
-    out("//Disable CDMA DATA_DONE, WEIGHT_DONE and CACC interrupts")
-    out(f"reg_write(NVDLA_GLB.S_INTR_MASK_0, {layers[0]['intr_mask']:#x});")
-    out("reg_write(NVDLA_GLB.S_INTR_STATUS_0, 0x0);")
+    path, lines = start_trace(directory, name, layers, label_windows=True)
+    lines.append("//Disable CDMA DATA_DONE, WEIGHT_DONE and CACC interrupts")
+    lines.append(f"reg_write(NVDLA_GLB.S_INTR_MASK_0, {layers[0]['intr_mask']:#x});")
+    lines.append("reg_write(NVDLA_GLB.S_INTR_STATUS_0, 0x0);")
     rdma_group = 0
     for i, layer in enumerate(layers):
         g = i % 2
         regs = layer["regs"]
         for block in ("SDP_RDMA", "SDP") + CONV_BLOCKS:
-            if block not in regs:
-                continue
-            grp = rdma_group if block == "SDP_RDMA" else g
-            out(f"reg_write(NVDLA_{block}.S_POINTER_0, {grp:#x});")
-            for reg, word in regs[block].items():
-                out(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
-        if i == 0:
-            out("poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0,0x1);")
-        for block in ENABLE_ORDER:
             if block in regs:
-                out(f"reg_write(NVDLA_{block}.D_OP_ENABLE_0, 0x1);")
+                lines += group_writes(block, rdma_group if block == "SDP_RDMA" else g,
+                                      regs[block])
+        if i == 0:
+            lines.append("poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0,0x1);")
+        lines += enables(*(block for block in ENABLE_ORDER if block in regs))
         if "SDP_RDMA" in regs:
             rdma_group ^= 1
     for i, layer in enumerate(layers):
-        out(f"intr_notify(SDP_{i % 2}, sync_id_{i});")
-        waddr, wsize, wram = layer["window"]
-        crc = crcs[i] if crcs else 0
-        out(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, {crc:#010x});")
-    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
-        f.write("\n".join(cfg_lines) + "\n")
-    return path
+        lines += crc_check(f"SDP_{i % 2}", i, layer["window"], crcs)
+    return finish_trace(path, name, lines)
 
 
 def _golden_crcs(cfg, path, n):
-    res = run_trace_golden(path, cfg)
-    if len(res.checks) != n:
-        return None, res.message or "incomplete"
-    return [c.actual for c in res.checks], None
+    """Golden CRCs of the ``n`` layers of the trace at ``path``: ``(crcs, None)``, or
+    ``(None, message)`` when the golden model rejects it."""
+    return random_traces.golden_crcs(cfg, path, n, golden_core)
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -761,26 +726,12 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
-    rng = np.random.default_rng(seed)
-    paths = []
-    rejected = []
-    while len(paths) < count:
-        try:
-            if rng.random() < two_layer_share:
-                layers = random_pair(cfg, rng, max_macs)
-            else:
-                layers = [random_program(cfg, rng, max_macs, 0)]
-        except _Redraw:
-            continue
-        name = f"{prefix}_{seed}_{len(paths):04d}"
-        path = write_trace(directory, name, layers)
-        crcs, err = _golden_crcs(cfg, path, len(layers))
-        if crcs is None:
-            rejected.append(err)
-            shutil.rmtree(path)
-            continue
-        write_trace(directory, name, layers, crcs)
-        paths.append(path)
+    def draw(rng):
+        if rng.random() < two_layer_share:
+            return random_pair(cfg, rng, max_macs)
+        return [random_program(cfg, rng, max_macs, 0)]
+    paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace,
+                                   golden_core)
     _REJECTS[:] = rejected
     return paths
 
@@ -804,12 +755,6 @@ def _base_layer(cfg, slot=0, **over):
     data = rng.integers(-20, 21, (spec["C"], spec["H"], spec["W"]))
     weights = rng.integers(-5, 6, (spec["K"], spec["C"], spec["kh"], spec["kw"]))
     return conv_layer(cfg, data=data, weights=weights, slot=slot, **spec)
-
-
-def _mutate(cfg, layer, block, reg, **fields):
-    r = Regs(register_map(cfg)[block])
-    r.words = layer["regs"][block]
-    r.set(reg, **fields)
 
 
 def _field(cfg, layer, block, reg, name):
@@ -999,7 +944,6 @@ def write_invalid_traces(cfg, directory: str) -> list:
     must fail with an error naming the field. Returns ``[(path, field)]``. The expected CRC of
     the offending layer is that of its untouched (all-zero) output window; a valid first layer
     of a two-layer case carries its golden CRC."""
-    import zlib
     out = []
     for name, mutate in INVALID_MUTATIONS.items():
         layers = [_base_layer(cfg)]
@@ -1007,7 +951,7 @@ def write_invalid_traces(cfg, directory: str) -> list:
         fld = mutate(cfg, layers)
         if fld is None:
             continue
-        crcs = [zlib.crc32(bytes(l["window"][1])) for l in layers]
+        crcs = [zero_crc(layer["window"]) for layer in layers]
         if len(layers) == 2:
             tmp = write_trace(directory, f"conv_invalid_{name}_first", layers[:1])
             crc0, err = _golden_crcs(cfg, tmp, 1)

@@ -26,20 +26,17 @@ a write outside the output changes the CRC. Layers are kept small for RTL simula
 
 from __future__ import annotations
 
-import os
-import shutil
-import zlib
-
 import numpy as np
 
 from arch.registers import register_map
 from sim.formats.common import align_up
 from sim.formats.feature import pack_feature
 
+from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
+                             Regs, crc_check, enables, finish_trace, golden_core, group_writes,
+                             random_ram as _ram, run_trace_golden, set_fields as _set,
+                             start_trace, write_invalid, write_random)
 from ..sdp import random_programs as sdp_random
-from ..sdp.random_programs import Regs, _dat_text
-from ..trace import parse_trace
-from ..trace_run import run_golden
 from .program import (AVERAGE, MAX, MIN, PdpProgramError, max_pass_width, out_size,
                       split_passes)
 
@@ -48,22 +45,7 @@ __all__ = ["pdp_layer", "random_layer", "random_split", "flying_layer", "write_t
            "run_trace_golden", "reject_log"]
 
 _BASES = {"src": 0x8000_0000, "dst": 0x9000_0000}
-_SLOT = 0x0040_0000            # address offset between the layers of one trace
-_GUARD = 64
-_MEM = {1: "pri_mem", 0: "sec_mem"}
-_BYTES = {0: 1, 1: 2}
 _PNAME = {0: "int8", 1: "int16"}
-
-
-def golden_core(cfg):
-    """A GoldenCore with the default units (PDP among them)."""
-    from ..core import GoldenCore
-    return GoldenCore(cfg)
-
-
-def run_trace_golden(path, cfg):
-    """Run a trace directory on the golden core."""
-    return run_golden(parse_trace(path, cfg), cfg, core=golden_core(cfg))
 
 
 # ------------------------------------------------------------------------------------------
@@ -194,10 +176,6 @@ def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), m
 # ------------------------------------------------------------------------------------------
 # Random layers
 # ------------------------------------------------------------------------------------------
-class _Redraw(Exception):
-    pass
-
-
 def random_split(rng, W, Wo, kw, sw, pl, pr, limit, force=False):
     """A legal split-width setting for a layer (or None): ``(SPLIT_NUM, in widths, out
     widths)`` with every pass at most ``limit`` outputs wide."""
@@ -279,10 +257,6 @@ def _pad_values(rng, prec, method):
     return tuple((n * v) & 0x7FFFF for n in range(1, 8))
 
 
-def _ram(cfg, rng):
-    return int(rng.random() < 0.7) if cfg.sramif else 1
-
-
 def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, prec=None,
                  int8_only=False, **over) -> dict:
     """One random valid PDP layer (:func:`pdp_layer` dict); ``flying`` for the PDP half of an
@@ -356,19 +330,7 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     layer on, layer i waits for layer i - 2's interrupt before reusing its group) as the trace
     directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown). Returns
     its path."""
-    path = os.path.join(directory, name)
-    os.makedirs(path, exist_ok=True)
-    lines = []
-    out = lines.append
-    for i, layer in enumerate(layers):
-        for j, (addr, data, ram) in enumerate(layer["images"]):
-            fname = f"l{i}_m{j}.dat"
-            with open(os.path.join(path, fname), "w") as f:
-                f.write(_dat_text(data))
-            out(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
-            out(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
-        waddr, wsize, wram = layer["window"]
-        out(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+    path, lines = start_trace(directory, name, layers)
     sdp_group = rdma_group = 0           # SDP and PDP_RDMA ping-pong on their own
     notes = []                           # per layer: its interrupt waits and check
     for i, layer in enumerate(layers):
@@ -382,37 +344,19 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
         for block in order:
             grp = sdp_group if block.startswith("SDP") else \
                 rdma_group if block == "PDP_RDMA" else g
-            out(f"reg_write(NVDLA_{block}.S_POINTER_0, {grp:#x});")
-            for reg, word in regs[block].items():
-                out(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
+            lines += group_writes(block, grp, regs[block])
         # the consumer first: PDP, then its source (PDP_RDMA, or SDP_RDMA and SDP)
-        enables = ("PDP", "SDP_RDMA", "SDP") if "SDP" in regs else ("PDP", "PDP_RDMA")
-        for block in enables:
-            out(f"reg_write(NVDLA_{block}.D_OP_ENABLE_0, 0x1);")
+        lines += enables("PDP", *(("SDP_RDMA", "SDP") if "SDP" in regs else ("PDP_RDMA",)))
         if "PDP_RDMA" in regs:
             rdma_group ^= 1
         if "SDP" in regs:
             note.append(f"intr_notify(SDP_{sdp_group}, sync_sdp_{i});")
             note.append(f"check_nothing(sync_sdp_{i});")
             sdp_group ^= 1
-        waddr, wsize, wram = layer["window"]
-        crc = crcs[i] if crcs else 0
-        note.append(f"intr_notify(PDP_{g}, sync_id_{i});")
-        note.append(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, "
-                    f"{crc:#010x});")
+        note += crc_check(f"PDP_{g}", i, layer["window"], crcs)
     for note in notes[max(len(layers) - 2, 0):]:
         lines.extend(note)
-    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def _golden_crcs(cfg, path, n):
-    res = run_trace_golden(path, cfg)
-    crc_checks = [c for c in res.checks]
-    if len(crc_checks) != n or not all(c.sync_id.startswith("sync_id") for c in crc_checks):
-        return None, res.message or "incomplete"
-    return [c.actual for c in crc_checks], None
+    return finish_trace(path, name, lines)
 
 
 _REJECTS: list = []
@@ -433,26 +377,13 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
     draws int8 layers only, also on builds whose data types include int16 (for the RTL,
     which pools int8 only and rejects int16)."""
-    rng = np.random.default_rng(seed)
-    paths, rejected = [], []
-    while len(paths) < count:
+    def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
-        try:
-            layers = [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
-                      if rng.random() < flying_share else
-                      random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only)
-                      for i in range(n)]
-        except _Redraw:
-            continue
-        name = f"{prefix}_{seed}_{len(paths):04d}"
-        path = write_trace(directory, name, layers)
-        crcs, err = _golden_crcs(cfg, path, n)
-        if crcs is None:
-            rejected.append(err)
-            shutil.rmtree(path)
-            continue
-        write_trace(directory, name, layers, crcs)
-        paths.append(path)
+        return [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
+                if rng.random() < flying_share else
+                random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only)
+                for i in range(n)]
+    paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace)
     _REJECTS[:] = rejected
     return paths
 
@@ -469,12 +400,6 @@ def _base_layer(cfg, **over):
     spec.update(over)
     data = rng.integers(-128, 128, (spec["C"], spec["H"], spec["W"]))
     return pdp_layer(cfg, data=data, **spec)
-
-
-def _set(cfg, layer, block, reg, **fields):
-    r = Regs(register_map(cfg)[block])
-    r.words = layer["regs"][block]
-    r.set(reg, **fields)
 
 
 def _m_kernel_too_large(cfg, layer):
@@ -608,12 +533,4 @@ def write_invalid_traces(cfg, directory: str) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
     must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC
     is that of the untouched (all-zero) output window."""
-    out = []
-    for name, mutate in INVALID_MUTATIONS.items():
-        layer = _base_layer(cfg)
-        fld = mutate(cfg, layer)
-        if fld is None:
-            continue
-        crc = zlib.crc32(bytes(layer["window"][1]))
-        out.append((write_trace(directory, f"pdp_invalid_{name}", [layer], [crc]), fld))
-    return out
+    return write_invalid(cfg, directory, "pdp", INVALID_MUTATIONS, _base_layer, write_trace)

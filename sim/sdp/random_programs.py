@@ -18,47 +18,19 @@ check is the all-zero destination window.
 
 from __future__ import annotations
 
-import os
-import shutil
-import zlib
-
 import numpy as np
 
 from arch.registers import register_map
 
-from ..trace import parse_trace
-from ..trace_run import run_golden
+from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Regs,
+                             crc_check, enables, finish_trace, group_writes, random_ram,
+                             start_trace, write_invalid, write_random)
 
 __all__ = ["random_program", "write_trace", "write_random_traces", "write_invalid_traces",
            "INVALID_MUTATIONS", "Regs"]
 
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
           "dst": 0x9000_0000}
-_GUARD = 64
-_SLOT = 0x0040_0000           # address offset between the layers of one trace
-_MEM = {1: "pri_mem", 0: "sec_mem"}
-_BYTES = {0: 1, 1: 2}           # INT8, INT16
-
-
-class Regs:
-    """Register words of one block, built field by field from the register table."""
-
-    def __init__(self, block):
-        self.block = block
-        self.words = {}
-
-    def set(self, reg, **fields):
-        r = self.block[reg]
-        word = self.words.get(reg, r.reset)
-        for name, value in fields.items():
-            f = r[name]
-            word = (word & ~f.mask) | ((int(value) << f.lsb) & f.mask)
-        self.words[reg] = word
-
-    def addr(self, reg, value):
-        """An address/stride register holding a byte value (low bits dropped by the field)."""
-        r = self.block[reg]
-        self.words[reg] = int(value) & r.mask()
 
 
 def _pick(rng, *options, p=None):
@@ -107,12 +79,8 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
     def extent(line, surf):
         return W * H * surfaces * atom if (W == 1 and H == 1) else surfaces * surf
 
-    def ram():
-        """RAM type of one surface: MC (1), or CV (0) on builds with an SRAMIF."""
-        return int(rng.random() < 0.7) if cfg.sramif else 1
-
     images = []
-    src_ram, dst_ram = ram(), ram()
+    src_ram, dst_ram = random_ram(cfg, rng), random_ram(cfg, rng)
     src_off = atom * int(rng.integers(0, 64))
     src_line, src_surf = strides()
     src = bases["src"] + src_off
@@ -206,7 +174,7 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
         use = 2 if alu_mem and mul_mem else (1 if alu_mem else 0)
         size = int(rng.integers(0, 2))
         per_element = rng.random() < 0.5
-        op_ram = ram()
+        op_ram = random_ram(cfg, rng)
         rdma.set(reg, **{f"{dma}RDMA_DISABLE": 0, f"{dma}RDMA_DATA_USE": use,
                          f"{dma}RDMA_DATA_SIZE": size, f"{dma}RDMA_DATA_MODE": int(per_element),
                          f"{dma}RDMA_RAM_TYPE": op_ram})
@@ -246,56 +214,17 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
 # ------------------------------------------------------------------------------------------
 # Trace files
 # ------------------------------------------------------------------------------------------
-def _dat_text(data: np.ndarray) -> str:
-    out = ["{"]
-    for off in range(0, data.size, 32):
-        chunk = data[off:off + 32]
-        out.append(f"{{offset:{off:#x}, size:{chunk.size}, payload:"
-                   + " ".join(f"0x{b:02x}" for b in chunk.tolist()) + "} ,")
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
 def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     """Write ``layers`` (programs of :func:`random_program`, group 0, 1, 0, ...) as the trace
     directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown)."""
-    path = os.path.join(directory, name)
-    os.makedirs(path, exist_ok=True)
-    lines = []
+    path, lines = start_trace(directory, name, layers)
     for i, prog in enumerate(layers):
-        for j, (addr, data, ram) in enumerate(prog["images"]):
-            fname = f"l{i}_m{j}.dat"
-            with open(os.path.join(path, fname), "w") as f:
-                f.write(_dat_text(data))
-            lines.append(f"mem_init({_MEM[ram]}, {addr:#x}, {data.size:#x}, ALL_ZERO);")
-            lines.append(f'mem_load({_MEM[ram]}, {addr:#x}, "{fname}");')
-        waddr, wsize, wram = prog["window"]
-        lines.append(f"mem_init({_MEM[wram]}, {waddr:#x}, {wsize:#x}, ALL_ZERO);")
+        lines += group_writes("SDP", i % 2, prog["sdp"])
+        lines += group_writes("SDP_RDMA", i % 2, prog["rdma"])
+        lines += enables("SDP", "SDP_RDMA")
     for i, prog in enumerate(layers):
-        g = i % 2
-        for block, key in (("SDP", "sdp"), ("SDP_RDMA", "rdma")):
-            lines.append(f"reg_write(NVDLA_{block}.S_POINTER_0, {g:#x});")
-            for reg, word in prog[key].items():
-                lines.append(f"reg_write(NVDLA_{block}.{reg}_0, {word:#x});")
-        lines.append("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);")
-        lines.append("reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);")
-    for i, prog in enumerate(layers):
-        lines.append(f"intr_notify(SDP_{i % 2}, sync_id_{i});")
-        waddr, wsize, wram = prog["window"]
-        crc = crcs[i] if crcs else 0
-        lines.append(f"check_crc(sync_id_{i}, {_MEM[wram]}, {waddr:#x}, {wsize:#x}, "
-                     f"{crc:#010x});")
-    with open(os.path.join(path, f"{name}.cfg"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def _golden_crcs(cfg, path, layers):
-    """Run the trace on the golden model; returns (crcs, error message or None)."""
-    res = run_golden(parse_trace(path, cfg), cfg)
-    if len(res.checks) != layers:        # a layer was rejected or never finished
-        return None, res.message or "incomplete"
-    return [c.actual for c in res.checks], None
+        lines += crc_check(f"SDP_{i % 2}", i, prog["window"], crcs)
+    return finish_trace(path, name, lines)
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -304,20 +233,10 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
 
     Programs the golden model rejects are redrawn (the generator is constrained, not exact).
     """
-    rng = np.random.default_rng(seed)
-    paths = []
-    while len(paths) < count:
+    def draw(rng):
         n_layers = 2 if rng.random() < two_layer_share else 1
-        layers = [random_program(cfg, rng, max_elems, slot=i) for i in range(n_layers)]
-        name = f"sdp_random_{seed}_{len(paths):04d}"
-        path = write_trace(directory, name, layers)
-        crcs, err = _golden_crcs(cfg, path, n_layers)
-        if crcs is None:
-            shutil.rmtree(path)
-            continue
-        write_trace(directory, name, layers, crcs)
-        paths.append(path)
-    return paths
+        return [random_program(cfg, rng, max_elems, slot=i) for i in range(n_layers)]
+    return write_random(cfg, directory, count, seed, "sdp_random", draw, write_trace)[0]
 
 
 # ------------------------------------------------------------------------------------------
@@ -373,14 +292,9 @@ def write_invalid_traces(cfg, directory: str, seed: int = 0) -> list:
     must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC
     is that of the untouched (all-zero) destination window."""
     rng = np.random.default_rng(seed)
-    rmap = register_map(cfg)
-    out = []
-    for name, mutate in INVALID_MUTATIONS.items():
+
+    def base(cfg):
         prog = random_program(cfg, rng, 400)
-        prog = {**prog, "sdp": dict(prog["sdp"]), "rdma": dict(prog["rdma"])}
-        fld = mutate(cfg, prog, rmap)
-        if fld is None:
-            continue
-        crc = zlib.crc32(bytes(prog["window"][1]))
-        out.append((write_trace(directory, f"sdp_invalid_{name}", [prog], [crc]), fld))
-    return out
+        return {**prog, "sdp": dict(prog["sdp"]), "rdma": dict(prog["rdma"])}
+    return write_invalid(cfg, directory, "sdp", INVALID_MUTATIONS, base, write_trace,
+                         register_map(cfg))

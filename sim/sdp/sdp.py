@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..lut import select_table
+from ..lut import LutParams, bit_length, select_table
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -240,57 +240,6 @@ def y_stage(data, alu_operand, mul_operand, st: YStage):
 # =========================================================================================
 # LUT
 # =========================================================================================
-@dataclass(frozen=True)
-class LutParams:
-    """LUT configuration from the SDP single-group registers (signed fields sign-extended)."""
-    le_linear: bool = False            #: S_LUT_CFG.LUT_LE_FUNCTION (EXPONENT=0, LINEAR=1)
-    uflow_priority_lo: bool = False    #: which table wins when both underflow (LE=0, LO=1)
-    oflow_priority_lo: bool = False    #: ... both overflow
-    hybrid_priority_lo: bool = False   #: ... both hit, or one under- and one overflows
-    le_index_offset: int = 0           #: signed 8 bits (exponent mode)
-    le_index_select: int = 0           #: signed 8 bits (linear mode)
-    lo_index_select: int = 0           #: signed 8 bits
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_uflow_scale: int = 0            #: signed 16 bits
-    le_oflow_scale: int = 0
-    lo_uflow_scale: int = 0
-    lo_oflow_scale: int = 0
-    le_uflow_shift: int = 0            #: signed 5 bits (negative shifts left)
-    le_oflow_shift: int = 0
-    lo_uflow_shift: int = 0
-    lo_oflow_shift: int = 0
-
-    @classmethod
-    def from_view(cls, sdp) -> "LutParams":
-        cfg, info = sdp.S_LUT_CFG, sdp.S_LUT_INFO
-        les, los = sdp.S_LUT_LE_SLOPE_SCALE, sdp.S_LUT_LO_SLOPE_SCALE
-        lesh, losh = sdp.S_LUT_LE_SLOPE_SHIFT, sdp.S_LUT_LO_SLOPE_SHIFT
-        return cls(
-            le_linear=bool(cfg.LUT_LE_FUNCTION),
-            uflow_priority_lo=bool(cfg.LUT_UFLOW_PRIORITY),
-            oflow_priority_lo=bool(cfg.LUT_OFLOW_PRIORITY),
-            hybrid_priority_lo=bool(cfg.LUT_HYBRID_PRIORITY),
-            le_index_offset=sign_extend(info.LUT_LE_INDEX_OFFSET, 8),
-            le_index_select=sign_extend(info.LUT_LE_INDEX_SELECT, 8),
-            lo_index_select=sign_extend(info.LUT_LO_INDEX_SELECT, 8),
-            le_start=sign_extend(sdp.S_LUT_LE_START.LUT_LE_START, 32),
-            le_end=sign_extend(sdp.S_LUT_LE_END.LUT_LE_END, 32),
-            lo_start=sign_extend(sdp.S_LUT_LO_START.LUT_LO_START, 32),
-            lo_end=sign_extend(sdp.S_LUT_LO_END.LUT_LO_END, 32),
-            le_uflow_scale=sign_extend(les.LUT_LE_SLOPE_UFLOW_SCALE, 16),
-            le_oflow_scale=sign_extend(les.LUT_LE_SLOPE_OFLOW_SCALE, 16),
-            lo_uflow_scale=sign_extend(los.LUT_LO_SLOPE_UFLOW_SCALE, 16),
-            lo_oflow_scale=sign_extend(los.LUT_LO_SLOPE_OFLOW_SCALE, 16),
-            le_uflow_shift=sign_extend(lesh.LUT_LE_SLOPE_UFLOW_SHIFT, 5),
-            le_oflow_shift=sign_extend(lesh.LUT_LE_SLOPE_OFLOW_SHIFT, 5),
-            lo_uflow_shift=sign_extend(losh.LUT_LO_SLOPE_UFLOW_SHIFT, 5),
-            lo_oflow_shift=sign_extend(losh.LUT_LO_SLOPE_OFLOW_SHIFT, 5),
-        )
-
-
 def _difference_from_start(x, start):
     """Unsigned 32-bit ``x - start`` (0 when underflowing) and the underflow flag x <= start."""
     x = np.asarray(x, dtype=np.int64)
@@ -324,17 +273,6 @@ def lut_index_linear(x, start: int, index_select: int, depth: int):
     return np.where(over, depth - 1, index), frac, under, over
 
 
-def _bit_length(v):
-    """Position of the highest set bit + 1 of non-negative int64 values (0 for 0)."""
-    v = np.asarray(v, dtype=np.int64)
-    n = np.zeros(v.shape, dtype=np.int64)
-    for step in (32, 16, 8, 4, 2, 1):
-        big = (v >> step) > 0
-        n = np.where(big, n + step, n)
-        v = np.where(big, v >> step, v)
-    return n + (v > 0)
-
-
 def lut_index_exponent(x, start: int, index_offset: int, depth: int):
     """Exponent table index ``floor(log2(x - start)) - LE_INDEX_OFFSET``.
 
@@ -345,8 +283,8 @@ def lut_index_exponent(x, start: int, index_offset: int, depth: int):
     """
     diff, under = _difference_from_start(x, start)
     negative = diff >= (1 << 31)
-    leading_ones = 32 - _bit_length(np.where(negative, diff ^ 0xFFFFFFFF, 0))
-    log2 = np.where(negative, 31 - leading_ones, _bit_length(diff) - 1)
+    leading_ones = 32 - bit_length(np.where(negative, diff ^ 0xFFFFFFFF, 0))
+    log2 = np.where(negative, 31 - leading_ones, bit_length(diff) - 1)
     log2 = np.where(under | (diff == 0), 0, log2)
     log2_9 = log2 & 0x1FF                                   # the 9-bit index wire
     under = under | (log2_9 < index_offset)
