@@ -45,11 +45,11 @@ SPEED_TRACES = ["sdp_1x8192x1_pass_through_int8_0", "dc_32x26x76_6x3x76x16_int8_
 #: (label, option sets): each row changes one thing against the row named in its label.
 SWEEP = [
     ("before: -O3, x fast (C++ -O3, slow -O1)", ("O3", "xassign", "xinitial")),
-    ("C++ -O2", ("O3", "xassign", "xinitial", "cO2")),
-    ("C++ -O1", ("O3", "xassign", "xinitial", "cO1")),
-    ("C++ -O3, slow-path files -O0", ("O3", "xassign", "xinitial", "slowO0")),
-    ("split functions (--output-split-cfuncs)", ("O3", "xassign", "xinitial", "split")),
-    ("split + C++ -O2 + slow -O0", ("O3", "xassign", "xinitial", "split", "cO2", "slowO0")),
+    ("+ split functions (--output-split-cfuncs)", ("O3", "xassign", "xinitial", "split")),
+    ("+ split, slow-path files -O0", ("O3", "xassign", "xinitial", "split", "slowO0")),
+    ("+ split, slow -O0, C++ -O2", ("O3", "xassign", "xinitial", "split", "slowO0", "cO2")),
+    ("+ split, slow -O0, C++ -O1", ("O3", "xassign", "xinitial", "split", "slowO0", "cO1")),
+    ("C++ -O1 without split", ("O3", "xassign", "xinitial", "cO1")),
 ]
 
 

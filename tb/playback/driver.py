@@ -58,8 +58,8 @@ FLAGS = {
     "xassign": (["--x-assign", "fast"], {}),
     "xinitial": (["--x-initial", "fast"], {}),
     "threads2": (["--threads", "2"], {}),
-    "cO2": ([], {"OPT_FAST": "-O2", "OPT_GLOBAL": "-O2"}),
-    "cO1": ([], {"OPT_FAST": "-O1", "OPT_GLOBAL": "-O2"}),
+    "cO2": ([], {"OPT_FAST": "-O2"}),
+    "cO1": ([], {"OPT_FAST": "-O1"}),
     "slowO0": ([], {"OPT_SLOW": "-O0"}),
     "split": (["--output-split-cfuncs", "1000"], {}),
 }
@@ -67,7 +67,7 @@ FLAGS = {
 BASE_FLAGS = (["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0", "--x-initial", "0",
                "-O2"], {"OPT_FAST": "-Os", "OPT_GLOBAL": "-Os", "OPT_SLOW": ""})
 #: The options the default build uses.
-DEFAULT_OPTIONS = ("O3", "xassign", "xinitial")
+DEFAULT_OPTIONS = ("O3", "xassign", "xinitial", "split", "slowO0")
 #: Runtime-library objects of verilated.mk (VM_GLOBAL_FAST), cached across builds.
 RUNTIME_OBJECTS = ("verilated", "verilated_threads")
 
