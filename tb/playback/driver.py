@@ -252,6 +252,7 @@ def _runtime_save(obj: Path, rdir: Path):
         return
     rdir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=rdir.parent, prefix=".rt-"))
+    tmp.chmod(0o755)
     for f in files:
         shutil.copyfile(f, tmp / f.name)
     try:
