@@ -301,7 +301,7 @@ def build_harness(cfg, opts=DEFAULT_OPTIONS, log=None, jobs=None) -> Path:
     per its source, the Verilator runtime objects per Verilator, compiler and flags).
     ``log``: a callable given a line when a build starts and ends (its options, phases)."""
     from arch.toolchain import verilator_env
-    from tb.runner import BUILD, _Locked, _cfg_key, core_verilog
+    from tb.runner import BUILD, _Locked, _cfg_key, _source_digest, core_verilog
     try:
         env = dict(os.environ, **verilator_env())
     except RuntimeError as e:
@@ -309,35 +309,48 @@ def build_harness(cfg, opts=DEFAULT_OPTIONS, log=None, jobs=None) -> Path:
     args, make = build_flags(opts)
     tag = "-".join(opts) or "base"
     fkey = hashlib.sha1(json.dumps([args, sorted(make.items())]).encode()).hexdigest()[:6]
-    verilog, made_from, gen = core_verilog(cfg)
-    bdir = BUILD / _cfg_key(cfg, made_from) / "playback" / f"{tag}-{fkey}"
-    exe = bdir / "obj" / "nvdla_playback"
     hd = _harness_digest()
+
+    def where(digest):
+        bdir = BUILD / _cfg_key(cfg, digest) / "playback" / f"{tag}-{fkey}"
+        return bdir, bdir / "obj" / "nvdla_playback"
+
+    def ready(bdir, exe, stamp):
+        return stamp.exists() and exe.exists() and (bdir / ".harness").exists() \
+            and (bdir / ".harness").read_text() == hd
+
+    jobs = jobs or build_jobs()
+    bdir, exe = where(_source_digest())
     with _Locked(bdir) as stamp:
-        if stamp.exists() and (bdir / ".harness").exists() \
-                and (bdir / ".harness").read_text() == hd and exe.exists():
+        if ready(bdir, exe, stamp):
             return exe
-        jobs = jobs or build_jobs()
-        if log:
-            log(f"building the playback harness of {cfg.name}: {describe_options(opts, jobs)}")
-        t0 = time.perf_counter()
-        with open(bdir / "build.log", "a") as out:
-            if not stamp.exists():
-                rec = compile_model(cfg, bdir, verilog, opts, jobs, BUILD / "verilator-runtime",
-                                    env, out)
-                rec["phases"] = {"verilog": gen, **rec["phases"]}
-                rec["made_from"] = made_from
-                rec["seconds"] = round(time.perf_counter() - t0 + gen["wall"], 1)
-                (bdir / "build.json").write_text(json.dumps(rec, indent=1) + "\n")
-                stamp.write_text(f"ok {made_from} {rec['seconds']:.1f}s\n")
-            else:                                # only the harness changed: recompile it
-                shutil.copy(HERE / "harness.cpp", bdir / "harness.cpp")
+        if stamp.exists():                       # only the harness changed: recompile it
+            shutil.copy(HERE / "harness.cpp", bdir / "harness.cpp")
+            with open(bdir / "build.log", "a") as out:
                 _run(["make", "-C", "obj", "-f", "Vnvdla_core.mk", f"-j{jobs}",
                       *(f"{k}={v}" for k, v in make.items()), "nvdla_playback"], bdir, env,
                      out, "building the playback harness")
+            (bdir / ".harness").write_text(hd)
+            return exe
+    if log:
+        log(f"building the playback harness of {cfg.name}: {describe_options(opts, jobs)}")
+    t0 = time.perf_counter()
+    verilog, made_from, gen = core_verilog(cfg)
+    bdir, exe = where(made_from)
+    with _Locked(bdir) as stamp:
+        if ready(bdir, exe, stamp):
+            return exe
+        with open(bdir / "build.log", "a") as out:
+            rec = compile_model(cfg, bdir, verilog, opts, jobs, BUILD / "verilator-runtime",
+                                env, out)
+        rec["phases"] = {"verilog": gen, **rec["phases"]}
+        rec["made_from"] = made_from
+        rec["seconds"] = round(time.perf_counter() - t0, 1)
+        (bdir / "build.json").write_text(json.dumps(rec, indent=1) + "\n")
+        stamp.write_text(f"ok {made_from} {rec['seconds']:.1f}s\n")
         (bdir / ".harness").write_text(hd)
-        if log:
-            log(f"built in {time.perf_counter() - t0:.0f} s: {build_summary(exe)}")
+    if log:
+        log(f"built in {time.perf_counter() - t0:.0f} s: {build_summary(exe)}")
     return exe
 
 
