@@ -5,8 +5,8 @@
 
 The traces are parsed by :func:`sim.trace.parse_trace` (the one parser) and encoded into a
 batch file (:func:`encode_batch`; format in ``format.md``), which the compiled harness
-(``harness.cpp`` + the Verilated core, one build per configuration and Verilator options,
-cached by content under ``build/``) plays in one process, one trace after the other with a
+(``harness.cpp`` + the Verilated core, one build per configuration and build options,
+cached by content under ``build/``; :func:`build_harness`: phases, options, caches) plays in one process, one trace after the other with a
 core reset and fresh memories in between; results come back as JSON lines on its stdout.
 
 Options (those of the cocotb engine, same defaults and meaning): ``max_cycles``
