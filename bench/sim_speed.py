@@ -16,7 +16,8 @@ whose units the RTL has (``RTL_UNITS``) with ``-j`` processes, as ``nvdla trace 
 runs them.
 
 ``--sweep`` builds the harness with the Verilator options of ``tb.playback.driver.FLAGS``
-added one at a time (each build cached) and prints build time and cycles/s for each.
+added one at a time (each build cached) and prints build time and cycles/s for each; build
+time per phase and option: ``bench/build_time.py``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from arch.config import load_config  # noqa: E402
 from sim.trace import parse_trace  # noqa: E402
 from tb.playback.driver import (DEFAULT_OPTIONS, build_harness,  # noqa: E402
-                                build_seconds, run_playback_batch)
+                                build_seconds, build_summary, describe_options,
+                                run_playback_batch)
 from tb.trace_rtl import expected_to_pass, split_batches  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +91,7 @@ SWEEP = [
     ("+ x-assign fast", ("O3", "xassign")),
     ("+ x-initial fast", ("O3", "xassign", "xinitial")),
     ("+ threads 2", ("O3", "xassign", "xinitial", "threads2")),
+    ("+ split functions, slow -O0 (default)", ("O3", "xassign", "xinitial", "split", "slowO0")),
     ("baseline - public-flat-rw (no O3)", ()),
 ]
 
@@ -153,8 +156,8 @@ def main(argv=None):
         mo, mt = tot[0] / tot[1], tot[2] / tot[3]
         print(f"{'all (total cycles / total wall)':<36} {mo:>10.0f} {mt:>13.0f} "
               f"{mo / mt:>6.1f}   {tot[0]:>10} {tot[2]:>11}")
-    print(f"our build: {build_seconds(exe) or 0:.0f} s (model + harness, Verilator options "
-          f"{', '.join(DEFAULT_OPTIONS) or 'base'}; {built:.1f} s in this run, 0 when cached)")
+    print(f"our build: {build_seconds(exe) or 0:.0f} s ({build_summary(exe)}; {built:.1f} s "
+          f"in this run, 0 when cached)\n  options {describe_options()}")
     if not args.no_suite:
         wall, passed, n = suite(cfg, args.jobs)
         print(f"public nv_small traces on the RTL (RTL_UNITS): {n} traces, {passed} passed, "

@@ -21,15 +21,17 @@ import fcntl
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from arch.toolchain import verilator_env
 
-__all__ = ["ROOT", "build_dir", "generate_verilog", "simulator", "run_cocotb"]
+__all__ = ["ROOT", "build_dir", "core_verilog", "generate_verilog", "simulator", "run_cocotb"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("NVDLA_BUILD", ROOT / "build"))
@@ -162,6 +164,40 @@ def _compile(sim, bdir: Path, top_name: str, text: str, digest: str):
     (bdir / ".built").write_text(f"ok {digest}\n")
 
 
+def core_verilog(cfg, name: str = "nvdla_core"):
+    """(path of the core's Verilog for ``cfg`` as module ``name``, the source digest it came
+    from, {"wall", "cpu"} seconds its generation took in this call: 0 when cached).
+
+    Generated once per configuration and RTL sources (by :func:`_fresh_core_verilog`) and
+    shared by every build of them (Icarus, Verilator, the playback harness's option sets)
+    under ``build/<config>-<hash>-<sources>/verilog/``."""
+    def files(digest):
+        vdir = BUILD / _cfg_key(cfg, digest) / "verilog"
+        return vdir, vdir / f"{name}.v", vdir / f".{name}.built"
+
+    digest = _source_digest()
+    vdir, path, stamp = files(digest)
+    with _Locked(vdir):
+        if stamp.exists() and path.exists():
+            return path, digest, {"wall": 0.0, "cpu": 0.0}
+        r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        text, made_from = _fresh_core_verilog(cfg, name)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        took = {"wall": round(time.perf_counter() - t0, 2),
+                "cpu": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 2)}
+        if made_from == digest:
+            path.write_text(text)
+            stamp.write_text(f"ok {digest}\n")
+            return path, digest, took
+    # The sources changed since the key was taken: file it under those it came from.
+    vdir, path, stamp = files(made_from)
+    with _Locked(vdir):
+        if not (stamp.exists() and path.exists()):
+            path.write_text(text)
+            stamp.write_text(f"ok {made_from}\n")
+    return path, made_from, took
+
+
 def _build(cfg, sim, top_name: str, top=None) -> Path:
     """The directory of a finished build of the core of ``cfg`` (or ``top``) for ``sim``."""
     if top is not None:
@@ -173,20 +209,15 @@ def _build(cfg, sim, top_name: str, top=None) -> Path:
             if not stamp.exists():
                 _compile(sim, bdir, top_name, text, digest)
         return bdir
-    digest = _source_digest()
-    bdir = build_dir(cfg, sim, digest) / top_name
+    bdir = build_dir(cfg, sim, _source_digest()) / top_name
     with _Locked(bdir) as stamp:
         if stamp.exists():
             return bdir
-        text, made_from = _fresh_core_verilog(cfg, top_name)
-        if made_from == digest:
-            _compile(sim, bdir, top_name, text, digest)
-            return bdir
-    # The sources changed since the key was taken: file the build under those it came from.
+    path, made_from, _ = core_verilog(cfg, top_name)
     bdir = build_dir(cfg, sim, made_from) / top_name
     with _Locked(bdir) as stamp:
         if not stamp.exists():
-            _compile(sim, bdir, top_name, text, made_from)
+            _compile(sim, bdir, top_name, path.read_text(), made_from)
     return bdir
 
 

@@ -51,6 +51,31 @@ def _public(names):
     return [NV_SMALL / n for n in names]
 
 
+def test_build_options():
+    from tb.playback.driver import DEFAULT_OPTIONS, build_flags, describe_options
+    args, make = build_flags(("O3", "cO2", "slowO0"))
+    assert args[-1] == "-O3"                                # Verilator's own -O3
+    assert make == {"OPT_FAST": "-O2", "OPT_GLOBAL": "-O3", "OPT_SLOW": "-O0"}
+    assert "--output-split-cfuncs" in build_flags(DEFAULT_OPTIONS)[0]
+    assert describe_options(("split",), 2).startswith("[split] verilator ")
+    with pytest.raises(ValueError, match="unknown build option 'O9'"):
+        build_flags(("O9",))
+
+
+def test_build_record_and_runtime_cache():
+    """The cached build says how it was built, phase by phase, and left Verilator's runtime
+    objects in the shared cache for the next configuration."""
+    from tb.playback.driver import DEFAULT_OPTIONS, RUNTIME_OBJECTS, build_record
+    from tb.runner import BUILD
+    rec = build_record(_exe())
+    assert rec["options"] == list(DEFAULT_OPTIONS)
+    assert list(rec["phases"]) == ["verilog", "verilate", "compile"]
+    assert all(p["wall"] >= 0 and p["cpu"] >= 0 for p in rec["phases"].values())
+    assert rec["phases"]["compile"]["cpu"] > 0 and rec["runtime"] in ("built", "cached")
+    cached = {f.name for f in (BUILD / "verilator-runtime").glob("*/*.o")}
+    assert {f"{n}.o" for n in RUNTIME_OBJECTS} <= cached
+
+
 def test_engines_are_registered():
     assert ENGINES["rtl"] is trace_rtl.run_rtl_fast
     assert ENGINES["rtl-cocotb"] is trace_rtl.run_rtl

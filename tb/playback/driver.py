@@ -5,8 +5,8 @@
 
 The traces are parsed by :func:`sim.trace.parse_trace` (the one parser) and encoded into a
 batch file (:func:`encode_batch`; format in ``format.md``), which the compiled harness
-(``harness.cpp`` + the Verilated core, one build per configuration and Verilator options,
-cached by content under ``build/``) plays in one process, one trace after the other with a
+(``harness.cpp`` + the Verilated core, one build per configuration and build options,
+cached by content under ``build/``; :func:`build_harness`: phases, options, caches) plays in one process, one trace after the other with a
 core reset and fresh memories in between; results come back as JSON lines on its stdout.
 
 Options (those of the cocotb engine, same defaults and meaning): ``max_cycles``
@@ -21,9 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -35,8 +37,8 @@ from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, Ord
                        PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
 from sim.trace_run import CheckResult, EngineUnavailable, TraceResult
 
-__all__ = ["FLAGS", "PlaybackError", "encode_batch", "build_harness", "run_playback_batch",
-           "run_playback", "verilator_flags"]
+__all__ = ["FLAGS", "PlaybackError", "encode_batch", "build_harness", "compile_model",
+           "run_playback_batch", "run_playback", "verilator_flags", "describe_options"]
 
 HERE = Path(__file__).resolve().parent
 MAGIC = b"NVDLAPB1"
@@ -46,17 +48,28 @@ CMD = struct.Struct("<BBHIQQ")                       # 24 bytes
 OP_NOP, OP_WRITE, OP_POLL, OP_INTR, OP_MEM_INIT, OP_MEM_LOAD, OP_CHECK_CRC = range(7)
 MEMS = {"dbb": 0, "sram": 1}
 
-#: Verilator options of the harness build, by name (see README "Playback engine"): the
-#: baseline is the cocotb build's; each later one was measured on top of the previous.
+#: Build options by name: (Verilator arguments, make variables of the C++ compile of the
+#: Verilated model). A later option's make variables override an earlier one's. Measured one
+#: by one in README "Trace playback engine" (``python bench/build_time.py --sweep`` for build
+#: time per phase, ``python bench/sim_speed.py --sweep`` for speed).
 FLAGS = {
-    "public": ["--public-flat-rw"],
-    "O3": ["-O3", "-MAKEFLAGS", "OPT_FAST=-O3 OPT_GLOBAL=-O3 OPT_SLOW=-O1"],
-    "xassign": ["--x-assign", "fast"],
-    "xinitial": ["--x-initial", "fast"],
-    "threads2": ["--threads", "2"],
+    "public": (["--public-flat-rw"], {}),
+    "O3": (["-O3"], {"OPT_FAST": "-O3", "OPT_GLOBAL": "-O3", "OPT_SLOW": "-O1"}),
+    "xassign": (["--x-assign", "fast"], {}),
+    "xinitial": (["--x-initial", "fast"], {}),
+    "threads2": (["--threads", "2"], {}),
+    "cO2": ([], {"OPT_FAST": "-O2"}),
+    "cO1": ([], {"OPT_FAST": "-O1"}),
+    "slowO0": ([], {"OPT_SLOW": "-O0"}),
+    "split": (["--output-split-cfuncs", "1000"], {}),
 }
-#: The options the default build uses (the ones that paid).
-DEFAULT_OPTIONS = ("O3", "xassign", "xinitial")
+#: Options before any of FLAGS: Verilator's own and verilated.mk's defaults.
+BASE_FLAGS = (["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0", "--x-initial", "0",
+               "-O2"], {"OPT_FAST": "-Os", "OPT_GLOBAL": "-Os", "OPT_SLOW": ""})
+#: The options the default build uses.
+DEFAULT_OPTIONS = ("O3", "xassign", "xinitial", "split", "slowO0")
+#: Runtime-library objects of verilated.mk (VM_GLOBAL_FAST), cached across builds.
+RUNTIME_OBJECTS = ("verilated", "verilated_threads")
 
 
 class PlaybackError(RuntimeError):
@@ -138,14 +151,35 @@ def encode_batch(traces, cfg, **options) -> bytes:
 # --------------------------------------------------------------------------------------------
 # build
 # --------------------------------------------------------------------------------------------
-def verilator_flags(opts=DEFAULT_OPTIONS) -> list:
-    base = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0", "--x-initial", "0",
-            "-O2"]
+def build_flags(opts=DEFAULT_OPTIONS) -> tuple:
+    """(Verilator arguments, make variables) of the option sets ``opts`` (names of FLAGS)."""
+    args, make = list(BASE_FLAGS[0]), dict(BASE_FLAGS[1])
     for name in opts:
         if name not in FLAGS:
-            raise ValueError(f"unknown Verilator option set {name!r} ({', '.join(FLAGS)})")
-        base += FLAGS[name]
-    return base
+            raise ValueError(f"unknown build option {name!r} ({', '.join(FLAGS)})")
+        args += FLAGS[name][0]
+        make.update(FLAGS[name][1])
+    return args, make
+
+
+def verilator_flags(opts=DEFAULT_OPTIONS) -> list:
+    return build_flags(opts)[0]
+
+
+def describe_options(opts=DEFAULT_OPTIONS, jobs=None) -> str:
+    """One line naming the build's options (printed by the benches and ``nvdla trace``)."""
+    args, make = build_flags(opts)
+    mk = " ".join(f"{k}={v or repr('')}" for k, v in sorted(make.items()))
+    return (f"[{','.join(opts) or 'base'}] verilator {' '.join(args[3:])}; make {mk}"
+            + (f" -j{jobs}" if jobs else ""))
+
+
+def build_jobs() -> int:
+    """Parallel C++ compiles of a build: ``NVDLA_BUILD_JOBS`` or the machine's CPU count."""
+    try:
+        return max(1, int(os.environ.get("NVDLA_BUILD_JOBS") or 0) or os.cpu_count() or 1)
+    except ValueError:
+        return os.cpu_count() or 1
 
 
 def _harness_digest() -> str:
@@ -158,52 +192,183 @@ def _config_header(cfg) -> str:
             f"#define PB_SRAM_BYTES {cfg.sramif_width // 8}\n")
 
 
-def build_harness(cfg, opts=DEFAULT_OPTIONS, log=None) -> Path:
-    """The harness executable for ``cfg`` built with the Verilator option sets ``opts``
-    (cached: the model per Verilog text and options, the harness per its source)."""
+class _Phase:
+    """Wall and CPU seconds (of this process's waited-for children) of one build phase."""
+
+    def __init__(self, phases, name):
+        self.phases, self.name = phases, name
+
+    def __enter__(self):
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.t0, self.c0 = time.perf_counter(), r.ru_utime + r.ru_stime
+        return self
+
+    def __exit__(self, *exc):
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.phases[self.name] = {"wall": round(time.perf_counter() - self.t0, 2),
+                                  "cpu": round(r.ru_utime + r.ru_stime - self.c0, 2)}
+
+
+def _run(cmd, cwd, env, log, what):
+    log.write(" ".join(map(str, cmd)) + "\n")
+    log.flush()
+    r = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if r.returncode:
+        raise PlaybackError(f"{what} failed (log {log.name})")
+
+
+def _runtime_key(obj: Path, make: dict) -> str:
+    """Key of the Verilator runtime objects a model's makefiles would compile: the Verilator
+    installation, the compiler, OPT_GLOBAL and the VM_* switches that reach CPPFLAGS."""
     from arch.toolchain import verilator_env
-    from tb.runner import BUILD, _Locked, _cfg_key, _fresh_core_verilog, _source_digest
+    env = verilator_env()
+    h = hashlib.sha1()
+    h.update(env["VERILATOR_ROOT"].encode())
+    h.update((Path(env["VERILATOR_ROOT"]) / "include" / "verilated.mk").read_bytes())
+    h.update(subprocess.run(["c++", "--version"], capture_output=True).stdout)
+    h.update(json.dumps([make.get("OPT_GLOBAL"), make.get("CXXFLAGS")]).encode())
+    for mk in sorted(obj.glob("*.mk")):
+        for line in mk.read_text().splitlines():
+            if line.startswith(("VM_SC ", "VM_PROFC", "VM_C11", "VM_TIMING", "VM_COVERAGE",
+                                "VM_TRACE")):
+                h.update(line.encode())
+    return h.hexdigest()[:10]
+
+
+def _runtime_restore(obj: Path, rdir: Path) -> bool:
+    """Put cached runtime objects into ``obj``, newer than its makefiles (make keeps them)."""
+    files = [rdir / f"{n}{ext}" for n in RUNTIME_OBJECTS for ext in (".o", ".d")]
+    if not all(f.exists() for f in files):
+        return False
+    for f in files:
+        shutil.copyfile(f, obj / f.name)
+        os.utime(obj / f.name)
+    return True
+
+
+def _runtime_save(obj: Path, rdir: Path):
+    files = [obj / f"{n}{ext}" for n in RUNTIME_OBJECTS for ext in (".o", ".d")]
+    if rdir.exists() or not all(f.exists() for f in files):
+        return
+    rdir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=rdir.parent, prefix=".rt-"))
+    tmp.chmod(0o755)
+    for f in files:
+        shutil.copyfile(f, tmp / f.name)
+    try:
+        tmp.rename(rdir)
+    except OSError:                              # another build saved it first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compile_model(cfg, bdir: Path, verilog: Path, opts=DEFAULT_OPTIONS, jobs=None,
+                  runtime_cache: Path | None = None, env=None, log=None) -> dict:
+    """Verilate ``verilog`` (the core of ``cfg``) with ``harness.cpp`` in ``bdir`` and compile
+    it with make -j ``jobs``; returns the build record: options, per-phase wall and CPU
+    seconds ("verilate", "compile") and whether Verilator's runtime objects came from
+    ``runtime_cache`` (a directory; None: compiled in this build)."""
+    from arch.toolchain import verilator_env
+    env = env or dict(os.environ, **verilator_env())
+    if log is None:
+        with open(bdir / "build.log", "a") as out:
+            return compile_model(cfg, bdir, verilog, opts, jobs, runtime_cache, env, out)
+    jobs = jobs or build_jobs()
+    args, make = build_flags(opts)
+    shutil.copy(HERE / "harness.cpp", bdir / "harness.cpp")
+    (bdir / "playback_config.h").write_text(_config_header(cfg))
+    if verilog.resolve() != (bdir / "nvdla_core.v").resolve():
+        shutil.copyfile(verilog, bdir / "nvdla_core.v")
+    shutil.rmtree(bdir / "obj", ignore_errors=True)
+    rec = {"options": list(opts), "verilator": args, "make": make, "jobs": jobs, "phases": {}}
+    with _Phase(rec["phases"], "verilate"):
+        _run(["verilator", "--cc", "--exe", "--top-module", "nvdla_core", "-Mdir", "obj", "-o",
+              "nvdla_playback", *args, "nvdla_core.v", "harness.cpp"], bdir, env, log,
+             "verilating the core")
+    rdir = runtime_cache / _runtime_key(bdir / "obj", make) if runtime_cache else None
+    rec["runtime"] = "cached" if rdir and _runtime_restore(bdir / "obj", rdir) else "built"
+    with _Phase(rec["phases"], "compile"):
+        _run(["make", "-C", "obj", "-f", "Vnvdla_core.mk", f"-j{jobs}",
+              *(f"{k}={v}" for k, v in make.items()), "nvdla_playback"], bdir, env, log,
+             "compiling the playback harness")
+    if rdir and rec["runtime"] == "built":
+        _runtime_save(bdir / "obj", rdir)
+    return rec
+
+
+def build_harness(cfg, opts=DEFAULT_OPTIONS, log=None, jobs=None) -> Path:
+    """The harness executable for ``cfg`` built with the option sets ``opts`` (cached: the
+    Verilog per configuration and RTL sources, the model per Verilog and options, the harness
+    per its source, the Verilator runtime objects per Verilator, compiler and flags).
+    ``log``: a callable given a line when a build starts and ends (its options, phases)."""
+    from arch.toolchain import verilator_env
+    from tb.runner import BUILD, _Locked, _cfg_key, _source_digest, core_verilog
     try:
         env = dict(os.environ, **verilator_env())
     except RuntimeError as e:
         raise EngineUnavailable(str(e)) from None
-    flags = verilator_flags(opts)
+    args, make = build_flags(opts)
     tag = "-".join(opts) or "base"
-    fkey = hashlib.sha1(json.dumps(flags).encode()).hexdigest()[:6]
-    digest = _source_digest()
-    bdir = BUILD / _cfg_key(cfg, digest) / "playback" / f"{tag}-{fkey}"
-    exe = bdir / "obj" / "nvdla_playback"
+    fkey = hashlib.sha1(json.dumps([args, sorted(make.items())]).encode()).hexdigest()[:6]
     hd = _harness_digest()
+
+    def where(digest):
+        bdir = BUILD / _cfg_key(cfg, digest) / "playback" / f"{tag}-{fkey}"
+        return bdir, bdir / "obj" / "nvdla_playback"
+
+    def ready(bdir, exe, stamp):
+        return stamp.exists() and exe.exists() and (bdir / ".harness").exists() \
+            and (bdir / ".harness").read_text() == hd
+
+    jobs = jobs or build_jobs()
+    bdir, exe = where(_source_digest())
     with _Locked(bdir) as stamp:
-        if stamp.exists() and (bdir / ".harness").exists() \
-                and (bdir / ".harness").read_text() == hd and exe.exists():
+        if ready(bdir, exe, stamp):
             return exe
-        t0 = time.perf_counter()
-        shutil.copy(HERE / "harness.cpp", bdir / "harness.cpp")
-        (bdir / "playback_config.h").write_text(_config_header(cfg))
-        out = open(bdir / "build.log", "a")
-        if not stamp.exists():
-            text, made_from = _fresh_core_verilog(cfg, "nvdla_core")
-            (bdir / "nvdla_core.v").write_text(text)
-            cmd = ["verilator", "--cc", "--exe", "--build", "-j", "1", "--top-module",
-                   "nvdla_core", "-Mdir", "obj", "-o", "nvdla_playback", *flags,
-                   "-CFLAGS", f"-I{bdir}", "nvdla_core.v", "harness.cpp"]
-            out.write(" ".join(cmd) + "\n")
-            out.flush()
-            r = subprocess.run(["nice", "-n", "10", *cmd], cwd=bdir, env=env, stdout=out,
-                               stderr=subprocess.STDOUT)
-            if r.returncode:
-                raise PlaybackError(f"building the playback harness failed (log {bdir}/build.log)")
-            stamp.write_text(f"ok {made_from} {time.perf_counter() - t0:.1f}s\n")
-        else:                                    # only the harness changed: recompile it
-            r = subprocess.run(["nice", "-n", "10", "make", "-C", "obj", "-f",
-                                "Vnvdla_core.mk", "nvdla_playback"],
-                               cwd=bdir, env=env, stdout=out, stderr=subprocess.STDOUT)
-            if r.returncode:
-                raise PlaybackError(f"building the playback harness failed (log {bdir}/build.log)")
+        if stamp.exists():                       # only the harness changed: recompile it
+            shutil.copy(HERE / "harness.cpp", bdir / "harness.cpp")
+            with open(bdir / "build.log", "a") as out:
+                _run(["make", "-C", "obj", "-f", "Vnvdla_core.mk", f"-j{jobs}",
+                      *(f"{k}={v}" for k, v in make.items()), "nvdla_playback"], bdir, env,
+                     out, "building the playback harness")
+            (bdir / ".harness").write_text(hd)
+            return exe
+    if log:
+        log(f"building the playback harness of {cfg.name}: {describe_options(opts, jobs)}")
+    t0 = time.perf_counter()
+    verilog, made_from, gen = core_verilog(cfg)
+    bdir, exe = where(made_from)
+    with _Locked(bdir) as stamp:
+        if ready(bdir, exe, stamp):
+            return exe
+        with open(bdir / "build.log", "a") as out:
+            rec = compile_model(cfg, bdir, verilog, opts, jobs, BUILD / "verilator-runtime",
+                                env, out)
+        rec["phases"] = {"verilog": gen, **rec["phases"]}
+        rec["made_from"] = made_from
+        rec["seconds"] = round(time.perf_counter() - t0, 1)
+        (bdir / "build.json").write_text(json.dumps(rec, indent=1) + "\n")
+        stamp.write_text(f"ok {made_from} {rec['seconds']:.1f}s\n")
         (bdir / ".harness").write_text(hd)
-        out.close()
+    if log:
+        log(f"built in {time.perf_counter() - t0:.0f} s: {build_summary(exe)}")
     return exe
+
+
+def build_record(exe: Path) -> dict | None:
+    """The build record of ``exe`` (options, per-phase wall and CPU seconds), or None."""
+    try:
+        return json.loads((exe.parent.parent / "build.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def build_summary(exe: Path) -> str:
+    rec = build_record(exe)
+    if not rec:
+        return "no build record"
+    ph = ", ".join(f"{k} {v['wall']:.0f} s ({v['cpu']:.0f} s CPU)"
+                   for k, v in rec["phases"].items())
+    return f"{ph}; runtime objects {rec.get('runtime', '?')}"
 
 
 def build_seconds(exe: Path) -> float | None:
@@ -250,6 +415,10 @@ def _message(trace: Trace, d: dict) -> tuple:
     return checks, failures
 
 
+def _stderr(line):
+    print(f"nvdla playback: {line}", file=sys.stderr, flush=True)
+
+
 def run_playback_batch(traces, cfg, *, on_result=None, build_options=None, **options) -> list:
     """Run ``traces`` (Trace objects, trace directories or ``.cfg`` paths) in one harness
     process on the RTL of ``cfg``; returns one TraceResult per trace, in order."""
@@ -271,7 +440,7 @@ def run_playback_batch(traces, cfg, *, on_result=None, build_options=None, **opt
     if not parsed:
         return results
     exe = build_harness(cfg, tuple(build_options) if build_options is not None
-                        else DEFAULT_OPTIONS)
+                        else DEFAULT_OPTIONS, log=_stderr)
     blob = encode_batch([t for _, t in parsed], cfg, **options)
     with tempfile.TemporaryDirectory(prefix="nvdla-playback-") as work:
         path = Path(work) / "batch.bin"
