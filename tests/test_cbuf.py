@@ -85,3 +85,45 @@ def test_cbuf_random(name, cycles):
 def test_cbuf_verilog(name):
     text = verilog.convert(Cbuf(load_config(name)), name="cbuf")
     assert "module cbuf" in text
+
+
+@pytest.mark.parametrize("poison", [False, True])
+def test_cbuf_collision(poison):
+    """A read of the entry written in the same cycle: the old contents in simulation; with
+    ``poison_collisions`` their inverse (the block RAM's result is undefined), on that port
+    only, held until the port's next read."""
+    cfg = load_config("nv_small")
+    depth = cfg.cbuf_bank_depth
+    dut = Cbuf(cfg, poison_collisions=poison)
+    old, new = 0x0123456789ABCDEF, 0xFEDCBA9876543210
+    full = (1 << 64) - 1
+    e, f = 3 * depth + 5, 20 * depth + 7           # a data bank entry, a weight bank entry
+
+    async def tb(ctx):
+        ctx.set(dut.data_banks, 10)
+        ctx.set(dut.wr, {"en": 1, "addr": e, "data": old, "mask": 0xFF})
+        await ctx.tick()
+        ctx.set(dut.wr, {"en": 1, "addr": f, "data": old, "mask": 0xFF})
+        await ctx.tick()
+        # collide on the data port; the weight port reads another entry
+        ctx.set(dut.wr, {"en": 1, "addr": e, "data": new, "mask": 0xFF})
+        ctx.set(dut.dat_rd.en, 1)
+        ctx.set(dut.dat_rd.addr, e)
+        ctx.set(dut.wt_rd.en, 1)
+        ctx.set(dut.wt_rd.addr, f)
+        await ctx.tick()
+        ctx.set(dut.wr.en, 0)
+        ctx.set(dut.dat_rd.en, 0)
+        ctx.set(dut.wt_rd.en, 0)
+        for _ in range(2):                          # held while the port does not read
+            assert ctx.get(dut.dat_rd.data) == (old ^ full if poison else old)
+            assert ctx.get(dut.wt_rd.data) == old
+            await ctx.tick()
+        ctx.set(dut.dat_rd.en, 1)                   # the next read: the new contents
+        await ctx.tick()
+        assert ctx.get(dut.dat_rd.data) == new
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()

@@ -9,6 +9,11 @@ hand-made shapes that once hung the RTL: heavy top / bottom padding (output rows
 lines past the input), full data reuse after SKIP_DATA_RLS with a CSC height different from
 the fetch height, partial reuse. Every output value leaving CACC is checked, in SDP's input
 order (kernel group, line, position, channels T at a time).
+
+Builds whose CBUF banks drop the read-before-write guarantee (``no_rw_check``, one memory
+atom per entry: :mod:`hw.conv.cbuf`) run with ``poison_collisions``: a read of the entry
+written in the same cycle returns inverted data, so these tests fail if the pipeline ever
+uses such a read.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from amaranth.sim import Simulator
 
 from arch.config import load_config
 from arch.registers import register_map
+import hw.conv.conv
+from hw.conv.cbuf import Cbuf
 from hw.conv.conv import BLOCKS, ConvPipeline
 from hw.mem.dmaif import DmaInterfaces
 from sim.conv.cacc import deliver
@@ -35,6 +42,15 @@ from sim.memory import SparseMemory
 from sim.regs import GroupView
 from tb.axi_model import AxiMemoryModel
 from tb.sdp_unit import view_value
+
+
+def _cbuf(cfg):
+    return Cbuf(cfg, poison_collisions=cfg.memory_atom == cfg.cbuf_bank_width)
+
+
+@pytest.fixture(autouse=True)
+def poisoned_cbuf(monkeypatch):
+    monkeypatch.setattr(hw.conv.conv, "Cbuf", _cbuf)
 
 
 class Bench(Elaboratable):

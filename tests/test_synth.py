@@ -62,3 +62,26 @@ def test_synth_ecp5_small_design(tmp_path, capsys):
     assert r["clocks"] == {"posedge clk": 3}
     assert [m["memory"] for m in r["memories"]] == ["t.ram"]
     assert "total" in text and "bram" in text
+
+
+def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
+    """``--unit cbuf``: the CBUF's own Verilog, top ``cbuf``, its 32 nv_small banks marked
+    ``no_rw_check`` (Yosys itself is stubbed out here: the real run takes minutes)."""
+    import scripts.synth as synth
+    from scripts.cli import main
+    seen = {}
+
+    def fake(verilog, top, target, work):
+        seen.update(top=top, target=target, text=verilog.read_text())
+        return {"seconds": 0, "total": {"lut": 1}, "units": {}, "memories": [],
+                "memory_problems": [], "multipliers_inferred": {}, "clocks": {},
+                "gated_clocks": []}
+
+    monkeypatch.setattr(synth, "synthesize", fake)
+    assert main(["synth", "--config", "nv_small", "--unit", "cbuf", "--target", "ecp5",
+                 "--out", str(tmp_path / "w")]) == 0
+    assert seen["top"] == "cbuf" and seen["target"] == "ecp5"
+    assert "module cbuf(" in seen["text"] and "module nvdla_core" not in seen["text"]
+    assert seen["text"].count("(* no_rw_check") == 32
+    assert "nv_small-cbuf on ecp5" in capsys.readouterr().out
+    assert json.loads((tmp_path / "w" / "result.json").read_text())["config"] == "nv_small-cbuf"

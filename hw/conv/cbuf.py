@@ -20,10 +20,22 @@ Ports
                 read (its ``data`` is then undefined).
 
 Each bank has exactly one read port; its address comes from ``dat_rd`` or ``wt_rd`` by the
-bank's region, so both ports read every cycle without conflict. A read and a write of the same
-entry in one cycle return the old contents (read before write): a producer announces data
-(``dat_slices`` / ``wt_bytes`` of :class:`hw.conv.cdma.Cdma`) only the cycle after its last
-write is presented.
+bank's region, so both ports read every cycle without conflict. Each port's ``data`` is a
+binary multiplexer tree over the bank outputs, steered by the bank number of its last read
+(registered, 5 bits on nv_small).
+
+Read during write: a read and a write of the same entry in one cycle return the old contents
+(read before write): a producer announces data (``dat_slices`` / ``wt_bytes`` of
+:class:`hw.conv.cdma.Cdma`) only the cycle after its last write is presented. When an entry
+holds one memory atom (``memory_atom == cbuf_bank_width``, as nv_small), every write fills
+a whole entry that no reader uses before it is complete (the CSC's weight read-ahead past
+``wt_bytes`` is discarded), so the banks carry Yosys's ``no_rw_check`` attribute: on an FPGA
+such a read is then undefined, and Yosys does not emulate read-before-write across the two
+block RAM ports (about 135 LUT4 and 80 FF per bank on ECP5). Builds with several atoms per
+entry keep the emulation: the CSC may read a weight entry for its complete lanes while the
+next atom is written into its other lanes. ``Cbuf(cfg, poison_collisions=True)``
+(simulation only) returns the inverted contents for a read of the entry written in the same
+cycle; :mod:`tests.test_conv_pipeline` runs the nv_small pipeline with it.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -39,8 +51,9 @@ __all__ = ["Cbuf"]
 class Cbuf(wiring.Component):
     """``Cbuf(cfg)``: the banked convolution buffer (see the module docstring)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, poison_collisions=False):
         self._cfg = cfg
+        self._poison = poison_collisions
         super().__init__({
             "wr": In(cbuf_write_layout(cfg)),
             "dat_rd": In(cbuf_read_signature(cfg)),
@@ -48,7 +61,11 @@ class Cbuf(wiring.Component):
             "data_banks": In(6),
         })
         #: the bank memories (testbenches may peek at ``banks[b].data[row]``)
-        self.banks = [Memory(shape=cfg.cbuf_bank_width * 8, depth=cfg.cbuf_bank_depth, init=[])
+        # whole-entry writes (one memory atom per entry): no read of an entry being written
+        # is ever used, so the block RAMs need not read before write (module docstring)
+        attrs = {"no_rw_check": True} if cfg.memory_atom == cfg.cbuf_bank_width else {}
+        self.banks = [Memory(shape=cfg.cbuf_bank_width * 8, depth=cfg.cbuf_bank_depth, init=[],
+                             attrs=attrs)
                       for _ in range(cfg.cbuf_banks)]
 
     def elaborate(self, platform):
@@ -88,15 +105,23 @@ class Cbuf(wiring.Component):
             ]
             outs.append(rp.data)
 
-        d_data = Signal(bw * 8)
-        t_data = Signal(bw * 8)
-        with m.Switch(d_sel):
-            for b in range(nb):
-                with m.Case(b):
-                    m.d.comb += d_data.eq(outs[b])
-        with m.Switch(t_sel):
-            for b in range(nb):
-                with m.Case(b):
-                    m.d.comb += t_data.eq(outs[b])
-        m.d.comb += [self.dat_rd.data.eq(d_data), self.wt_rd.data.eq(t_data)]
+        # each port: a binary multiplexer tree over the bank outputs, steered by the
+        # registered bank number of its last read (one level per select bit)
+        def select(sel):
+            level = list(outs)
+            for bit in range(len(sel)):
+                level = [Mux(sel[bit], level[i + 1], level[i]) if i + 1 < len(level)
+                         else level[i] for i in range(0, len(level), 2)]
+            return level[0]
+
+        data = {"dat": select(d_sel), "wt": select(t_sel)}
+        if self._poison:
+            # simulation check: a read of the entry written in the same cycle returns its
+            # inverted contents, standing for the block RAM's undefined result
+            for name, port in (("dat", self.dat_rd), ("wt", self.wt_rd)):
+                hit = Signal(name=f"{name}_collided")
+                with m.If(port.en):
+                    m.d.sync += hit.eq(self.wr.en & (self.wr.addr == port.addr))
+                data[name] = Mux(hit, ~data[name], data[name])
+        m.d.comb += [self.dat_rd.data.eq(data["dat"]), self.wt_rd.data.eq(data["wt"])]
         return m

@@ -261,7 +261,11 @@ class ResponseBuffer(wiring.Component):
         apw = geom.atoms_per_word
         ptr_bits = _log2(depth)
 
-        m.submodules.mem = mem = Memory(shape=unsigned(geom.word_bits), depth=depth, init=[])
+        # no_rw_check: a read of the word being written is never used (a word counts in
+        # ``level`` two cycles after its write), so Yosys need not emulate read-before-write
+        # across the block RAM's ports (about 140 FF per buffer on ECP5)
+        m.submodules.mem = mem = Memory(shape=unsigned(geom.word_bits), depth=depth, init=[],
+                                        attrs={"no_rw_check": True})
         wp = mem.write_port(granularity=self._bus_width if bpw > 1 else None)
         rp = mem.read_port()
         m.submodules.ctx = ctx = SyncFIFOBuffered(width=context_layout(geom).size, depth=depth)
