@@ -14,7 +14,10 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
-    atoms), one masked CBUF write per atom.
+    atoms), one masked CBUF write per atom. With ``D_CVT_CFG.CVT_EN`` every byte of the atom
+    (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
+    the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages, one
+    atom per cycle); the CSC's pad values are not converted.
 
 Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
     The data reader and the data side of the CBUF write port belong to the image path: one
