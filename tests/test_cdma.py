@@ -86,7 +86,7 @@ def make_layer(cfg, rng, *, H=None, W=None, C=None, mode=None, big_weights=False
              ss=ss, grain=grain, E=E, need=need, rls=rng.randint(1, need), dbanks=dbanks,
              wbanks=wbanks, K=K, kh=kh, kw=kw, wc=wc, wbytes=K * kh * kw * wc,
              ram=1, wram=1, data_reuse=False, weight_reuse=False, skip_data_rls=False,
-             skip_weight_rls=False, mode=mode)
+             skip_weight_rls=False, mode=mode, cvt=None)
     if cfg.sramif:
         L["ram"], L["wram"] = rng.randint(0, 1), rng.randint(0, 1)
     L.update(flags)
@@ -109,7 +109,7 @@ def program(L):
         precision=INT8, in_precision=INT8, width=L["W"], height=L["H"], channels=L["C"],
         batches=1, base=L["base"], line_stride=L["ls"], surf_stride=L["ss"], batch_stride=0,
         line_packed=L["line_packed"], surf_packed=L["surf_packed"], ram_type=L["ram"],
-        grain=L["grain"], entries=L["E"], cvt=None, in_width=L["W"], in_height=L["need"],
+        grain=L["grain"], entries=L["E"], cvt=L["cvt"], in_width=L["W"], in_height=L["need"],
         in_channels=L["wc"], kernels=L["K"], kw=L["kw"], kh=L["kh"],
         byte_per_kernel=L["kw"] * L["kh"] * L["wc"], weight_bytes=L["wbytes"],
         weight_base=L["wbase"], weight_ram=L["wram"], stride_x=1, stride_y=1, dil_x=1,
@@ -157,6 +157,11 @@ def registers(cfg, L):
     setb("D_WEIGHT_BYTES", L["wbytes"])
     setf("D_BANK", DATA_BANK=L["dbanks"] - 1, WEIGHT_BANK=L["wbanks"] - 1)
     setf("D_PERF_ENABLE", DMA_EN=1)
+    if L["cvt"] is not None:
+        off, scale, trunc = L["cvt"]
+        setf("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=trunc)
+        setf("D_CVT_OFFSET", CVT_OFFSET=off & 0xFFFF)
+        setf("D_CVT_SCALE", CVT_SCALE=scale & 0xFFFF)
     return blk, words
 
 
@@ -329,6 +334,23 @@ def test_cdma_random_layers(name, count):
     stats = run_layers(cfg, layers, seed=3)
     assert all(s["log"] == ["data: fetched", "weights: fetched"] for s in stats)
     assert sum(s["dat_stall"] for s in stats) > 0       # D_PERF_DAT_READ_STALL counts
+
+
+def test_cdma_feature_convertor():
+    """The input convertor on feature input (every byte of every atom, cripple groups
+    included): negative, large and identity scales, truncation with ties, saturation both
+    ways, and a plain layer after them (the convertor is off again)."""
+    cfg = load_config("nv_small_256")
+    rng = random.Random(11)
+    A = cfg.memory_atom
+    cvts = [(-3, 37, 4), (100, -300, 3), (0, 1, 0), (-32768, 32767, 20), (5, 3, 1),
+            (17, 1000, 63)]
+    modes = ["plain", "packed", "grain", "1x1", "plain", "packed"]
+    layers = [make_layer(cfg, rng, mode=md, cvt=c) for md, c in zip(modes, cvts)]
+    layers.append(make_layer(cfg, rng, mode="plain", W=5, H=2, C=3 * A - 1, cvt=(9, -7, 2)))
+    layers.append(make_layer(cfg, rng, mode="plain"))
+    stats = run_layers(cfg, layers, seed=5)
+    assert all(s["log"] == ["data: fetched", "weights: fetched"] for s in stats)
 
 
 def test_cdma_reuse():

@@ -80,3 +80,61 @@ def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
+
+
+# -- the CDMA input convertor on feature input -------------------------------------------------
+# (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) and geometry: cripple channel tails (C off the memory
+# atom), padding with a pad value (inserted by the CSC, not converted), strides, a packed 1 x 1
+# cube, negative scales, truncation with ties, saturation both ways, a wide offset.
+CVT_LAYERS = [
+    dict(W=6, H=5, dC=3, K=5, kh=3, kw=3, pad=(1, 1, 1, 1), pad_value=0x35, cvt=(-3, -37, 4)),
+    dict(W=9, H=4, dC=-1, K=3, kh=2, kw=3, stride=(2, 1), cvt=(20, 300, 8)),
+    dict(W=4, H=3, dC=8, K=9, cvt=(1, 5, 1)),
+    dict(W=1, H=1, dC=22, K=4, cvt=(-40, -1000, 10)),
+    dict(W=5, H=6, dC=1, K=2, kh=2, kw=2, pad=(0, 1, 2, 0), pad_value=0xF0, cvt=(-200, 3, 0)),
+]
+
+
+def cvt_traces(cfg, directory):
+    """Feature layers with ``CVT_EN`` (golden CRCs) and the expected CRCs the same layers
+    would give without the convertor (to show the convertor changes the result)."""
+    import numpy as np
+
+    from sim.conv import random_programs as rp
+    rng = np.random.default_rng(31)
+    A = cfg.memory_atom
+    paths, plain = [], []
+    for i, spec in enumerate(CVT_LAYERS):
+        s = dict(spec)
+        dC = s.pop("dC")
+        C = 2 * A + dC
+        cvt = s.pop("cvt")
+        kh, kw = s.get("kh", 1), s.get("kw", 1)
+        data = rng.integers(-128, 128, (C, s["H"], s["W"]))
+        weights = rng.integers(-8, 9, (s["K"], C, kh, kw))
+        q = rp._convert(data, cvt)
+        rms = float(np.sqrt(np.mean(q.astype(np.float64) ** 2))) + 1
+        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - 6, 0, 16))
+        crcs = []
+        for name, c in ((f"conv_cvt_{i}", cvt), (f"conv_nocvt_{i}", None)):
+            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c, **s)
+            path = rp.write_trace(directory, name, [layer])
+            got, err = rp._golden_crcs(cfg, path, 1)
+            assert got is not None, err
+            crcs.append(got)
+            if c is not None:
+                rp.write_trace(directory, name, [layer], got)
+                paths.append(path)
+        plain.append(crcs)
+    return paths, plain
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256], ids=lambda c: c.name)
+def test_feature_input_convertor_rtl(tmp_path, cfg):
+    """CVT_EN on feature input: the RTL converts every byte the CDMA writes (the golden CRCs
+    differ from the same layers without the convertor, so an unconverted fetch fails)."""
+    paths, crcs = cvt_traces(cfg, str(tmp_path))
+    assert all(with_cvt != without for with_cvt, without in crcs)
+    _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=4, busy=0.3, latency=(1, 24)),
+           len(paths))

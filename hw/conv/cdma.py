@@ -14,7 +14,10 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
-    atoms), one masked CBUF write per atom.
+    atoms), one masked CBUF write per atom. With ``D_CVT_CFG.CVT_EN`` every byte of the atom
+    (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
+    the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages, one
+    atom per cycle); the CSC's pad values are not converted.
 
 Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
     The data reader and the data side of the CBUF write port belong to the image path: one
@@ -94,6 +97,7 @@ from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
 from .cdma_img import ImageFetch
 from .common import cbuf_write_layout
+from .convertor import AtomConvertor
 
 __all__ = ["Cdma", "csc_fields_layout"]
 
@@ -223,6 +227,12 @@ class Cdma(wiring.Component):
         m.submodules.img = imgf = ImageFetch(cfg)
         is_img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
         m.d.comb += imgf.regs.eq(R)
+        # feature input: the input convertor on every atom (hw.conv.convertor)
+        m.submodules.dat_cvt = dcv = AtomConvertor(g)
+        m.d.comb += [dcv.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
+                     dcv.offset.eq(R.D_CVT_OFFSET.CVT_OFFSET.as_signed()),
+                     dcv.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
+                     dcv.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
 
         # -- persistent reuse state --------------------------------------------------------
         kept_count = Signal(15)
@@ -414,7 +424,7 @@ class Cdma(wiring.Component):
         m.d.comb += wmask_atom.eq(Cat(*[wrem > i for i in range(ATOM)]))
 
         # -- the CBUF write port: data and weights alternate --------------------------------
-        ds, ws = dat_ser.o, wt_ser.o
+        ds, ws = dcv.o, wt_ser.o
         prio = Signal()                                  # 1: weights first
         take_d = Signal()
         take_w = Signal()
@@ -424,8 +434,11 @@ class Cdma(wiring.Component):
             d_valid.eq(Mux(is_img, iw.valid, ds.valid & d_active)),
             take_d.eq(d_valid & ~(ws.valid & w_active & prio)),
             take_w.eq(ws.valid & w_active & ~take_d),
-            ds.ready.eq(Mux(is_img, imgf.atoms.ready, take_d)), ws.ready.eq(take_w),
-            imgf.atoms.valid.eq(ds.valid & is_img), imgf.atoms.payload.eq(ds.payload),
+            ds.ready.eq(take_d & ~is_img), ws.ready.eq(take_w),
+            dat_ser.o.ready.eq(Mux(is_img, imgf.atoms.ready, dcv.i.ready)),
+            dcv.i.valid.eq(dat_ser.o.valid & ~is_img), dcv.i.payload.eq(dat_ser.o.payload),
+            imgf.atoms.valid.eq(dat_ser.o.valid & is_img),
+            imgf.atoms.payload.eq(dat_ser.o.payload),
             iw.ready.eq(take_d & is_img),
         ]
         with m.If(take_d | take_w):
@@ -493,7 +506,8 @@ class Cdma(wiring.Component):
             m.d.sync += self.wt_bytes.eq(wr_wbytes)
         with m.If(self.end):             # nothing is announced to the next layer before DECIDE
             m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
-        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy)
+        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy
+                                | dcv.busy)
 
         # -- layer end: the fetch is complete, nothing more to request ---------------------
         with m.If(finish):

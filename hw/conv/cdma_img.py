@@ -38,6 +38,7 @@ from arch.registers import register_map
 from ..mem.cube import atom_layout
 from ..mem.dma import DmaGeometry, cube_layout
 from ..regfile import fields_layout
+from .convertor import Convertor
 from .image import image_formats
 
 __all__ = ["ImageFetch", "image_write_layout"]
@@ -296,33 +297,20 @@ class ImageFetch(wiring.Component):
         for i in range(BW):
             m.d.sync += [e1_d[i].eq(lane_d[i]), e1_o[i].eq(lane_o[i])]
 
-        # -- E2: (d - o) x scale; E3: round, saturate ----------------------------------------
-        scale = R.D_CVT_SCALE.CVT_SCALE.as_signed()
-        trunc = R.D_CVT_CFG.CVT_TRUNCATE
+        # -- E2: (d - o) x scale; E3: round, saturate (hw.conv.convertor) -------------------
+        m.submodules.cvt = cvt = Convertor(BW)
+        m.d.comb += [cvt.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
+                     cvt.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
+                     cvt.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
+        for i in range(BW):
+            m.d.comb += [cvt.d[i].eq(e1_d[i]), cvt.o[i].eq(e1_o[i])]
         e2 = Signal(tok_l)
         e2_m = Signal(BW)
-        e2_p = [Signal(signed(36), name=f"e2_p{i}") for i in range(BW)]
-        e2_d = [Signal(8, name=f"e2_d{i}") for i in range(BW)]
-        m.d.sync += [e2.eq(e1), e2_m.eq(e1_m)]
-        for i in range(BW):
-            m.d.sync += [e2_p[i].eq((e1_d[i] - e1_o[i]) * scale), e2_d[i].eq(e1_d[i][:8])]
         e3 = Signal(tok_l)
         e3_m = Signal(BW)
+        m.d.sync += [e2.eq(e1), e2_m.eq(e1_m), e3.eq(e2), e3_m.eq(e2_m)]
         e3_b = Signal(BW * 8)
-        m.d.sync += [e3.eq(e2), e3_m.eq(e2_m)]
-        cvt_en = R.D_CVT_CFG.CVT_EN
-        for i in range(BW):
-            x = e2_p[i]
-            neg = x < 0
-            mag_in = Signal(36, name=f"e2_abs{i}")
-            m.d.comb += mag_in.eq(Mux(neg, -x, x))
-            half = (Const(1, 1) << trunc) >> 1
-            mag = Signal(37, name=f"e2_mag{i}")
-            m.d.comb += mag.eq((mag_in + half) >> trunc)
-            sat = Mux(neg, Mux(mag > 128, Const(0x80, 8), (-mag)[:8]),
-                      Mux(mag > 127, Const(0x7F, 8), mag[:8]))
-            m.d.sync += e3_b[i * 8:(i + 1) * 8].eq(
-                Mux(e2.kind == KIND_PAD, pad, Mux(cvt_en, sat, e2_d[i])))
+        m.d.comb += e3_b.eq(Mux(e3.kind == KIND_PAD, Cat(*[pad] * BW), cvt.q.as_value()))
         # -- E4: the packer -------------------------------------------------------------------
         acc = Signal(BW * 8)
         accm = Signal(BW)

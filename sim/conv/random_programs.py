@@ -14,7 +14,9 @@ saturating sums where the CBUF can hold a long enough dot product), D_BANK split
 two-layer programs sometimes reuse the CBUF: full data reuse (SKIP_DATA_RLS then DATA_REUSE),
 partial data reuse (layer 1 releases ``D_RELEASE`` lines, layer 2 fetches the next lines of
 the same tensor and convolves kept + new lines) and weight reuse (SKIP_WEIGHT_RLS then
-WEIGHT_REUSE).
+WEIGHT_REUSE). A quarter of the int8 layers that fetch their input enable the CDMA input
+convertor (``D_CVT_*``: offset, signed scale and truncate drawn so that most converted values
+stay inside int8); a layer that reuses data keeps the convertor of the layer that fetched it.
 
     paths = write_random_traces(cfg, out_dir, count=100, seed=1)   # golden CRCs included
     layer = conv_layer(cfg, W=5, H=4, C=3, K=2, kh=3, kw=3, data=..., weights=...)
@@ -35,7 +37,7 @@ import shutil
 import numpy as np
 
 from arch.registers import register_map
-from sim.formats.common import align_up, ceil_div
+from sim.formats.common import align_up, ceil_div, round_shift_right, saturate
 from sim.formats.feature import pack_feature
 from sim.formats.weight import pack_dc_weights
 
@@ -85,7 +87,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                line_extra=0, surf_extra=0, grain=1, banks=None, data_ram=1, weight_ram=1,
                dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
                emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
-               rls_slices=1, sdp=None, dst=None, cya=0) -> dict:
+               rls_slices=1, sdp=None, dst=None, cya=0, cvt=None) -> dict:
     """One direct-convolution layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
@@ -95,7 +97,8 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     after a partial data reuse). ``reuse`` = (DATA_REUSE, WEIGHT_REUSE, SKIP_DATA_RLS,
     SKIP_WEIGHT_RLS). ``sdp`` = (sdp words, sdp_rdma words or None, images) of the SDP stage
     (default: pass-through with output converter offset 0, scale 1, shift 0); ``dst`` =
-    (base, line, surf) of the output (default packed, after a guard band).
+    (base, line, surf) of the output (default packed, after a guard band); ``cvt`` =
+    (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) enables the CDMA input convertor (default off).
 
     Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
     "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
@@ -192,9 +195,14 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
     _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
     cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
-    cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
-    cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
-    cdma.set("D_CVT_SCALE", CVT_SCALE=1)
+    if cvt is None:
+        cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
+        cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
+        cdma.set("D_CVT_SCALE", CVT_SCALE=1)
+    else:
+        cdma.set("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt[2])
+        cdma.set("D_CVT_OFFSET", CVT_OFFSET=cvt[0] & 0xFFFF)
+        cdma.set("D_CVT_SCALE", CVT_SCALE=cvt[1] & 0xFFFF)
     cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
     cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
     cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
@@ -223,7 +231,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                 feature_base=fbase, line_extra=line_extra, surf_extra=surf_extra,
                 weight_base=wbase, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
                 macs=Wo * Ho * K * C * kh * kw, reuse=reuse, rls_slices=rls_slices,
-                dst=(dbase, dline, dsurf), dst_ram=dst_ram)
+                dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
 
@@ -492,10 +500,34 @@ def _banks(cfg, rng, dmin, wmin, tight):
     return d, w
 
 
-def _shift_for(C, kh, kw, dmode, wmode, prec):
-    """Rough bits of the layer's sums above the int8 output range."""
+def _random_cvt(rng, data, dmode):
+    """A random input convertor (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) for int8 feature
+    data: the gain ``|scale| / 2^truncate`` (either sign) and the offset keep most converted
+    values inside int8 (some saturate), truncations of 0..14 (with ties)."""
+    hi = 8 if dmode == "tame" else 128
+    trunc = int(rng.integers(0, 15))
+    gain = float(np.exp(rng.uniform(np.log(0.05), np.log(16.0 if dmode == "tame" else 1.5))))
+    scale = max(1, min(32767, int(round(gain * (1 << trunc)))))
+    if rng.random() < 0.4:
+        scale = -scale
+    off = int(rng.integers(-hi // 2, hi // 2 + 1))
+    if rng.random() < 0.1:                              # a wide offset: mostly saturated lanes
+        off = int(rng.integers(-32768, 32768))
+    return off, scale, trunc
+
+
+def _convert(data, cvt):
+    """The convertor on int8 values (as the golden CDMA applies it)."""
+    off, scale, trunc = cvt
+    return saturate(round_shift_right((np.asarray(data, np.int64) - off) * scale, trunc), 8)
+
+
+def _shift_for(C, kh, kw, dmode, wmode, prec, dsd=None):
+    """Rough bits of the layer's sums above the int8 output range (``dsd``: the data's
+    standard deviation when known, e.g. after the input convertor)."""
     sd = {"tame": 5.0, "extreme": 90.0, "full": 74.0}
-    mag = np.sqrt(C * kh * kw) * sd[dmode] * sd[wmode] * (256 if prec else 1)
+    mag = np.sqrt(C * kh * kw) * (sd[dmode] if dsd is None else max(dsd, 1.0)) * sd[wmode] \
+        * (256 if prec else 1)
     return max(0, int(np.log2(mag + 1)) - 6)
 
 
@@ -591,6 +623,14 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
             data = _values(rng, (C, H, W), prec, dmode)
     if saturating:
         data = np.full((C, H, W), -128)
+    # the CDMA input convertor on int8 feature data (kept slices were converted by the
+    # layer that fetched them: a reusing layer keeps its convertor)
+    cvt, dsd = None, None
+    if second and data_reuse:
+        cvt, dsd = prev["info"].get("cvt"), prev["info"].get("cvt_sd")
+    elif prec == 0 and not saturating and rng.random() < 0.25:
+        cvt = _random_cvt(rng, data, dmode)
+        dsd = float(np.sqrt(np.mean(_convert(data, cvt).astype(np.float64) ** 2)))
     in_h = csc_height if csc_height is not None else \
         (fetch_rows[1] if fetch_rows is not None else H)
     span_h = (kh - 1) * dilation[1] + 1
@@ -635,7 +675,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if Wo < 1 or Ho < 1:
         raise _Redraw()
     clip = 0 if saturating else int(rng.integers(0, 17))
-    shift = _shift_for(C, kh, kw, dmode, wmode, prec)
+    shift = _shift_for(C, kh, kw, dmode, wmode, prec, dsd)
     tame_out = rng.random() < 0.75
     if tame_out and not saturating:
         clip = min(16, int(rng.integers(0, shift + 1)))
@@ -650,7 +690,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         pad_value = int(rng.integers(-hi, hi)) & 0xFFFF
         if prec == 0 and rng.random() < 0.3:       # junk in the unused high byte
             pad_value = (pad_value & 0xFF) | (int(rng.integers(0, 256)) << 8)
-    return conv_layer(
+    layer = conv_layer(
         cfg, W=W, H=H if data is None else data.shape[1], C=C, K=K, kh=kh, kw=kw,
         stride=stride, dilation=dilation, pad=pad, pad_value=pad_value, clip=clip, prec=prec,
         data=data, weights=weights, line_extra=line_extra, surf_extra=surf_extra,
@@ -659,7 +699,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         prev["info"]["weight_ram"], dst_ram=_ram(cfg, rng), slot=slot,
         feature_base=feature_base, fetch_rows=fetch_rows, csc_height=csc_height,
         emit_feature=emit_feature, weight_base=weight_base, emit_weights=emit_weights,
-        reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya)
+        reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya,
+        cvt=cvt)
+    layer["info"]["cvt_sd"] = dsd
+    return layer
 
 
 REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",

@@ -1,0 +1,116 @@
+"""The CDMA input convertor (``D_CVT_CFG``, ``D_CVT_OFFSET``, ``D_CVT_SCALE``), shared by the
+feature path (:class:`hw.conv.cdma.Cdma`; golden :func:`sim.conv.cdma.fetch_feature`) and the
+image path (:class:`hw.conv.cdma_img.ImageFetch`; golden :func:`sim.conv.image.fetch_image`).
+
+Per lane, int8 processing: ``saturate(round((d - o) * CVT_SCALE / 2^CVT_TRUNCATE), 8)`` with
+``CVT_SCALE`` signed and the rounding ties away from zero; without ``CVT_EN`` the lane passes
+``d``'s low byte unchanged.
+
+:class:`Convertor` is the arithmetic: ``LATENCY`` = 2 register stages ((d - o) x scale, then
+round and saturate), advanced when ``en``. :class:`AtomConvertor` wraps it for a stream of
+memory atoms (every byte a signed int8 element): one atom per cycle, stalling as a whole
+when its output is not taken.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..mem.cube import atom_layout
+
+__all__ = ["Convertor", "AtomConvertor"]
+
+
+class Convertor(wiring.Component):
+    """``Convertor(lanes, d_width=18, o_width=16)``: ``lanes`` lanes of the input convertor.
+
+    Ports: ``en`` (advance the pipeline; 1 unless driven), ``cvt_en``, ``scale`` (signed
+    ``CVT_SCALE``), ``trunc`` (``CVT_TRUNCATE``), per lane ``d`` (the element, signed) and
+    ``o`` (its offset, signed); ``q`` the lanes' bytes ``LATENCY`` advancing cycles later.
+    ``cvt_en`` / ``scale`` / ``trunc`` are read in the stage that uses them (hold them while
+    data is in flight)."""
+
+    LATENCY = 2
+
+    def __init__(self, lanes, *, d_width=18, o_width=16):
+        self._lanes = lanes
+        self._dw, self._ow = d_width, o_width
+        super().__init__({
+            "en": In(1, init=1),
+            "cvt_en": In(1),
+            "scale": In(signed(16)),
+            "trunc": In(6),
+            "d": In(data.ArrayLayout(signed(d_width), lanes)),
+            "o": In(data.ArrayLayout(signed(o_width), lanes)),
+            "q": Out(data.ArrayLayout(8, lanes)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        pw = max(self._dw, self._ow) + 1 + 16                # (d - o) x scale
+        trunc = self.trunc
+        half = (Const(1, 1) << trunc) >> 1
+        for i in range(self._lanes):
+            # stage 1: (d - o) x scale, and d's low byte for the bypass
+            p = Signal(signed(pw), name=f"prod{i}")
+            low = Signal(8, name=f"low{i}")
+            with m.If(self.en):
+                m.d.sync += [p.eq((self.d[i] - self.o[i]) * self.scale),
+                             low.eq(self.d[i][:8])]
+            # stage 2: round by the truncate shift (ties away from zero), saturate to int8
+            neg = p < 0
+            mag_in = Signal(pw, name=f"abs{i}")
+            m.d.comb += mag_in.eq(Mux(neg, -p, p))
+            mag = Signal(pw + 1, name=f"mag{i}")
+            m.d.comb += mag.eq((mag_in + half) >> trunc)
+            sat = Mux(neg, Mux(mag > 128, Const(0x80, 8), (-mag)[:8]),
+                      Mux(mag > 127, Const(0x7F, 8), mag[:8]))
+            with m.If(self.en):
+                m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat, low))
+        return m
+
+
+class AtomConvertor(wiring.Component):
+    """``AtomConvertor(geom)``: the convertor on a stream of memory atoms (``i`` -> ``o``,
+    :func:`hw.mem.cube.atom_layout`), each byte a signed int8 element; ``offset`` is the
+    signed ``CVT_OFFSET``. One atom per cycle; the pipeline stalls as a whole while its last
+    stage holds an atom that is not taken. ``busy``: an atom is in the pipeline."""
+
+    def __init__(self, geom):
+        self._geom = geom
+        super().__init__({
+            "i": In(stream.Signature(atom_layout(geom))),
+            "o": Out(stream.Signature(atom_layout(geom))),
+            "cvt_en": In(1),
+            "offset": In(signed(16)),
+            "scale": In(signed(16)),
+            "trunc": In(6),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self._geom.atom_bits // 8
+        m.submodules.cvt = cvt = Convertor(lanes, d_width=8)
+        n = Convertor.LATENCY
+        v = [Signal(name=f"v{k}") for k in range(n)]
+        flags = [Signal(2, name=f"flags{k}") for k in range(n)]
+        en = Signal()
+        m.d.comb += [en.eq(~v[-1] | self.o.ready), self.i.ready.eq(en), cvt.en.eq(en),
+                     cvt.cvt_en.eq(self.cvt_en), cvt.scale.eq(self.scale),
+                     cvt.trunc.eq(self.trunc)]
+        for k in range(lanes):
+            m.d.comb += [cvt.d[k].eq(self.i.payload.data[k * 8:(k + 1) * 8].as_signed()),
+                         cvt.o[k].eq(self.offset)]
+        with m.If(en):
+            m.d.sync += [v[0].eq(self.i.valid),
+                         flags[0].eq(Cat(self.i.payload.last_line, self.i.payload.last))]
+            for k in range(1, n):
+                m.d.sync += [v[k].eq(v[k - 1]), flags[k].eq(flags[k - 1])]
+        m.d.comb += [self.o.valid.eq(v[-1]), self.o.payload.data.eq(cvt.q),
+                     self.o.payload.last_line.eq(flags[-1][0]),
+                     self.o.payload.last.eq(flags[-1][1]),
+                     self.busy.eq(Cat(*v).any())]
+        return m
