@@ -37,6 +37,7 @@ from sim.conv import random_programs as rp
 from sim.conv.cdma import CbufState, load_cbuf
 from sim.conv.program import ConvProgramError, decode
 from sim.memory import SparseMemory
+from sim.random_traces import MEM
 from sim.regs import GroupView
 from sim.sdp.random_programs import Regs
 from sim.trace import parse_trace
@@ -436,7 +437,7 @@ def _no_write_trace(cfg, directory, name, layers):
         crcs[:-1] = got
     path = rp.write_trace(directory, name, layers, crcs)
     waddr, wsize, wram = layers[-1]["window"]
-    mem = rp._MEM[wram]
+    mem = MEM[wram]
     band = (waddr - _BAND, wsize + _BAND + _BAND_AFTER)
     sync = f"sync_id_{len(layers) - 1}"
     cfg_path = os.path.join(path, f"{name}.cfg")
@@ -446,7 +447,7 @@ def _no_write_trace(cfg, directory, name, layers):
              f"{zlib.crc32(bytes(band[1])):#010x});"]
     for layer in layers:
         for addr, data, ram in layer["images"]:
-            extra.append(f"check_crc({sync}, {rp._MEM[ram]}, {addr:#x}, {data.size:#x}, "
+            extra.append(f"check_crc({sync}, {MEM[ram]}, {addr:#x}, {data.size:#x}, "
                          f"{zlib.crc32(data.tobytes()):#010x});")
     with open(cfg_path, "w") as f:
         f.write(f"mem_init({mem}, {band[0]:#x}, {band[1]:#x}, ALL_ZERO);\n" + text
