@@ -71,7 +71,9 @@ def bounds(cfg, p):
 
 def synthetic(cfg, directory):
     """A few aligned and unaligned shapes as trace directories (golden CRCs)."""
-    from sim.conv.random_programs import _golden_crcs, conv_layer, write_trace
+    import numpy as np
+    from sim.conv.random_programs import _golden_crcs, _shift_for, conv_layer, write_trace
+    rng = np.random.default_rng(1)
     ac, ak = cfg.atomic_c, cfg.atomic_k
     shapes = [dict(W=16, H=16, C=4 * ac, K=4 * ak, kh=3, kw=3, pad=(1, 1, 1, 1)),
               dict(W=28, H=28, C=2 * ac, K=2 * ak, kh=1, kw=1),
@@ -79,7 +81,10 @@ def synthetic(cfg, directory):
               dict(W=32, H=8, C=ac + 3, K=ak + 5, kh=3, kw=3, stride=(2, 2))]
     paths = []
     for i, s in enumerate(shapes):
-        layer = conv_layer(cfg, **s)
+        data = rng.integers(-128, 128, (s["C"], s["H"], s["W"]))
+        weights = rng.integers(-128, 128, (s["K"], s["C"], s["kh"], s["kw"]))
+        clip = _shift_for(s["C"], s["kh"], s["kw"], "full", "full", 0)
+        layer = conv_layer(cfg, data=data, weights=weights, clip=clip, **s)
         name = f"syn_{s['W']}x{s['H']}x{s['C']}_{s['kh']}x{s['kw']}x{s['K']}"
         path = write_trace(directory, name, [layer])
         crcs, err = _golden_crcs(cfg, path, 1)
