@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Mux, Signal
 
 from sim.formats.pixel import PixelFormat, max_x_offset, pixel_format
 from sim.formats.rules import PrecisionConversionError, check_precision_conversion

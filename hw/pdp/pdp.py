@@ -49,7 +49,7 @@ from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.wdma import out_layout
 from .check import PdpCheck
-from .pool import PdpPool, job_layout
+from .pool import PdpPool
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
 

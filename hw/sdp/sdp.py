@@ -87,7 +87,7 @@ LUT access (``cfg.sdp_lut``)
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
