@@ -5,6 +5,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("NVDLA_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "nvdla" / "traces"
+
+
+def playback(paths, cfg, **options):
+    """Run trace directories on the playback engine (:func:`tb.playback.run_playback_batch`);
+    skip the test where the engine is unavailable (no Verilator)."""
+    from sim.trace_run import EngineUnavailable
+    try:
+        from tb.playback import run_playback_batch
+        return run_playback_batch(paths, cfg, **options)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+
+
+def assert_all_pass(results, count, what="programs", show=10):
+    """``count`` results, every one passed (its golden CRCs matched); lists the first
+    ``show`` failures."""
+    assert len(results) == count
+    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
+    assert not bad, f"{len(bad)}/{count} {what} differ from the golden model:\n" + \
+        "\n".join(bad[:show])

@@ -22,10 +22,9 @@ import zlib
 import pytest
 
 from arch.config import NvdlaConfig
-from sim.trace_run import EngineUnavailable
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
-from .conftest import TRACES
+from .conftest import TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -35,19 +34,8 @@ NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", pdp_throughput=8, cdp_through
                                dbbif_width=512)
 
 
-def _rtl(paths, cfg, **options):
-    try:
-        from tb.playback import run_playback_batch
-        return run_playback_batch(paths, cfg, **options)
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-
-
-def _check(results, count):
-    assert len(results) == count
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{count} programs differ from the golden model:\n" + \
-        "\n".join(bad[:10])
+_rtl = playback
+_check = assert_all_pass
 CDP_DIR = TRACES / "nv_small"
 
 

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -23,26 +25,15 @@ from arch.registers import register_map
 from sim.conv import image_programs as ip
 from sim.conv import random_programs as rp
 from sim.sdp.random_programs import Regs
-from sim.trace_run import EngineUnavailable
 
+from .conftest import assert_all_pass, playback
 from .test_conv_checks import golden_verdicts, rtl_verdicts
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 
 
-def _rtl(paths, cfg, **options):
-    try:
-        from tb.playback import run_playback_batch
-        return run_playback_batch(paths, cfg, **options)
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-
-
-def _check(results, count):
-    assert len(results) == count
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{count} image programs differ from the golden model:\n" + \
-        "\n".join(bad[:10])
+_rtl = playback
+_check = functools.partial(assert_all_pass, what="image programs")
 
 
 # -- the check: the golden verdict -------------------------------------------------------------

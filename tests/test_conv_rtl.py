@@ -20,9 +20,8 @@ import pytest
 
 from arch.config import NvdlaConfig
 from sim.conv.random_programs import write_random_traces
-from sim.trace_run import EngineUnavailable
 
-from .conftest import TRACES
+from .conftest import TRACES, assert_all_pass, playback
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_256 = NvdlaConfig.preset("nv_small_256")
@@ -38,19 +37,8 @@ DC_BATCHES = [
 ]
 
 
-def _rtl(paths, cfg, **options):
-    try:
-        from tb.playback import run_playback_batch
-        return run_playback_batch(paths, cfg, **options)
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-
-
-def _check(results, count):
-    assert len(results) == count
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{count} programs differ from the golden model:\n" + \
-        "\n".join(bad[:10])
+_rtl = playback
+_check = assert_all_pass
 
 
 def test_dc_batches_cover_the_public_traces():

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 
@@ -22,9 +23,8 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.pdp import random_programs
 from sim.pdp.random_programs import write_invalid_traces, write_random_traces
-from sim.trace_run import EngineUnavailable
 
-from .conftest import TRACES
+from .conftest import TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -39,19 +39,8 @@ PDP_TRACES = ["pdp_16x6x16_4x2_split_max_int8_0", "pdp_1x1x1_3x3_ave_int8_0",
               "sdp_pdp_32x16x32_pass_through_int8_0"]
 
 
-def _rtl(paths, cfg, **options):
-    try:
-        from tb.playback import run_playback_batch
-        return run_playback_batch(paths, cfg, **options)
-    except EngineUnavailable as e:
-        pytest.skip(str(e))
-
-
-def _check(results, count):
-    assert len(results) == count
-    bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
-    assert not bad, f"{len(bad)}/{count} programs differ from the golden model:\n" + \
-        "\n".join(bad[:20])
+_rtl = playback
+_check = functools.partial(assert_all_pass, show=20)
 
 
 def test_list_covers_the_public_pdp_traces():
