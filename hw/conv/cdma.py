@@ -92,6 +92,7 @@ from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
 
+from ..mem import dma_fields
 from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
@@ -155,13 +156,10 @@ class Cdma(wiring.Component):
         PW = (cfg.cbuf_banks * DEPTH).bit_length() + 1   # ring arithmetic width
 
         def byte_value(reg, fld):
-            f = blk[reg][fld]
-            v = R[reg][fld]
-            return Cat(Const(0, f.lsb), v) if f.lsb else v
+            return dma_fields.byte_value(R, blk, reg, fld)
 
         def address(low_reg, low_fld, high_reg, high_fld):
-            low = byte_value(low_reg, low_fld)
-            return Cat(low, R[high_reg][high_fld]) if aw > 32 else low
+            return dma_fields.split_address(R, blk, low_reg, low_fld, high_reg, high_fld, aw)
 
         # -- program ---------------------------------------------------------------------
         misc = R.D_MISC_CFG

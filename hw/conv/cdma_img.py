@@ -35,6 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 
+from ..mem import dma_fields
 from ..mem.cube import atom_layout
 from ..mem.dma import DmaGeometry, cube_layout
 from ..regfile import fields_layout
@@ -99,13 +100,10 @@ class ImageFetch(wiring.Component):
         fmts = [f for f in image_formats(cfg) if f.accepted]
 
         def byte_value(reg, fld):
-            f = blk[reg][fld]
-            v = R[reg][fld]
-            return Cat(Const(0, f.lsb), v) if f.lsb else v
+            return dma_fields.byte_value(R, blk, reg, fld)
 
         def address(low_reg, low_fld, high_reg, high_fld):
-            low = byte_value(low_reg, low_fld)
-            return Cat(low, R[high_reg][high_fld]) if aw > 32 else low
+            return dma_fields.split_address(R, blk, low_reg, low_fld, high_reg, high_fld, aw)
 
         # -- the layer ---------------------------------------------------------------------
         width = Signal(14)

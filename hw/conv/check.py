@@ -55,6 +55,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..mem import dma_fields
 from ..regfile import fields_layout
 from .image import image_rules
 
@@ -93,13 +94,11 @@ class ConvCheck(wiring.Component):
         pb = (P - 1).bit_length()
 
         def byte_value(view, block, reg, fld):
-            f = rmap[block][reg][fld]
-            v = view[reg][fld]
-            return Cat(Const(0, f.lsb), v) if f.lsb else v
+            return dma_fields.byte_value(view, rmap[block], reg, fld)
 
         def address(view, block, low_reg, low_fld, high_reg, high_fld):
-            low = byte_value(view, block, low_reg, low_fld)
-            return Cat(low, view[high_reg][high_fld]) if aw > 32 else low
+            return dma_fields.split_address(view, rmap[block], low_reg, low_fld, high_reg,
+                                            high_fld, aw)
 
         def misaligned(v):
             return v[:ash].any() if ash else Const(0)

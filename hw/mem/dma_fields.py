@@ -21,13 +21,18 @@ def byte_value(view, block, reg, fld):
     return Cat(Const(0, f.lsb), v) if f.lsb else v
 
 
+def split_address(view, block, low_reg, low_fld, high_reg, high_fld, addr_width):
+    """The byte address in field ``low_fld`` of ``low_reg``, with ``high_fld`` of ``high_reg``
+    above it on builds with more than 32 address bits."""
+    low = byte_value(view, block, low_reg, low_fld)
+    return Cat(low, view[high_reg][high_fld]) if addr_width > 32 else low
+
+
 def base_address(view, block, name, addr_width):
     """The byte address ``D_<name>_BASE_ADDR_LOW``, with ``D_<name>_BASE_ADDR_HIGH`` above it
     on builds with more than 32 address bits."""
-    low = byte_value(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW")
-    if addr_width > 32:
-        return Cat(low, view[f"D_{name}_BASE_ADDR_HIGH"][f"{name}_BASE_ADDR_HIGH"])
-    return low
+    return split_address(view, block, f"D_{name}_BASE_ADDR_LOW", f"{name}_BASE_ADDR_LOW",
+                         f"D_{name}_BASE_ADDR_HIGH", f"{name}_BASE_ADDR_HIGH", addr_width)
 
 
 def cube_address(view, block, name, addr_width):
