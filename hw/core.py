@@ -190,6 +190,12 @@ class NvdlaCore(wiring.Component):
             m.d.comb += [getattr(conv, f"{n}_regs").eq(rfs[b].d),
                          getattr(conv, f"{n}_op_en").eq(rfs[b].op_en),
                          rfs[b].done.eq(getattr(conv, f"{n}_done"))]
+        sd = rfs["SDP"].d
+        m.d.comb += [conv.sdp_wait.eq(sdp.flying_wait),
+                     conv.sdp.int16.eq(sd.D_DATA_FORMAT.PROC_PRECISION == 1),
+                     conv.sdp.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
+                     conv.sdp.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),
+                     conv.sdp.channel.eq(sd.D_DATA_CUBE_CHANNEL.CHANNEL)]
         m.d.comb += [rfs["CDMA"].d_status.eq(conv.cdma_status),
                      rfs["CACC"].d_status.eq(conv.cacc_status)]
         wiring.connect(m, conv.out, sdp.flying)

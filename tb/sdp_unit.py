@@ -70,6 +70,16 @@ def view_value(layout, block, words):
     return layout.const(out)
 
 
+def flying_cube(block, words) -> dict:
+    """The value of :func:`hw.conv.common.sdp_cube_layout` for an SDP register program
+    (``block`` SDP's register table, ``words`` its register words): what the convolution
+    pipeline's ``sdp`` input sees of SDP's consumer group."""
+    v = GroupView(block, words)
+    return {"int16": int(v.D_DATA_FORMAT.PROC_PRECISION == 1),
+            "width": v.D_DATA_CUBE_WIDTH.WIDTH, "height": v.D_DATA_CUBE_HEIGHT.HEIGHT,
+            "channel": v.D_DATA_CUBE_CHANNEL.CHANNEL}
+
+
 def field_values(view, layout):
     return {(reg, fld): int(view[reg][fld]) for reg, rl in layout for fld, _ in rl.shape}
 

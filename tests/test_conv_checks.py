@@ -42,7 +42,7 @@ from sim.regs import GroupView
 from sim.sdp.random_programs import Regs
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable
-from tb.sdp_unit import view_value
+from tb.sdp_unit import flying_cube, view_value
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -85,6 +85,10 @@ def rtl_verdicts(cfg, programs):
                 for b in BLOCKS:
                     port = getattr(dut.check, f"{b.lower()}_regs")
                     ctx.set(port, view_value(port.shape(), rmap[b], layer["regs"][b]))
+                if "SDP" in layer["regs"]:
+                    ctx.set(dut.check.sdp, flying_cube(rmap["SDP"], layer["regs"]["SDP"]))
+                else:                            # (an NVDLA trace's conv blocks alone)
+                    ctx.set(dut.check.sdp, _agreeing_cube(rmap, layer["regs"]["CACC"]))
                 ctx.set(dut.check.start, 1)
                 await ctx.tick()
                 ctx.set(dut.check.start, 0)
@@ -108,6 +112,14 @@ def rtl_verdicts(cfg, programs):
     sim.add_testbench(bench)
     sim.run()
     return results
+
+
+def _agreeing_cube(rmap, cacc_words):
+    """An int8 flying SDP cube equal to the one CACC delivers."""
+    k = GroupView(rmap["CACC"], cacc_words)
+    return {"int16": 0, "width": k.D_DATAOUT_SIZE_0.DATAOUT_WIDTH,
+            "height": k.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
+            "channel": k.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL}
 
 
 class _CheckBench(Elaboratable):
@@ -214,6 +226,26 @@ def _extra_mutations(cfg):
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _sdp_mutations(cfg):
+    """name -> mutation(cfg, layers): SDP's flying cube disagrees with the cube CACC delivers
+    (the golden model names ``SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL``; not a rule of
+    :func:`sim.conv.program.decode`, so these stay out of :func:`_mutated_programs`)."""
+    def cube(**fields):
+        def f(cfg, layers):
+            regs = layers[0]["regs"]["SDP"]
+            for reg, fld in (("D_DATA_CUBE_WIDTH", "WIDTH"), ("D_DATA_CUBE_HEIGHT", "HEIGHT"),
+                             ("D_DATA_CUBE_CHANNEL", "CHANNEL")):
+                if fld in fields:
+                    r = Regs(register_map(cfg)["SDP"])
+                    r.words = regs
+                    r.set(reg, **{fld: fields[fld](GroupView(r.block, regs)[reg][fld])})
+        return f
+    atom = cfg.memory_atom
+    return {"sdp_width": cube(WIDTH=lambda v: v - 1),
+            "sdp_height": cube(HEIGHT=lambda v: v - 1),
+            "sdp_channels": cube(CHANNEL=lambda v: v + atom)}
+
+
 def _mutated_programs(cfg):
     """{name: layers} for INVALID_MUTATIONS and the extra mutations."""
     out = {}
@@ -264,6 +296,21 @@ def test_check_matches_golden_rules(cfg):
     # builds a few are not (e.g. one 32-byte surface cannot overlap)
     valid = [n for n, r in zip(names, got) if n in named and all(r)]
     assert not valid if cfg is NV_SMALL else len(valid) <= 3, valid
+
+
+def test_check_compares_the_flying_cube():
+    """SDP's flying cube must be CACC's: same width and height, channels = kernels or the
+    kernels rounded up to whole SDP atoms (here 16 kernels into a 12-channel SDP cube)."""
+    cfg = NV_SMALL
+    programs = []
+    for mutate in _sdp_mutations(cfg).values():
+        layers = [rp._base_layer(cfg)]
+        mutate(cfg, layers)
+        programs.append(layers)
+    padded = [rp._base_layer(cfg, K=16)]
+    _set(cfg, padded[0], "SDP", "D_DATA_CUBE_CHANNEL", CHANNEL=11)
+    programs += [padded, [rp._base_layer(cfg)]]
+    assert rtl_verdicts(cfg, programs) == [[False]] * 3 + [[True], [True]]
 
 
 def test_int16_is_rejected_on_int16_builds():
@@ -356,7 +403,7 @@ def test_core_rejects_invalid_programs_without_memory_traffic(tmp_path):
         n = sum(1 for c in parse_trace(path, cfg).commands if type(c).__name__ == "CheckCrc")
         items.append((path, n - 1))
     # further single-layer mutations, one of them with the convolution enabled before SDP
-    for name, mutate in _extra_mutations(cfg).items():
+    for name, mutate in {**_extra_mutations(cfg), **_sdp_mutations(cfg)}.items():
         layers = [rp._base_layer(cfg)]
         mutate(cfg, layers)
         path = rp.write_trace(d, f"conv_invalid_x_{name}", layers, [_zero_crc(layers[0])])
@@ -469,6 +516,10 @@ def _invalid_rule_programs(cfg):
         layers = [rp._base_layer(cfg)]
         mutate(cfg, layers)
         out[f"x_{name}"] = (layers, None)
+    for name, mutate in _sdp_mutations(cfg).items():
+        layers = [rp._base_layer(cfg)]
+        mutate(cfg, layers)
+        out[name] = (layers, "SDP.D_DATA_CUBE_WIDTH")
     return out
 
 

@@ -334,7 +334,7 @@ def run_pipeline_image(cfg, layer, seed=1, max_cycles=200_000, probe=None):
     from sim.memory import SparseMemory
     from sim.regs import GroupView
     from tb.axi_model import AxiMemoryModel
-    from tb.sdp_unit import view_value
+    from tb.sdp_unit import flying_cube, view_value
     rmap = register_map(cfg)
     mem = SparseMemory()
     for addr, data, _ in layer["images"]:
@@ -363,6 +363,8 @@ def run_pipeline_image(cfg, layer, seed=1, max_cycles=200_000, probe=None):
         for blk in rp.CONV_BLOCKS:
             port = getattr(pipe, f"{blk.lower()}_regs")
             ctx.set(port, view_value(port.shape(), rmap[blk], layer["regs"][blk]))
+        ctx.set(pipe.sdp, flying_cube(rmap["SDP"], layer["regs"]["SDP"]))
+        ctx.set(pipe.sdp_wait, 1)
         for blk in rp.CONV_BLOCKS:
             ctx.set(getattr(pipe, f"{blk.lower()}_op_en"), 1)
         ctx.set(pipe.out.ready, 1)

@@ -41,7 +41,7 @@ from sim.conv.random_programs import (REUSE_KINDS, _Redraw, conv_layer, random_p
 from sim.memory import SparseMemory
 from sim.regs import GroupView
 from tb.axi_model import AxiMemoryModel
-from tb.sdp_unit import view_value
+from tb.sdp_unit import flying_cube, view_value
 
 
 def _cbuf(cfg):
@@ -127,6 +127,8 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, out_read
                 ctx.set(port, view_value(port.shape(), rmap[b], L["regs"][b]))
             for _ in range(rng.randint(0, 3)):
                 await ctx.tick()
+            ctx.set(conv.sdp, flying_cube(rmap["SDP"], L["regs"]["SDP"]))
+            ctx.set(conv.sdp_wait, 1)
             for b in BLOCKS:
                 ctx.set(getattr(conv, f"{b.lower()}_op_en"), 1)
             got = []

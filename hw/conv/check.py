@@ -30,6 +30,10 @@ Rules (any one fails the program)
       ``WEIGHT_BYTES``, strides, left / top padding, the reuse / release bits (CDMA = CSC),
       ``DATAOUT_*`` (CSC = CACC), ``DATAOUT_CHANNEL`` = kernels, ``ATOMICS + 1`` = output
       width x height (feature input);
+    * the flying output: SDP's cube (``sdp``, its consumer group) is the cube CACC delivers:
+      the same width and height, and as many channels as kernels or the kernels rounded up
+      to whole SDP atoms (the golden model's flying-input rule in :func:`sim.sdp.run_sdp`);
+      a mismatch would leave one side waiting for values the other never sends;
     * CBUF: ``ENTRY_PER_SLICE`` (CDMA and CSC) = the entries a line takes; data + weight banks
       <= the build's; the slices held at once (kept + fetched, at least ``in_h``) x entries <=
       data banks x depth; one kernel group's bytes <= the weight banks;
@@ -57,6 +61,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem import dma_fields
 from ..regfile import fields_layout
+from .common import sdp_cube_layout
 from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
@@ -79,7 +84,8 @@ class ConvCheck(wiring.Component):
         self._cfg, self._rmap = cfg, rmap
         members = {f"{b.lower()}_regs": In(fields_layout(rmap[b].d_registers, ("rw",)))
                    for b in _BLOCKS}
-        members.update({"start": In(1), "end": In(1), "done": Out(1), "ok": Out(1)})
+        members.update({"sdp": In(sdp_cube_layout()),
+                        "start": In(1), "end": In(1), "done": Out(1), "ok": Out(1)})
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -159,6 +165,13 @@ class ConvCheck(wiring.Component):
                  K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT != C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
                  K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != C.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL,
                  K.D_CLIP_CFG.CLIP_TRUNCATE > _CLIP_MAX]
+        # the cube flying into SDP (channels: kernels, or kernels padded to SDP's atoms)
+        S = self.sdp
+        sdp_pad = Mux(S.int16, S.channel | max(ATOM // 2 - 1, 0), S.channel | (ATOM - 1))
+        errs += [S.width != K.D_DATAOUT_SIZE_0.DATAOUT_WIDTH,
+                 S.height != K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
+                 (K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != S.channel) &
+                 (K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != sdp_pad)]
         for fld in ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"):
             errs.append(C.D_MISC_CFG[fld] != D.D_MISC_CFG[fld])
         wbytes = Signal(33)

@@ -82,7 +82,7 @@ from amaranth.hdl import signed
 from amaranth.lib import data
 
 __all__ = ["max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
-           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout"]
+           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
 ACC_BITS = 48
@@ -140,3 +140,10 @@ def conv_out_layout(cfg) -> data.StructLayout:
     """Cacc -> SDP flying input: T int32 channels, ``last`` on the layer's final transfer."""
     return data.StructLayout({"data": data.ArrayLayout(signed(32), cfg.sdp_bs_throughput),
                               "last": 1})
+
+
+def sdp_cube_layout() -> data.StructLayout:
+    """What the convolution's check needs of SDP's consumer group (the flying layer waiting
+    for it): its processing precision (int16: half the channels per atom) and its cube size
+    fields (``D_DATA_CUBE_WIDTH`` / ``HEIGHT`` / ``CHANNEL``, each the size minus one)."""
+    return data.StructLayout({"int16": 1, "width": 13, "height": 13, "channel": 13})

@@ -2,7 +2,10 @@
 
 Layer control (spec "Ping-pong Synchronization" and "Convolution Pipeline"): a direct
 convolution layer starts when the consumer groups of CDMA, CSC, CMAC_A, CMAC_B and CACC are
-all enabled (their registers are then stable). ``start`` goes to CDMA and CSC and ``clear``
+all enabled and SDP waits with a flying layer for it (``sdp_wait``; ``sdp`` is that layer's
+cube: the registers are then stable, and the check can compare SDP's cube with the one CACC
+delivers). As in the golden model (:mod:`sim.conv.unit`), a layer thus starts once SDP's is
+enabled; a next layer starts when SDP has finished the previous one. ``start`` goes to CDMA and CSC and ``clear``
 to CMAC and CACC in the same cycle; the result streams out of ``out`` into SDP's flying input
 while it is computed. The layer ends when CACC has delivered its last value: the five register
 files get ``done`` together (CDMA_DAT / CDMA_WT and CACC raise their interrupts then; SDP
@@ -35,7 +38,7 @@ from .cbuf import Cbuf
 from .cdma import Cdma
 from .check import ConvCheck
 from .cmac import Cmac
-from .common import conv_out_layout
+from .common import conv_out_layout, sdp_cube_layout
 from .csc import Csc
 
 __all__ = ["ConvPipeline", "BLOCKS"]
@@ -71,6 +74,8 @@ class ConvPipeline(wiring.Component):
         members["rd_cdma_dat"] = Out(DmaReadPort(geom))
         members["rd_cdma_wt"] = Out(DmaReadPort(geom))
         members["out"] = Out(stream.Signature(conv_out_layout(cfg)))
+        members["sdp"] = In(sdp_cube_layout())
+        members["sdp_wait"] = In(1)
         members["flying_abort"] = Out(1)
         members["flying_go"] = Out(1)
         super().__init__(members)
@@ -89,6 +94,7 @@ class ConvPipeline(wiring.Component):
         for b in BLOCKS:
             n = b.lower()
             m.d.comb += getattr(check, f"{n}_regs").eq(getattr(self, f"{n}_regs"))
+        m.d.comb += check.sdp.eq(self.sdp)
         all_en = Signal()
         start = Signal()
         finish = Signal()
@@ -96,7 +102,7 @@ class ConvPipeline(wiring.Component):
                               self.cmac_b_op_en & self.cacc_op_en)
         with m.FSM(name="layer"):
             with m.State("IDLE"):
-                with m.If(all_en):
+                with m.If(all_en & self.sdp_wait):
                     m.d.comb += check.start.eq(1)
                     m.next = "CHECK"
             with m.State("CHECK"):

@@ -29,7 +29,9 @@ Flying layers and the convolution's check (``flying_go``, ``flying_abort``)
     A flying layer that passes its own checks issues no DMA command (operand reads, output
     writes) until its producer has passed its check: it waits until ``flying_go`` (the
     convolution pipeline runs a valid layer) or the first ``flying`` transfer. A
-    ``flying_abort`` pulse (the producer rejected its program) is kept until a flying layer
+    ``flying_wait`` is high while a flying layer that passed its own checks waits so (the
+    convolution pipeline starts its layer's check only then, comparing this layer's cube
+    with its own). A ``flying_abort`` pulse (the producer rejected its program) is kept until a flying layer
     takes it: the flying layer waiting for its producer, or the next flying layer to start,
     ends then like an invalid program (``done``, no DMA, nothing written). A running layer
     (its producer was valid) is never aborted; a flying layer that fails its own checks takes
@@ -146,7 +148,7 @@ class Sdp(wiring.Component):
             "wr_sdp": Out(DmaWritePort(geom)),
             "pdp": Out(stream.Signature(out_layout(T))),
             "flying": In(stream.Signature(conv_out_layout(cfg))),
-            "flying_go": In(1), "flying_abort": In(1),
+            "flying_go": In(1), "flying_abort": In(1), "flying_wait": Out(1),
             "pdp_go": Out(1), "pdp_abort": Out(1),
             "busy": Out(1),
         }
@@ -429,6 +431,7 @@ class Sdp(wiring.Component):
                     m.d.comb += issue.eq(1)
                     m.next = "RUN"
             with m.State("FLY_WAIT"):
+                m.d.comb += self.flying_wait.eq(~abort_pend)
                 with m.If(abort_pend | self.flying_abort):
                     m.d.comb += [abort_take.eq(1), self.pdp_abort.eq(to_pdp)]
                     m.next = "FINISH"

@@ -856,8 +856,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     if prog.flying:
         data = np.asarray(flying_input, dtype=np.int64)
         if data.ndim != 3 or data.shape[1:] != (H, W) or data.shape[0] not in (C, c_pad):
-            raise ValueError(f"flying_input must be [C={C} (or {c_pad}), H={H}, W={W}], "
-                             f"got {list(data.shape)}")
+            got = " x ".join(str(n) for n in data.shape[::-1]) if data.ndim == 3 else "?"
+            raise SdpProgramError(
+                f"SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL give a {W} x {H} x {C} cube: a flying "
+                f"layer takes the {got} cube the convolution delivers (CACC.D_DATAOUT_SIZE_0/1 "
+                "width, height, channels), and the two must agree")
         if data.shape[0] != c_pad:
             data = np.concatenate([data, np.zeros((c_pad - C, H, W), dtype=np.int64)])
         data = wrap_signed(data, 32)
