@@ -192,6 +192,7 @@ class NvdlaCore(wiring.Component):
                          rfs[b].done.eq(getattr(conv, f"{n}_done"))]
         sd = rfs["SDP"].d
         m.d.comb += [conv.sdp_wait.eq(sdp.flying_wait),
+                     conv.sdp_reject.eq(sdp.flying_reject),
                      conv.sdp.int16.eq(sd.D_DATA_FORMAT.PROC_PRECISION == 1),
                      conv.sdp.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
                      conv.sdp.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),

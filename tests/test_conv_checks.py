@@ -246,6 +246,13 @@ def _sdp_mutations(cfg):
             "sdp_channels": cube(CHANNEL=lambda v: v + atom)}
 
 
+def _sdp_rejects(cfg, layers):
+    """A valid convolution whose flying SDP layer breaks SDP's own rule (output lines that
+    overlap): SDP rejects it, the convolution ends without running (no hang on either side)."""
+    layers[0]["regs"]["SDP"]["D_DST_LINE_STRIDE"] = cfg.memory_atom
+    return "SDP.D_DST_LINE_STRIDE"
+
+
 def _mutated_programs(cfg):
     """{name: layers} for INVALID_MUTATIONS and the extra mutations."""
     out = {}
@@ -403,7 +410,8 @@ def test_core_rejects_invalid_programs_without_memory_traffic(tmp_path):
         n = sum(1 for c in parse_trace(path, cfg).commands if type(c).__name__ == "CheckCrc")
         items.append((path, n - 1))
     # further single-layer mutations, one of them with the convolution enabled before SDP
-    for name, mutate in {**_extra_mutations(cfg), **_sdp_mutations(cfg)}.items():
+    for name, mutate in {**_extra_mutations(cfg), **_sdp_mutations(cfg),
+                         "sdp_rejects": _sdp_rejects}.items():
         layers = [rp._base_layer(cfg)]
         mutate(cfg, layers)
         path = rp.write_trace(d, f"conv_invalid_x_{name}", layers, [_zero_crc(layers[0])])
@@ -520,6 +528,8 @@ def _invalid_rule_programs(cfg):
         layers = [rp._base_layer(cfg)]
         mutate(cfg, layers)
         out[name] = (layers, "SDP.D_DATA_CUBE_WIDTH")
+    layers = [rp._base_layer(cfg)]
+    out["sdp_rejects"] = (layers, _sdp_rejects(cfg, layers))
     return out
 
 

@@ -17,7 +17,9 @@ surfaces): when the five groups are enabled, :class:`~hw.conv.check.ConvCheck` r
 of the CBUF reuse that this int8 RTL can run). A valid program then starts the units; an
 invalid one starts none of them and issues no DMA: the five register files get ``done`` in
 the next cycle and ``flying_abort`` pulses, which ends SDP's flying layer (the one waiting
-for this layer, or the next one to start) without DMA (:class:`hw.sdp.Sdp`). ``flying_go``
+for this layer) without DMA (:class:`hw.sdp.Sdp`). The other way round, when SDP rejects a
+flying layer by its own rules (``sdp_reject``), the next layer here ends the same way
+without being checked or run (and without ``flying_abort``). ``flying_go``
 is high while a valid layer runs: SDP's flying layer issues its DMA commands only then.
 
 The two CMAC register files (CMAC_A, CMAC_B: each half of NVDLA's MAC array) drive one
@@ -76,6 +78,7 @@ class ConvPipeline(wiring.Component):
         members["out"] = Out(stream.Signature(conv_out_layout(cfg)))
         members["sdp"] = In(sdp_cube_layout())
         members["sdp_wait"] = In(1)
+        members["sdp_reject"] = In(1)
         members["flying_abort"] = Out(1)
         members["flying_go"] = Out(1)
         super().__init__(members)
@@ -100,9 +103,19 @@ class ConvPipeline(wiring.Component):
         finish = Signal()
         m.d.comb += all_en.eq(self.cdma_op_en & self.csc_op_en & self.cmac_a_op_en &
                               self.cmac_b_op_en & self.cacc_op_en)
+        dropped = Signal()
+        reject_pend = Signal(2)         # SDP layers rejected, each ends one layer of ours
+        reject_take = Signal()
+        with m.If(self.sdp_reject & ~reject_take):
+            m.d.sync += reject_pend.eq(reject_pend + 1)
+        with m.Elif(reject_take & ~self.sdp_reject):
+            m.d.sync += reject_pend.eq(reject_pend - 1)
         with m.FSM(name="layer"):
             with m.State("IDLE"):
-                with m.If(all_en & self.sdp_wait):
+                with m.If(all_en & (reject_pend != 0)):
+                    m.d.comb += reject_take.eq(1)
+                    m.next = "DROP"
+                with m.Elif(all_en & self.sdp_wait):
                     m.d.comb += check.start.eq(1)
                     m.next = "CHECK"
             with m.State("CHECK"):
@@ -120,8 +133,11 @@ class ConvPipeline(wiring.Component):
             with m.State("REJECT"):
                 m.d.comb += self.flying_abort.eq(1)
                 m.next = "IDLE"
+            with m.State("DROP"):               # its SDP layer was rejected: end, no DMA
+                m.d.comb += dropped.eq(1)
+                m.next = "IDLE"
         rejected = Signal()
-        m.d.comb += rejected.eq(self.flying_abort)
+        m.d.comb += rejected.eq(self.flying_abort | dropped)
         for b in BLOCKS:
             m.d.comb += getattr(self, f"{b.lower()}_done").eq(finish | rejected)
 

@@ -31,7 +31,9 @@ Flying layers and the convolution's check (``flying_go``, ``flying_abort``)
     convolution pipeline runs a valid layer) or the first ``flying`` transfer. A
     ``flying_wait`` is high while a flying layer that passed its own checks waits so (the
     convolution pipeline starts its layer's check only then, comparing this layer's cube
-    with its own). A ``flying_abort`` pulse (the producer rejected its program) is kept until a flying layer
+    with its own). A flying layer that fails its own checks, with no producer abort to pair
+    with, pulses ``flying_reject``: the convolution ends its next layer without running it
+    (the pair's golden run fails on SDP's rule; neither side waits for the other). A ``flying_abort`` pulse (the producer rejected its program) is kept until a flying layer
     takes it: the flying layer waiting for its producer, or the next flying layer to start,
     ends then like an invalid program (``done``, no DMA, nothing written). A running layer
     (its producer was valid) is never aborted; a flying layer that fails its own checks takes
@@ -149,6 +151,7 @@ class Sdp(wiring.Component):
             "pdp": Out(stream.Signature(out_layout(T))),
             "flying": In(stream.Signature(conv_out_layout(cfg))),
             "flying_go": In(1), "flying_abort": In(1), "flying_wait": Out(1),
+            "flying_reject": Out(1),
             "pdp_go": Out(1), "pdp_abort": Out(1),
             "busy": Out(1),
         }
@@ -422,7 +425,8 @@ class Sdp(wiring.Component):
             with m.State("DECIDE"):
                 with m.If(invalid):
                     with m.If(flying):
-                        m.d.comb += abort_take.eq(1)
+                        m.d.comb += [abort_take.eq(1),
+                                     self.flying_reject.eq(~abort_pend & ~self.flying_abort)]
                     m.d.comb += self.pdp_abort.eq(to_pdp)
                     m.next = "FINISH"
                 with m.Elif(flying):                 # (the input cube is not enabled)
