@@ -307,10 +307,14 @@ def test_random_traces_pass_with_their_golden_crcs(cfg, n, tmp_path):
     assert first == open(f"{paths[0]}/cdp_random_11_0000.cfg").read() and len(again) == n
 
 
-@pytest.mark.parametrize("cfg", [SMALL, FULL], ids=["nv_small", "nv_full"])
-def test_invalid_programs_name_the_field(cfg, tmp_path):
-    cases = write_invalid_traces(cfg, str(tmp_path))
-    assert len(cases) >= (9 if cfg is SMALL else 6)
+SMALL16 = SMALL.replace(data_types=frozenset({"int8", "int16"}))
+
+
+@pytest.mark.parametrize("cfg, prec", [(SMALL, 0), (FULL, 0), (SMALL16, 1), (FULL, 1)],
+                         ids=["nv_small", "nv_full", "nv_small_int16-int16", "nv_full-int16"])
+def test_invalid_programs_name_the_field(cfg, prec, tmp_path):
+    cases = write_invalid_traces(cfg, str(tmp_path), prec=prec)
+    assert len(cases) >= (9 if cfg is SMALL else 8 if cfg is SMALL16 else 6)
     for path, fld in cases:
         res = run_trace_golden(path, cfg)
         assert not res.passed and fld in (res.message or ""), (path, fld, res.message)
