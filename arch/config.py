@@ -162,6 +162,9 @@ class NvdlaConfig:
             v = getattr(self, p)
             if v not in (0, 1, 2, 4, 8):
                 err(p, "must be 0 (unit absent) or a power of two up to 8")
+        if "int16" in self.data_types and self.cdp_throughput > self.memory_atom // 2:
+            err("cdp_throughput", f"must be at most memory_atom / 2 = {self.memory_atom // 2} "
+                "with int16 (an int16 atom holds memory_atom / 2 channels)")
         if self.bdma and not self.sramif:
             err("bdma", "BDMA copies between the DBBIF and the SRAMIF: needs sramif")
         unknown = self.image_packed_formats - set(PACKED_IMAGE_FORMATS)

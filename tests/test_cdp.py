@@ -6,7 +6,10 @@ the pixel's channels and for cripple channels), LE (linear / exponent) and LO lo
 under/overflow extrapolation, hybrid / priority choice and 16-bit interpolation, multiply,
 output converter with its saturation count. Programs: the LUT setups of NVDLA's public
 cdp_* traces (LE exponent hits, LE and LO linear hits, under/overflow, hybrid, both bypasses)
-and random ones, on random cubes, with random input gaps and output back-pressure.
+and random ones, on random cubes, with random input gaps and output back-pressure. int16
+layers on builds with int16 (2-byte elements, half the channels per atom) are checked against
+the golden model's datapath (:func:`sim.cdp.cdp.compute`), mixed with int8 layers on the same
+build.
 """
 
 from __future__ import annotations
@@ -17,10 +20,15 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
+import numpy as np
+
 from arch.config import PRESETS, NvdlaConfig
 from hw.cdp.datapath import CdpDatapath
 from hw.cdp.rdma import CdpFeeder
 from hw.mem.dma import DmaGeometry
+from sim.cdp.cdp import CdpLut, compute
+from sim.cdp.program import INT8, INT16, CdpLutParams, CdpProgram
+from sim.lut import CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW
 
 
 # =========================================================================================
@@ -138,7 +146,7 @@ _BASE = dict(sqsum_bypass=0, mul_bypass=0, normalz_len=0, le_linear=0, uflow_pri
              lo_index_select=0, le_start=0, le_end=0, lo_start=0, lo_end=0, le_uscale=1,
              le_oscale=1, lo_uscale=1, lo_oscale=1, le_ushift=0, le_oshift=0, lo_ushift=0,
              lo_oshift=0, datin_offset=0, datin_scale=1, datin_shifter=0, datout_offset=0,
-             datout_scale=1, datout_shifter=0)
+             datout_scale=1, datout_shifter=0, int16=0)
 
 #: LUT / converter setups of NVDLA's public cdp traces (values as in their register writes)
 TRACE_LIKE = [
@@ -246,6 +254,8 @@ def _apply(ctx, dp, p):
         reg = "S_LUT_" + name.upper()
         sets.append((s[f"{reg}_LOW"][f"LUT_{name.upper()}_LOW"], v & 0xffffffff))
         sets.append((s[f"{reg}_HIGH"][f"LUT_{name.upper()}_HIGH"], v >> 32))
+    if "int16" in dp.cfg.data_types:
+        sets.append((r.D_DATA_FORMAT.INPUT_DATA_TYPE, INT16 if p["int16"] else INT8))
     for sig, v in sets:
         ctx.set(sig, v)
 
@@ -256,8 +266,9 @@ def run_cases(cfg, cases, gaps=0.3, stalls=0.3, seed=1):
     cycles from the first input offered to the last output)."""
     geom = DmaGeometry(cfg)
     T, atom = cfg.cdp_throughput, geom.atom_bytes
+    wide = "int16" in cfg.data_types
     m = Module()
-    m.submodules.feeder = feeder = CdpFeeder(geom, T)
+    m.submodules.feeder = feeder = CdpFeeder(geom, T, int16=wide)
     m.submodules.dp = dp = CdpDatapath(cfg)
     m.d.comb += [dp.i.valid.eq(feeder.o.valid), feeder.o.ready.eq(dp.i.ready),
                  dp.i.payload.eq(feeder.o.payload)]
@@ -268,8 +279,12 @@ def run_cases(cfg, cases, gaps=0.3, stalls=0.3, seed=1):
 
     async def bench(ctx):
         for p, le, lo, channels, pixels in cases:
-            surfaces = len(pixels[0]) // atom
+            nb = 2 if p["int16"] else 1
+            cpa = atom // nb
+            surfaces = len(pixels[0]) // cpa
             _apply(ctx, dp, p)
+            if wide:
+                ctx.set(feeder.int16, p["int16"])
             ctx.set(feeder.channel_m1, channels - 1)
             ctx.set(feeder.surfaces_m1, surfaces - 1)
             for t, table in ((0, le), (1, lo)):
@@ -291,10 +306,10 @@ def run_cases(cfg, cases, gaps=0.3, stalls=0.3, seed=1):
             for k, px in enumerate(pixels):
                 for sfc in range(surfaces):
                     word = 0
-                    for b in range(atom):
-                        word |= (px[sfc * atom + b] & 0xff) << (8 * b)
+                    for b in range(cpa):
+                        word |= (px[sfc * cpa + b] & ((1 << (8 * nb)) - 1)) << (8 * nb * b)
                     atoms.append((word, int(k == len(pixels) - 1 and sfc == surfaces - 1)))
-            total = len(pixels) * surfaces * atom
+            total = len(pixels) * surfaces * cpa
             got = []
             counts = dict(uflow=0, oflow=0, hybrid=0, le_hit=0, lo_hit=0, sat=0)
             ai = 0
@@ -350,11 +365,42 @@ def _cube(rng, n_pixels, surfaces, atom):
     return pixels
 
 
+def golden(pixels, channels, p, le, lo):
+    """The golden model's datapath (:func:`sim.cdp.cdp.compute`) on the same pixels: outputs
+    per pixel and the counts, as :func:`reference` gives them."""
+    lut = CdpLutParams(
+        le_linear=bool(p["le_linear"]), uflow_priority_lo=bool(p["uflow_pri"]),
+        oflow_priority_lo=bool(p["oflow_pri"]), hybrid_priority_lo=bool(p["hybrid_pri"]),
+        le_index_offset=sx(p["le_index_offset"], 8), le_index_select=sx(p["le_index_select"], 8),
+        lo_index_select=sx(p["lo_index_select"], 8), le_start=p["le_start"], le_end=p["le_end"],
+        lo_start=p["lo_start"], lo_end=p["lo_end"],
+        le_uflow_scale=sx(p["le_uscale"], 16), le_oflow_scale=sx(p["le_oscale"], 16),
+        lo_uflow_scale=sx(p["lo_uscale"], 16), lo_oflow_scale=sx(p["lo_oscale"], 16),
+        le_uflow_shift=sx(p["le_ushift"], 5), le_oflow_shift=sx(p["le_oshift"], 5),
+        lo_uflow_shift=sx(p["lo_ushift"], 5), lo_oflow_shift=sx(p["lo_oshift"], 5))
+    prog = CdpProgram(
+        precision=INT16 if p["int16"] else INT8, width=len(pixels), height=1, channel=channels,
+        src=None, dst=None, window=2 * p["normalz_len"] + 3,
+        sqsum_bypass=bool(p["sqsum_bypass"]), mul_bypass=bool(p["mul_bypass"]),
+        datin_offset=p["datin_offset"] & 0xffff, datin_scale=sx(p["datin_scale"], 16),
+        datin_shift=p["datin_shifter"], datout_offset=p["datout_offset"] & 0xffffffff,
+        datout_scale=sx(p["datout_scale"], 16), datout_shift=p["datout_shifter"], lut=lut)
+    tables = CdpLut()
+    tables.le[:] = le
+    tables.lo[:] = lo
+    raw = np.array(pixels, dtype=np.int64).T[:, None, :]              # [channels, 1, W]
+    out, sat_, lut_out = compute(prog, raw, tables)
+    counts = dict(uflow=lut_out.count(CAT_UFLOW), oflow=lut_out.count(CAT_OFLOW),
+                  hybrid=lut_out.count(CAT_HYBRID), le_hit=lut_out.count(CAT_LE_HIT),
+                  lo_hit=lut_out.count(CAT_LO_HIT), sat=int(sat_.sum()))
+    return [[int(v) for v in px] for px in out[:, 0, :].T], counts
+
+
 def _check(cfg, cases, **kw):
     results = run_cases(cfg, cases, **kw)
     assert len(results) == len(cases)
     for (p, le, lo, channels, pixels), (got, counts, _) in zip(cases, results):
-        want, want_counts = reference(pixels, channels, p, le, lo)
+        want, want_counts = (golden if p["int16"] else reference)(pixels, channels, p, le, lo)
         assert got == want, (p, channels)
         assert counts == want_counts, (p, counts, want_counts)
 
@@ -373,6 +419,64 @@ def test_trace_like_programs(cfg):
         channels = rng.randrange(1, surfaces * atom + 1)
         cases.append((_program(p), le, lo, channels, _cube(rng, 5, surfaces, atom)))
     _check(cfg, cases)
+
+
+def random_program16(rng):
+    """A random int16 program: index selects in -32..31, exponent offsets up to 39, table
+    ranges scaled towards int16 square sums (up to 2^36)."""
+    p = random_program(rng)
+    k = rng.choice([0, 8, 16, 24, 30])
+    p.update(int16=1, le_index_select=rng.randrange(-32, 32) & 0xff,
+             lo_index_select=rng.choice([rng.randrange(-32, 32), 16 + k // 2, k]) & 0xff,
+             le_index_offset=rng.choice([0, 3, 12, 20, 39, -2, -20]) & 0xff,
+             datout_shifter=rng.choice([0, 9, 16, 24, rng.randrange(64)]))
+    for name, span in (("le", 64), ("lo", 256)):
+        p[f"{name}_start"] = sx(p[f"{name}_start"] << k, 38)
+        p[f"{name}_end"] = sx(p[f"{name}_start"] + (span << max(sx(p[f"{name}_index_select"], 8),
+                                                                0)), 38)
+    return p
+
+
+def _cube16(rng, n_pixels, surfaces, cpa):
+    pixels = []
+    for _ in range(n_pixels):
+        kind = rng.random()
+        if kind < 0.2:
+            px = [rng.choice([-32768, 32767, 0, -1, 1]) for _ in range(surfaces * cpa)]
+        elif kind < 0.5:
+            px = [rng.randrange(-300, 301) for _ in range(surfaces * cpa)]
+        else:
+            px = [rng.randrange(-32768, 32768) for _ in range(surfaces * cpa)]
+        pixels.append(px)
+    return pixels
+
+
+INT16_CONFIGS = [PRESETS["nv_small"].replace(data_types=frozenset({"int8", "int16"})),
+                 NvdlaConfig(name="cdp_t4", cdp_throughput=4,
+                             data_types=frozenset({"int8", "int16"})),
+                 PRESETS["nv_full"]]
+
+
+@pytest.mark.parametrize("cfg", INT16_CONFIGS, ids=["nv_small_int16", "cdp_t4_int16", "nv_full"])
+def test_int16_programs_match_golden(cfg):
+    """int16 layers (2-byte elements) interleaved with int8 ones on builds with int16."""
+    rng = random.Random(13)
+    atom = cfg.memory_atom
+    cases = []
+    for k in range(12):
+        le, lo = _tables(rng, smooth=k % 3 == 0)
+        if k % 4 == 3:                                   # an int8 layer in between
+            surfaces = rng.choice([1, 2])
+            channels = rng.randrange(1, surfaces * atom + 1)
+            cases.append((random_program(rng), le, lo, channels,
+                          _cube(rng, 3, surfaces, atom)))
+            continue
+        cpa = atom // 2
+        surfaces = rng.choice([1, 2, 3])
+        channels = rng.randrange(1, surfaces * cpa + 1)
+        cases.append((random_program16(rng), le, lo, channels,
+                      _cube16(rng, 3, surfaces, cpa)))
+    _check(cfg, cases, seed=5)
 
 
 def test_random_programs():

@@ -307,10 +307,14 @@ def test_random_traces_pass_with_their_golden_crcs(cfg, n, tmp_path):
     assert first == open(f"{paths[0]}/cdp_random_11_0000.cfg").read() and len(again) == n
 
 
-@pytest.mark.parametrize("cfg", [SMALL, FULL], ids=["nv_small", "nv_full"])
-def test_invalid_programs_name_the_field(cfg, tmp_path):
-    cases = write_invalid_traces(cfg, str(tmp_path))
-    assert len(cases) >= (9 if cfg is SMALL else 6)
+SMALL16 = SMALL.replace(data_types=frozenset({"int8", "int16"}))
+
+
+@pytest.mark.parametrize("cfg, prec", [(SMALL, 0), (FULL, 0), (SMALL16, 1), (FULL, 1)],
+                         ids=["nv_small", "nv_full", "nv_small_int16-int16", "nv_full-int16"])
+def test_invalid_programs_name_the_field(cfg, prec, tmp_path):
+    cases = write_invalid_traces(cfg, str(tmp_path), prec=prec)
+    assert len(cases) >= (9 if cfg is SMALL else 8 if cfg is SMALL16 else 6)
     for path, fld in cases:
         res = run_trace_golden(path, cfg)
         assert not res.passed and fld in (res.message or ""), (path, fld, res.message)
@@ -363,3 +367,18 @@ def test_random_programs_cover_every_mode_and_lut_path():
     assert {(k, v) for k in ("sqsum_bypass", "mul_bypass", "le_linear")
             for v in (False, True)} <= modes
     assert left_shift and (totals > 0).all(), totals
+
+
+def test_random_int16_programs_cover_every_lut_path():
+    """int16 draws on a build with int16: both LE modes, left-shifting LO index selects, every
+    LUT category and output saturation (the int16 RTL suite runs on such programs)."""
+    rng = np.random.default_rng(5)
+    totals, modes = np.zeros(6, np.int64), set()
+    for _ in range(30):
+        res, _, prog = _run_layer(SMALL16, random_program(SMALL16, rng, max_elems=300, prec=1))
+        assert prog.precision == 1
+        modes |= {("le_linear", prog.lut.le_linear), ("lo_left", prog.lut.lo_index_select < 0)}
+        totals += [res.lut_uflow, res.lut_oflow, res.lut_le_hit, res.lut_lo_hit,
+                   res.lut_hybrid, res.out_saturation]
+    assert modes == {(k, v) for k in ("le_linear", "lo_left") for v in (False, True)}
+    assert (totals > 0).all(), totals

@@ -7,21 +7,27 @@
 - constrained-random CDP programs (:mod:`sim.cdp.random_programs`: every window, both bypasses,
   LE linear/exponent, priorities, random LUTs loaded over the CSB, values that hit
   interpolation, underflow and overflow) written as traces with golden CRCs and guard bands:
-  300 on nv_small and 50 on a build with CDP throughput 8 and a 512-bit DBBIF, RTL against the
-  golden model bit for bit under random back-pressure and latency;
-- the invalid programs of ``write_invalid_traces`` on nv_small: the RTL ends each layer and
-  writes nothing outside the programmed output (the guard bands' CRCs).
+  300 on nv_small, 50 on a build with CDP throughput 8 and a 512-bit DBBIF, 240 on nv_small
+  with int16 and 60 on that build with CDP throughput 4 (int8 and int16 layers mixed, also
+  within the ping-pong pairs: the precision is chosen per layer), RTL against the golden model
+  bit for bit under random back-pressure and latency;
+- the invalid programs of ``write_invalid_traces`` on nv_small, and its int8 and int16 ones on
+  nv_small with int16: the RTL ends each layer and writes nothing outside the programmed output
+  (the guard bands' CRCs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shutil
 import zlib
 
 import pytest
 
 from arch.config import NvdlaConfig
+from sim.cdp.program import INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
 from .conftest import TRACES, assert_all_pass, playback
@@ -32,6 +38,10 @@ NV_SMALL = NvdlaConfig.preset("nv_small")
 #: tests/test_pdp_rtl.py's, so the two suites share one playback build.
 NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", pdp_throughput=8, cdp_throughput=8,
                                dbbif_width=512)
+#: nv_small with int16 (the build tests/test_pdp_rtl.py's int16 suite uses too)
+NV_SMALL_INT16 = dataclasses.replace(NV_SMALL, data_types=frozenset({"int8", "int16"}))
+#: and with CDP throughput 4: an int16 atom is one transfer of 4 lanes
+NV_SMALL_T4_INT16 = NV_SMALL_INT16.replace(name="nv_small_t4", cdp_throughput=4)
 
 
 _rtl = playback
@@ -94,19 +104,40 @@ def test_public_cdp_traces_rtl(tmp_path):
            len(names) + len(extra))
 
 
-SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)]
+SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)] + \
+    [(NV_SMALL_INT16, seed, 120) for seed in (200, 201)] + [(NV_SMALL_T4_INT16, 300, 60)]
+
+
+def _shard_id(cfg, seed):
+    return f"{cfg.name}{'-int16' if 'int16' in cfg.data_types else ''}-seed{seed}"
+
+
+def _int16_layers(path):
+    """How many layers of a random trace are int16 (its CDP_RDMA D_DATA_FORMAT writes)."""
+    name = os.path.basename(path)
+    text = open(os.path.join(path, f"{name}.cfg")).read()
+    return sum(int(v, 16) & 3 == INT16 for v in
+               re.findall(r"NVDLA_CDP_RDMA\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text))
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+                         ids=[_shard_id(c, s) for c, s, _ in SHARDS])
 def test_random_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = write_random_traces(cfg, str(tmp_path), count, seed=seed)
+    if "int16" in cfg.data_types:
+        assert sum(_int16_layers(p) for p in paths) >= count * 5 // 12     # of 1.25 x count
     _check(_rtl(paths, cfg, max_cycles=400_000, seed=seed, busy=0.3, latency=(1, 24)), count)
 
 
+INVALID = [(NV_SMALL, 0), (NV_SMALL_INT16, 0), (NV_SMALL_INT16, INT16)]
+
+
 @pytest.mark.rtl
-def test_invalid_cdp_programs_rtl_finish_and_write_nothing_outside(tmp_path):
-    made = write_invalid_traces(NV_SMALL, str(tmp_path))
-    assert made
-    _check(_rtl([p for p, _ in made], NV_SMALL, max_cycles=200_000), len(made))
+@pytest.mark.parametrize("cfg, prec", INVALID,
+                         ids=[f"{_shard_id(c, 0)[:-6]}-{'int16' if p else 'int8'}"
+                              for c, p in INVALID])
+def test_invalid_cdp_programs_rtl_finish_and_write_nothing_outside(tmp_path, cfg, prec):
+    made = write_invalid_traces(cfg, str(tmp_path), prec=prec)
+    assert len(made) >= 8
+    _check(_rtl([p for p, _ in made], cfg, max_cycles=200_000), len(made))

@@ -61,6 +61,8 @@ BAD = [
     ("sdp_lut", dict(sdp_lut=True), "sdp_lut=True: the LUT is part of the SDP element-wise"),
     ("pdp_throughput", dict(pdp_throughput=3), "pdp_throughput=3: must be 0"),
     ("cdp_throughput", dict(cdp_throughput=16), "cdp_throughput=16"),
+    ("cdp_throughput", dict(cdp_throughput=8, data_types={"int8", "int16"}),
+     "cdp_throughput=8: must be at most memory_atom / 2 = 4 with int16"),
     ("bdma", dict(bdma=True), "bdma=True: BDMA copies between the DBBIF and the SRAMIF"),
     ("image_packed_formats", dict(image_packed_formats={"RGB565"}), "unknown formats"),
     ("image_semi_formats", dict(image_semi_formats={"NV12"}), "unknown formats"),

@@ -9,7 +9,9 @@ One layer::
     done + rdma_done in the cycle after the writer reports every line acknowledged.
 
 The cube is W x H x C (CDP_RDMA ``D_DATA_CUBE_*``; the output has the same size), read and
-written pixel by pixel (:mod:`hw.cdp.rdma`). int8 only.
+written pixel by pixel (:mod:`hw.cdp.rdma`). int8, and int16 when the build's ``data_types``
+has it (per layer, from ``D_DATA_FORMAT``: 2-byte elements, an atom holds half the channels);
+fp16 layers are rejected by the check.
 
 Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
 ``OUT_SATURATION`` always; the five LUT counters when ``D_PERF_ENABLE.LUT_EN``; the write /
@@ -33,7 +35,7 @@ from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
 from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.sdp import lut_access
-from .check import program_errors
+from .check import INT16, program_errors
 from .datapath import CdpDatapath
 from .rdma import CdpFeeder, PixelLines
 from .wdma import CdpWdma
@@ -80,8 +82,12 @@ class Cdp(wiring.Component):
         wm1 = R.D_DATA_CUBE_WIDTH.WIDTH
         hm1 = R.D_DATA_CUBE_HEIGHT.HEIGHT
         cm1 = R.D_DATA_CUBE_CHANNEL.CHANNEL
+        wide = "int16" in cfg.data_types
+        if wide:
+            i16 = Signal()
+            m.d.comb += i16.eq(C.D_DATA_FORMAT.INPUT_DATA_TYPE == INT16)
         sm1 = Signal(13)
-        m.d.comb += sm1.eq(cm1 >> ash)
+        m.d.comb += sm1.eq(Mux(i16, cm1 >> (ash - 1), cm1 >> ash) if wide else cm1 >> ash)
         invalid = Signal()
         m.d.comb += invalid.eq(program_errors(cfg, geom, C, R, self.s, src, dst,
                                               (wm1, hm1, sm1)))
@@ -90,9 +96,9 @@ class Cdp(wiring.Component):
         m.submodules.src_lines = src_lines = PixelLines(geom)
         m.submodules.reader = reader = CubeReader(geom)
         m.submodules.ser = ser = AtomSerializer(geom)
-        m.submodules.feeder = feeder = CdpFeeder(geom, T)
+        m.submodules.feeder = feeder = CdpFeeder(geom, T, int16=wide)
         m.submodules.datapath = dp = CdpDatapath(cfg)
-        m.submodules.wdma = wdma = CdpWdma(geom, T)
+        m.submodules.wdma = wdma = CdpWdma(geom, T, int16=wide)
         wiring.connect(m, src_lines.cmd, reader.cmd)
         wiring.connect(m, flipped(self.rd_cdp), reader.dma)
         wiring.connect(m, reader.data, ser.i)
@@ -106,6 +112,8 @@ class Cdp(wiring.Component):
                          movers.line_stride.eq(ls), movers.surface_stride.eq(ss),
                          movers.width_m1.eq(wm1), movers.height_m1.eq(hm1),
                          movers.surfaces_m1.eq(sm1)]
+        if wide:
+            m.d.comb += [feeder.int16.eq(i16), wdma.int16.eq(i16)]
         m.d.comb += [feeder.channel_m1.eq(cm1), feeder.surfaces_m1.eq(sm1),
                      feeder.clear.eq(clear), dp.clear.eq(clear), wdma.clear.eq(clear),
                      dp.regs.eq(C), dp.s.eq(self.s)]

@@ -5,8 +5,9 @@ program never hangs the core.
 The rules are those of the golden decode (:func:`sim.cdp.program.decode`); any one fails the
 layer:
 
-* precision: CDP ``INPUT_DATA_TYPE`` and CDP_RDMA ``INPUT_DATA`` must be INT8 (the only
-  precision this datapath has; int16 / fp16 are rejected even on builds that list them);
+* precision: CDP_RDMA ``INPUT_DATA`` must be INT8, or INT16 on a build whose ``data_types``
+  has int16, and CDP ``INPUT_DATA_TYPE`` must equal it (fp16 is rejected even on builds that
+  list it: this datapath has no fp16);
 * source and destination RAM type CV (SRAMIF) on a build without SRAMIF;
 * source / destination base address, line stride or surface stride not a multiple of the
   memory atom;
@@ -21,9 +22,9 @@ from amaranth.hdl import Cat, Const
 
 from ..mem.dma import RAM_CV
 
-__all__ = ["INT8", "program_errors"]
+__all__ = ["INT8", "INT16", "program_errors"]
 
-INT8 = 0
+INT8, INT16 = 0, 1
 INDEX_SELECT_RANGE = (-32, 31)
 LE_INDEX_OFFSET_MAX = 39
 
@@ -39,8 +40,11 @@ def program_errors(cfg, geom, regs, rdma_regs, s, src, dst, dims):
     def misaligned(v):
         return v[:ash].any() if ash else Const(0)
 
-    errs = [regs.D_DATA_FORMAT.INPUT_DATA_TYPE != INT8,
-            rdma_regs.D_DATA_FORMAT.INPUT_DATA != INT8]
+    prec, cprec = rdma_regs.D_DATA_FORMAT.INPUT_DATA, regs.D_DATA_FORMAT.INPUT_DATA_TYPE
+    if "int16" in cfg.data_types:
+        errs = [(prec != INT8) & (prec != INT16), cprec != prec]
+    else:
+        errs = [cprec != INT8, prec != INT8]
     line_bytes = (wm1 + 1) << ash                  # W x atom
     for i, (base, ls, ss, ram) in enumerate((src, dst)):
         errs += [misaligned(base), misaligned(ls), misaligned(ss)]

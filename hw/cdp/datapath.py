@@ -1,5 +1,6 @@
 """The CDP arithmetic datapath (spec: CDP -- input converter, square sum, lookup tables, multiply,
-output converter). int8 only.
+output converter). int8, and int16 on builds whose ``data_types`` has it (precision per layer
+from ``D_DATA_FORMAT.INPUT_DATA_TYPE``; an int8-only build has the int8 widths only).
 
 ``T`` lanes (``cfg.cdp_throughput``) of one pixel's channels enter per transfer, channel-major:
 all channels of pixel (w, h) (``S`` surfaces x atom channels, cripple channels flagged ``pad``)
@@ -7,10 +8,12 @@ before the next pixel. Each transfer carries the pixel's ``parity`` (toggles per
 ``real`` (0 for the flush transfers that push the last pixel's final channels out). The
 pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
 
-    sub/mul -> round+sat9 -> square -> [window] sum -> LUT (5) -> mul -> ocvt (3) -> o
+    sub/mul -> round+sat -> square -> [window] sum -> LUT (5) -> mul -> ocvt (3) -> o
 
-* Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``;
-  pad lanes become 0 (NVDLA fills them with the offset, which converts to 0).
+* Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
+  (int16: ``sat17`` of ``x - DATIN_OFFSET[15:0]``, a 33-bit product); pad lanes become 0
+  (NVDLA fills them with the offset, which converts to 0). Squares are 17 (int16: 33) bits
+  unsigned, the square sum 21 (37) bits.
 * Window: a history of the last ``D + 4`` converted values (``D = T * ceil(4 / T)``, shifted on
   every valid transfer) gives the ``2 * NORMALZ_LEN + 3`` neighbours of the transfer ``D``
   elements back; neighbours of another pixel (parity differs) or of a flush transfer count 0.
@@ -20,8 +23,9 @@ pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
   for an LE exponent underflow]) * scale >> shift)`` (signed 5-bit shift: negative shifts
   left), interpolation ``y0 + round((y1 - y0) * f >> 16)`` with a 16-bit fraction; results
   saturated to int16; table choice by the under/overflow/hybrid priorities.
-* Multiply: ``lut * centre`` (``MUL_BYPASS``: ``lut``).
-* Output converter: ``sat8(round((y - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``;
+* Multiply: ``lut * centre`` (``MUL_BYPASS``: ``lut``), 25 (int16: 33) bits.
+* Output converter: ``sat8(round((y - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``
+  (int16: ``sat16`` of ``y - DATOUT_OFFSET[31:0]``, a 50-bit product);
   a lane counts as saturated when ``floor(... >> shift)`` is more than 1 away from the result.
 
 Rounding is half away from zero everywhere. The LUT RAM (LE at 0..64, LO at 65..321) has a
@@ -39,6 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from hw.regfile import fields_layout
+from hw.cdp.check import INT16
 from hw.sdp.datapath import (LE_DEPTH, LO_DEPTH, _comb, _Pipe, _popcount, _round_shift_right,
                              _saturate, lut_ram)
 
@@ -52,8 +57,10 @@ def window_delay(lanes):
     return lanes * -(-4 // lanes)
 
 
-def in_layout(lanes):
-    return data.StructLayout({"data": data.ArrayLayout(signed(8), lanes),
+def in_layout(lanes, bits=8):
+    """One datapath transfer: ``bits`` = 16 on builds with int16 (int8 values sign-extended),
+    else 8."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(bits), lanes),
                               "pad": data.ArrayLayout(1, lanes),
                               "parity": 1, "real": 1, "last": 1})
 
@@ -86,12 +93,13 @@ class CdpDatapath(wiring.Component):
     def __init__(self, cfg):
         self.cfg = cfg
         self.lanes = T = cfg.cdp_throughput
+        self.int16 = "int16" in cfg.data_types
         block = register_map(cfg)["CDP"]
         self.latency = 12
         super().__init__({
             "regs": In(fields_layout(block.d_registers, ("rw",))),
             "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
-            "i": In(stream.Signature(in_layout(T))),
+            "i": In(stream.Signature(in_layout(T, 16 if self.int16 else 8))),
             "o": Out(stream.Signature(out_layout(T))),
             "clear": In(1),
             "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
@@ -114,28 +122,38 @@ class CdpDatapath(wiring.Component):
             st[f"pad{lane}"] = p.pad[lane]
 
         # -- input converter ------------------------------------------------------------------
-        off8 = r.D_DATIN_OFFSET.DATIN_OFFSET[:8].as_signed()
+        # int8: 9-bit result from a 25-bit product; int16 (builds with it, per layer): 17 bits
+        # from 33 (NVDLA's C model: sc_int<17> difference, sc_int<33> product).
+        wide = self.int16
+        xbits, pbits, qbits = (17, 33, 33) if wide else (9, 25, 17)
+        i16 = _comb(m, r.D_DATA_FORMAT.INPUT_DATA_TYPE == INT16, "int16") if wide else None
+        off = r.D_DATIN_OFFSET.DATIN_OFFSET
+        ioff = Mux(i16, off[:16].as_signed(), off[:8].as_signed()) if wide \
+            else off[:8].as_signed()
         scale = r.D_DATIN_SCALE.DATIN_SCALE.as_signed()
         new = dict(st)
         for lane in range(T):
-            new[f"x{lane}"] = (st[f"x{lane}"] - off8) * scale                    # 25 bits
+            new[f"x{lane}"] = (st[f"x{lane}"] - ioff) * scale                    # pbits
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
-            v, _ = _round_shift_right(m, st[f"x{lane}"], r.D_DATIN_SHIFTER.DATIN_SHIFTER, 9,
-                                      25, f"icvt{lane}")
-            new[f"x{lane}"] = Mux(st[f"pad{lane}"], 0, v).as_signed()[:9].as_signed()
+            v, _ = _round_shift_right(m, st[f"x{lane}"], r.D_DATIN_SHIFTER.DATIN_SHIFTER, xbits,
+                                      pbits, f"icvt{lane}")
+            if wide:
+                v = Mux(i16, v, _saturate(v, 9))
+            new[f"x{lane}"] = Mux(st[f"pad{lane}"], 0, v).as_signed()[:xbits].as_signed()
             new[f"pad{lane}"] = None
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
-            new[f"q{lane}"] = (st[f"x{lane}"] * st[f"x{lane}"]).as_unsigned()[:17]
+            new[f"q{lane}"] = (st[f"x{lane}"] * st[f"x{lane}"]).as_unsigned()[:qbits]
         st = pipe.step(new)
 
         # -- window and square sum ------------------------------------------------------------
         D = window_delay(T)
         H = D + 4
-        hist = [{"v": Signal(signed(9), name=f"h_v{k}"), "q": Signal(17, name=f"h_q{k}"),
+        hist = [{"v": Signal(signed(xbits), name=f"h_v{k}"),
+                 "q": Signal(qbits, name=f"h_q{k}"),
                  "par": Signal(name=f"h_par{k}"), "real": Signal(name=f"h_real{k}"),
                  "last": Signal(name=f"h_last{k}")} for k in range(H)]
         cur = [{"v": st[f"x{lane}"], "q": st[f"q{lane}"], "par": st["par"], "real": st["real"],
@@ -155,14 +173,15 @@ class CdpDatapath(wiring.Component):
         new = dict(st)
         for lane in range(T):
             c = seq[base + lane]
-            total = Const(0, 21)
+            sbits = qbits + 4                                   # 9 squares
+            total = Const(0, sbits)
             for k in range(-4, 5):
                 t = seq[base + lane + k]
                 inside = (t["par"] == c["par"]) & t["real"]
                 if k:
                     inside = inside & (half >= abs(k))
                 total = total + Mux(inside, t["q"], 0)
-            new[f"sum{lane}"] = Mux(bypass_sq, c["v"], total[:21].as_signed())     # 22 bits
+            new[f"sum{lane}"] = Mux(bypass_sq, c["v"], total[:sbits].as_signed())
             new[f"c{lane}"] = c["v"]
             new[f"x{lane}"] = new[f"q{lane}"] = None
         new["valid"] = st["valid"] & centre_real
@@ -175,24 +194,29 @@ class CdpDatapath(wiring.Component):
 
         # -- multiply, output converter --------------------------------------------------------
         mul_bypass = r.D_FUNC_BYPASS.MUL_BYPASS
-        ooff = r.D_DATOUT_OFFSET.DATOUT_OFFSET[:25].as_signed()
+        oofs = r.D_DATOUT_OFFSET.DATOUT_OFFSET
+        ooff = Mux(i16, oofs[:32].as_signed(), oofs[:25].as_signed()) if wide \
+            else oofs[:25].as_signed()
+        ybits, obits = (33, 50) if wide else (25, 42)
         oscale = r.D_DATOUT_SCALE.DATOUT_SCALE.as_signed()
         oshift = r.D_DATOUT_SHIFTER.DATOUT_SHIFTER
         new = dict(st)
         for lane in range(T):
             y = Mux(mul_bypass, st[f"lut{lane}"], st[f"lut{lane}"] * st[f"c{lane}"])
-            new[f"y{lane}"] = (y.as_signed()[:25].as_signed() - ooff)             # 26 bits
+            new[f"y{lane}"] = (y.as_signed()[:ybits].as_signed() - ooff)          # +1 bit
             new[f"lut{lane}"] = new[f"c{lane}"] = None
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
-            new[f"y{lane}"] = st[f"y{lane}"] * oscale                            # 42 bits
+            new[f"y{lane}"] = st[f"y{lane}"] * oscale                            # obits
         st = pipe.step(new)
         new = dict(st)
         sats = []
         for lane in range(T):
             y = st[f"y{lane}"]
-            v, _ = _round_shift_right(m, y, oshift, 8, 42, f"ocvt{lane}")
+            v, _ = _round_shift_right(m, y, oshift, 16 if wide else 8, obits, f"ocvt{lane}")
+            if wide:
+                v = _comb(m, Mux(i16, v, _saturate(v, 8)), f"ocvt_sat{lane}")
             fl = _comb(m, y >> oshift, f"ocvt_floor{lane}")
             sats.append((fl > v + 1) | (fl < v - 1))
             new[f"out{lane}"] = v

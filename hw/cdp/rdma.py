@@ -10,8 +10,9 @@ inside a pixel. Commands are pipelined by the readers/writers, so the memory sid
 waits for the next line.
 
 :class:`CdpFeeder` turns those atoms into datapath transfers (:func:`hw.cdp.datapath.in_layout`):
-``atom / T`` transfers per atom, channel ``j*T + l`` of the atom in lane ``l`` of transfer
-``j``; lanes past ``DATA_CUBE_CHANNEL`` are flagged ``pad``; ``parity`` toggles after each
+``atom / T`` transfers per atom (int16 layers: ``atom / 2 / T``, an atom holding half the
+channels, two little-endian bytes each: data-format spec, Feature Data Format), channel
+``j*T + l`` of the atom in lane ``l`` of transfer ``j``; lanes past ``DATA_CUBE_CHANNEL`` are flagged ``pad``; ``parity`` toggles after each
 pixel's last surface; after the cube's last atom, ``window_delay(T) / T`` flush transfers
 (``real`` = 0) push the final channels out of the window.
 """
@@ -64,15 +65,18 @@ class PixelLines(wiring.Component):
 class CdpFeeder(wiring.Component):
     """Atoms (:func:`hw.mem.cube.atom_layout`) -> datapath transfers (see the module docstring).
 
-    ``channel_m1``, ``surfaces_m1``: the cube's C - 1 and S - 1; ``clear``: reset between layers.
+    ``channel_m1``, ``surfaces_m1``: the cube's C - 1 and S - 1; ``clear``: reset between layers;
+    ``int16`` (with ``int16=True`` only: 16-bit lanes, int8 values sign-extended): the layer
+    reads 2-byte elements.
     """
 
-    def __init__(self, geom: DmaGeometry, lanes: int):
-        self._geom, self._lanes = geom, lanes
+    def __init__(self, geom: DmaGeometry, lanes: int, int16: bool = False):
+        self._geom, self._lanes, self._int16 = geom, lanes, int16
         super().__init__({
             "i": In(stream.Signature(atom_layout(geom))),
-            "o": Out(stream.Signature(in_layout(lanes))),
+            "o": Out(stream.Signature(in_layout(lanes, 16 if int16 else 8))),
             "channel_m1": In(13), "surfaces_m1": In(13), "clear": In(1),
+            **({"int16": In(1)} if int16 else {}),
         })
 
     def elaborate(self, platform):
@@ -86,7 +90,10 @@ class CdpFeeder(wiring.Component):
         parity = Signal()
         flush = Signal(range(flush_n + 1))
         j_last = Signal()
-        m.d.comb += j_last.eq(j == chunks - 1)
+        if self._int16:
+            m.d.comb += j_last.eq(j == Mux(self.int16, atom // 2 // T - 1, chunks - 1))
+        else:
+            m.d.comb += j_last.eq(j == chunks - 1)
         i, o = self.i, self.o
         with m.If(flush != 0):
             m.d.comb += [o.valid.eq(1), o.payload.real.eq(0), o.payload.parity.eq(~parity)]
@@ -100,8 +107,13 @@ class CdpFeeder(wiring.Component):
                          o.payload.last.eq(i.payload.last & j_last),
                          i.ready.eq(o.ready & j_last)]
             for lane in range(T):
+                byte = i.payload.data.word_select(j * T + lane, 8)
+                if self._int16:
+                    byte = byte.as_signed()
+                    half = i.payload.data.word_select(j * T + lane, 16).as_signed()
+                    byte = Mux(self.int16, half, byte)
                 m.d.comb += [
-                    o.payload.data[lane].eq(i.payload.data.word_select(j * T + lane, 8)),
+                    o.payload.data[lane].eq(byte),
                     o.payload.pad[lane].eq(chan + lane > self.channel_m1),
                 ]
             with m.If(o.valid & o.ready):

@@ -23,10 +23,11 @@ __all__ = ["CdpWdma"]
 class CdpWdma(wiring.Component):
     """Ports: ``i`` (:func:`hw.sdp.wdma.out_layout`), ``dma`` (write client), the output cube
     (``start`` pulse, ``base``, ``ram_type``, strides, ``width_m1``/``height_m1``/
-    ``surfaces_m1``), ``clear``, ``done`` (pulse), ``stall``."""
+    ``surfaces_m1``), ``clear``, ``done`` (pulse), ``stall``, ``int16`` (used with
+    ``int16=True``: the layer writes 2-byte elements, half the channels per atom)."""
 
-    def __init__(self, geom: DmaGeometry, lanes: int):
-        self._geom, self._lanes = geom, lanes
+    def __init__(self, geom: DmaGeometry, lanes: int, int16: bool = False):
+        self._geom, self._lanes, self._int16 = geom, lanes, int16
         aw = geom.addr_width
         super().__init__({
             "i": In(stream.Signature(out_layout(lanes))),
@@ -34,13 +35,14 @@ class CdpWdma(wiring.Component):
             "start": In(1), "base": In(aw), "ram_type": In(1), "line_stride": In(aw),
             "surface_stride": In(aw), "width_m1": In(13), "height_m1": In(13),
             "surfaces_m1": In(13), "clear": In(1), "done": Out(1), "stall": Out(1),
+            **({"int16": In(1)} if int16 else {}),
         })
 
     def elaborate(self, platform):
         m = Module()
         g = self._geom
         m.submodules.lines = lines = PixelLines(g)
-        m.submodules.pack = pack = SdpAtomPacker(g, self._lanes)
+        m.submodules.pack = pack = SdpAtomPacker(g, self._lanes, int16=self._int16)
         m.submodules.apack = apack = AtomPacker(g)
         m.submodules.writer = writer = CubeWriter(g)
         for name in ("start", "base", "ram_type", "line_stride", "surface_stride", "width_m1",
@@ -52,6 +54,7 @@ class CdpWdma(wiring.Component):
         wiring.connect(m, apack.o, writer.data)
         wiring.connect(m, writer.dma, flipped(self.dma))
         m.d.comb += [pack.width_m1.eq(0), pack.packed.eq(0), pack.clear.eq(self.clear),
+                     *([pack.int16.eq(self.int16)] if self._int16 else []),
                      self.stall.eq(writer.stall)]
         h = Signal(13)
         with m.If(self.start):

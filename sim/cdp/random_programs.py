@@ -321,7 +321,10 @@ def _setf(cfg, layer, key, block, reg, **fields):
 
 
 def _m_precision_mismatch(cfg, layer):
-    _setf(cfg, layer, "cdp", "CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=1)
+    r = register_map(cfg)["CDP"]["D_DATA_FORMAT"]
+    prec = r.unpack(layer["cdp"].get("D_DATA_FORMAT", r.reset))["INPUT_DATA_TYPE"]
+    _setf(cfg, layer, "cdp", "CDP", "D_DATA_FORMAT",
+          INPUT_DATA_TYPE=INT8 if prec == INT16 else INT16)
     return "CDP.D_DATA_FORMAT.INPUT_DATA_TYPE"
 
 
@@ -390,18 +393,21 @@ INVALID_MUTATIONS = {
 }
 
 
-def _base_layer(cfg, rng=None):
-    """A small valid packed int8 layer (2 x 2, one atom plus one channel) the mutations start
-    from; ``rng`` default: seed 1."""
-    atom = cfg.memory_atom
+def _base_layer(cfg, rng=None, prec=INT8):
+    """A small valid packed layer of precision ``prec`` (2 x 2, one atom plus one channel) the
+    mutations start from; ``rng`` default: seed 1."""
+    cpa = cfg.memory_atom // BYTES[prec]
     rng = np.random.default_rng(1) if rng is None else rng
-    layer = random_program(cfg, rng, W=2, H=2, C=atom + 1, prec=INT8, packed=True)
+    layer = random_program(cfg, rng, W=2, H=2, C=cpa + 1, prec=prec, packed=True)
     layer["lut_regs"] = dict(layer["lut_regs"])
     return layer
 
 
-def write_invalid_traces(cfg, directory: str) -> list:
-    """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
-    must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is
-    that of the untouched (all-zero) destination window."""
-    return write_invalid(cfg, directory, "cdp", INVALID_MUTATIONS, _base_layer, write_trace)
+def write_invalid_traces(cfg, directory: str, prec: int = INT8) -> list:
+    """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of a ``prec`` layer
+    (INT16: named ``cdp_int16_invalid_*``, on builds with int16); each one's golden run must
+    fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is that
+    of the untouched (all-zero) destination window."""
+    prefix = "cdp" if prec == INT8 else "cdp_int16"
+    return write_invalid(cfg, directory, prefix, INVALID_MUTATIONS,
+                         lambda c: _base_layer(c, prec=prec), write_trace)
