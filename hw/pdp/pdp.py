@@ -28,9 +28,10 @@ core; the core's widths follow the precision (:mod:`hw.pdp.pool`). Such builds n
 ``pdp_throughput <= memory_atom / 2``. FP16 is rejected by the check on every build.
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8 or int16, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read. A flying
-layer that passes its check issues no DMA until the SDP runs its layer (``sdp_go`` or the
-first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
+int8 or int16, in SDP's cube order, which is the PDP's input order; the SDP's output
+precision must be the PDP's ``INPUT_DATA``, which this unit does not check); PDP_RDMA does
+not read. A flying layer that passes its check issues no DMA until the SDP runs its layer
+(``sdp_go`` or the first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
 without running (its program rejected, or its producer aborted) pulses ``sdp_abort``, which
 is kept until a flying PDP layer takes it: that layer ends like an invalid program (done, no
 DMA, nothing written), whichever unit was enabled first. A flying PDP layer that fails its
