@@ -9,7 +9,7 @@
 * constrained-random programs of ``sim.pdp.random_programs.write_random_traces`` (offline,
   split width, two-layer traces, SDP->PDP flying layers): int8 on nv_small (300, 3 shards of
   100) and nv_small_t8 (50: 8 PDP lanes, 512-bit DBBIF); int8 and int16 mixed on
-  nv_small_int16 (nv_small with ``data_types`` int8 + int16: 200, 2 shards of 100, each with
+  nv_small_int16 (nv_small with ``data_types`` int8 + int16: 300, 3 shards of 100, each with
   at least 50 programs pooling int16, SDP->PDP int16 among them).
 """
 
@@ -153,9 +153,9 @@ def test_golden_invalid_pdp_programs_rtl(tmp_path, cfg, prec):
 
 #: random programs of the golden model's generator (offline, split width, two-layer traces,
 #: SDP->PDP flying layers): 300 on nv_small, 50 on the 8-lane build with a 512-bit DBBIF
-#: (int8), 200 on nv_small_int16 (int8 and int16 layers mixed)
+#: (int8), 300 on nv_small_int16 (int8 and int16 layers mixed)
 SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)] + \
-    [(NV_SMALL_INT16, seed, 100) for seed in (200, 201)]
+    [(NV_SMALL_INT16, seed, 100) for seed in (200, 201, 202)]
 
 
 def _int16_programs(paths):
