@@ -274,9 +274,13 @@ class PdpPool(wiring.Component):
         avg = Signal()
         m.d.comb += avg.eq(cfg.method == METHOD_AVE)
 
-        def op(old, new):
+        # the horizontal ring's sums are only used in their low B + 3 bits: 19 bits suffice on
+        # builds with int16 (int8-only builds keep their 16)
+        hacc = ROW_BITS16 if self._int16 else ACC
+
+        def op(old, new, width=acc):
             """Lane-wise max / min / wrapping sum."""
-            r = Signal(signed(acc))
+            r = Signal(signed(width))
             with m.Switch(cfg.method):
                 with m.Case(METHOD_MAX):
                     m.d.comb += r.eq(Mux(new > old, new, old))
@@ -307,7 +311,7 @@ class PdpPool(wiring.Component):
         m.d.comb += last_s.eq(s == cfg.s_m1)
 
         HS = H_SLOTS
-        ring = [[[Signal(signed(acc), name=f"ring{k}_{g}_{l}") for l in range(T)]
+        ring = [[[Signal(signed(hacc), name=f"ring{k}_{g}_{l}") for l in range(T)]
                  for g in range(G)] for k in range(HS)]
 
         # -- stage registers ------------------------------------------------------------
@@ -367,7 +371,7 @@ class PdpPool(wiring.Component):
         m.d.comb += hf_slot.eq(hf_base + hf_ow)
         hpad_f = self._row_pad(m, _pads(m, "hpad_f", hf_start, cfg.kw_m1, job.win_m1),
                                is16, acc)
-        f_slot_vals = [[Signal(signed(acc), name=f"fslot{k}_{l}") for l in range(T)]
+        f_slot_vals = [[Signal(signed(hacc), name=f"fslot{k}_{l}") for l in range(T)]
                        for k in range(HS)]
         for k in range(HS):
             for l in range(T):
@@ -388,12 +392,12 @@ class PdpPool(wiring.Component):
         hpad_lo = self._row_pad(m, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1, job.win_m1),
                                 is16, acc)
         x = self.i.payload.data
-        new_vals = [[Signal(signed(acc), name=f"hnew{k}_{l}") for l in range(T)]
+        new_vals = [[Signal(signed(hacc), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
         for k in range(HS):
             for l in range(T):
                 old = Array(ring[k][g][l] for g in range(G))[j]
-                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l])))
+                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc)))
         lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
 
         running = Signal()
