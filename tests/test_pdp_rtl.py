@@ -10,7 +10,8 @@
   split width, two-layer traces, SDP->PDP flying layers): int8 on nv_small (300, 3 shards of
   100) and nv_small_t8 (50: 8 PDP lanes, 512-bit DBBIF); int8 and int16 mixed on
   nv_small_int16 (nv_small with ``data_types`` int8 + int16: 300, 3 shards of 100, each with
-  at least 50 programs pooling int16, SDP->PDP int16 among them).
+  at least 50 programs pooling int16, SDP->PDP int16 among them); slow: 100 on nv_full (int8
+  and int16, 8 PDP lanes, 32-byte atoms) plus its int16 invalid programs.
 """
 
 from __future__ import annotations
@@ -173,3 +174,17 @@ def test_random_pdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
         assert _int16_programs(paths) >= 50
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_nv_full_pdp_int8_int16_rtl(tmp_path):
+    """nv_full (8 PDP lanes, 32-byte atoms: 16 int16 channels, SDP->PDP at 16 lanes, 512-bit
+    DBBIF): 100 random programs with int8 and int16 layers mixed match the golden model, and
+    the int16 invalid programs finish without writing. The build takes about 10 minutes."""
+    cfg = NvdlaConfig.preset("nv_full")
+    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300)
+    assert _int16_programs(paths) >= 40
+    invalid = [p for p, _ in write_invalid_traces(cfg, str(tmp_path / "invalid"), prec=1)]
+    _check(_rtl(paths + invalid, cfg, max_cycles=1_000_000, seed=300, busy=0.3,
+                latency=(1, 24)), len(paths) + len(invalid))
