@@ -8,8 +8,9 @@ position, an atom's channels as ``G = atom / T`` transfers of ``T`` lanes -- and
 the pooled cube in the same order (``last_line`` on an output line's last transfer, ``last``
 on the job's last).
 
-Arithmetic (``B`` = 8 for int8, 16 for int16; sums in 16 bits -- 22 = B + 6 on builds with
-int16 -- wrapping like NVDLA's line buffer):
+Arithmetic (``B`` = 8 for int8, 16 for int16; sums in 16 bits wrapping like NVDLA's line
+buffer -- on builds with int16, 19 = B + 3 bits in the horizontal ring and 22 = B + 6 in the
+line buffer):
 
 * max / min take the extreme of the window's real elements; padding is not used;
 * average sums the real elements; a window row with ``p`` padded columns adds
