@@ -3,7 +3,9 @@
 Random layers (max / min / average, kernels 1..8, strides 1..16, padding on all sides with
 random pad values and reciprocals, several surfaces, jobs back to back as the splits of a
 layer run) on random int8 cubes, under random input gaps and output back-pressure; the
-pooled values must come out in cube order, bit for bit, with the right line / job ends.
+pooled values must come out in cube order, bit for bit, with the right line / job ends. The
+core of a build with int16 runs int8 and int16 layers mixed (int16: half the transfers per
+atom, NVDLA's B = 16 widths).
 """
 
 from __future__ import annotations
@@ -37,15 +39,15 @@ def _round_recip(v, r, bits):
     return _wrap((q & ((1 << (bits - 1)) - 1)) + (frac >= 0x8000), bits)
 
 
-def reference(x, L, job):
-    """x: int array [S, H, W, C]; returns [S, Hout, Wout, C] (int8 values)."""
+def reference(x, L, job, bits=8):
+    """x: int array [S, H, W, C]; returns [S, Hout, Wout, C] (values of ``bits`` bits)."""
     S, H, W, C = x.shape
     kw, kh, sw, sh = L["kw"], L["kh"], L["sw"], L["sh"]
     pl, pr = job["pl"], job["pr"]
     pt = L["pt"]
-    # NVDLA's widths: a window row's sum + PAD_VALUE (its low 11 bits) in B + 3 = 11 bits,
-    # the window sum + kernel width x PAD_VALUE (19 bits) in B + 6 = 14 bits
-    pad11 = [0] + [_sext(L["pads"][n], 11) for n in range(7)]
+    # NVDLA's widths: a window row's sum + PAD_VALUE (its low B + 3 bits) in B + 3 bits,
+    # the window sum + kernel width x PAD_VALUE (19 bits) in B + 6 bits
+    pad11 = [0] + [_sext(L["pads"][n], bits + 3) for n in range(7)]
     pad19 = [0] + [_sext(L["pads"][n], 19) for n in range(7)]
     out = np.zeros((S, L["hout"], job["wout"], C), dtype=np.int64)
     for s in range(S):
@@ -60,12 +62,13 @@ def reference(x, L, job):
                     out[s, oh, ow] = win.min(axis=(0, 1))
                 else:
                     for ch in range(C):
-                        tot = sum(_wrap(int(win[i, :, ch].sum()) + pad11[kw - len(cols)], 11)
+                        tot = sum(_wrap(int(win[i, :, ch].sum()) + pad11[kw - len(cols)],
+                                        bits + 3)
                                   for i in range(len(rows)))
                         tot += pad19[kh - len(rows)] * kw
-                        tot = _wrap(tot, 14)
-                        r1 = _round_recip(tot, L["rkw"], 11)
-                        out[s, oh, ow, ch] = _round_recip(r1, L["rkh"], 8)
+                        tot = _wrap(tot, bits + 6)
+                        r1 = _round_recip(tot, L["rkw"], bits + 3)
+                        out[s, oh, ow, ch] = _round_recip(r1, L["rkh"], bits)
     return out
 
 
@@ -90,20 +93,24 @@ def random_layer(rng, max_w=12, max_h=10):
     return L, jobs
 
 
-def run_pool(lanes, groups, layers, seed, line_atoms=32):
-    """Simulate PdpPool over ``layers`` [(L, jobs, [x per job])]; return the outputs."""
-    dut = PdpPool(lanes, groups, line_atoms)
+def run_pool(lanes, groups, layers, seed, line_atoms=32, int16=False):
+    """Simulate PdpPool over ``layers`` [(L, jobs, [x per job])]; return the outputs
+    (``int16``: the core of a build with int16, ``L["int16"]`` per layer)."""
+    dut = PdpPool(lanes, groups, line_atoms, int16=int16)
     rng = np.random.default_rng(seed + 1)
     got = []
 
     async def tb(ctx):
         for L, jobs, xs in layers:
-            ctx.set(dut.cfg, {
+            cfg = {
                 "method": L["method"], "kw_m1": L["kw"] - 1, "kh_m1": L["kh"] - 1,
                 "sw_m1": L["sw"] - 1, "sh_m1": L["sh"] - 1, "pad_top": L["pt"],
                 "pad_bottom": L["pb"], "h_m1": L["H"] - 1, "hout_m1": L["hout"] - 1,
                 "s_m1": L["S"] - 1, "pad_values": L["pads"], "recip_w": L["rkw"],
-                "recip_h": L["rkh"]})
+                "recip_h": L["rkh"]}
+            if int16:
+                cfg["int16"] = int(L.get("int16", False))
+            ctx.set(dut.cfg, cfg)
             for job, x in zip(jobs, xs):
                 ctx.set(dut.job.payload, {"win_m1": job["W"] - 1, "wout_m1": job["wout"] - 1,
                                           "pad_left": job["pl"], "pad_right": job["pr"]})
@@ -141,15 +148,17 @@ def run_pool(lanes, groups, layers, seed, line_atoms=32):
 def expected(lanes, groups, layers):
     out = []
     for L, jobs, xs in layers:
+        is16 = L.get("int16", False)
+        n = groups // 2 if is16 else groups
         for job, x in zip(jobs, xs):
-            y = reference(x, L, job)
+            y = reference(x, L, job, 16 if is16 else 8)
             S, Ho, Wo, C = y.shape
             for s in range(S):
                 for oh in range(Ho):
                     for ow in range(Wo):
-                        for g in range(groups):
+                        for g in range(n):
                             vals = [int(v) for v in y[s, oh, ow, g * lanes:(g + 1) * lanes]]
-                            ll = int(ow == Wo - 1 and g == groups - 1)
+                            ll = int(ow == Wo - 1 and g == n - 1)
                             out.append((vals, ll, int(ll and oh == Ho - 1 and s == S - 1)))
     return out
 
@@ -164,6 +173,27 @@ def test_pool_random(lanes, groups, seed):
               for j in jobs]
         layers.append((L, jobs, xs))
     got = run_pool(lanes, groups, layers, seed)
+    exp = expected(lanes, groups, layers)
+    assert len(got) == len(exp)
+    for i, (g, e) in enumerate(zip(got, exp)):
+        assert g == e, f"transfer {i}: got {g}, expected {e}"
+
+
+@pytest.mark.parametrize("lanes,groups,seed", [(1, 8, 11), (1, 8, 12), (2, 2, 13)])
+def test_pool_random_int16(lanes, groups, seed):
+    """The core of a build with int16: int16 and int8 layers mixed, each with its widths."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for i in range(6):
+        L, jobs = random_layer(rng)
+        L["int16"] = i % 3 != 2
+        n, bits = (groups // 2, 16) if L["int16"] else (groups, 8)
+        lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+        xs = [rng.choice([lo, hi - 1], size=(L["S"], L["H"], j["W"], lanes * n))
+              if rng.random() < 0.3 else
+              rng.integers(lo, hi, size=(L["S"], L["H"], j["W"], lanes * n)) for j in jobs]
+        layers.append((L, jobs, xs))
+    got = run_pool(lanes, groups, layers, seed, int16=True)
     exp = expected(lanes, groups, layers)
     assert len(got) == len(exp)
     for i, (g, e) in enumerate(zip(got, exp)):

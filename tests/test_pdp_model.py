@@ -320,9 +320,10 @@ def test_flying_layers_run_sdp_into_pdp(tmp_path):
 # -----------------------------------------------------------------------------------------
 # Invalid programs
 # -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg", [NV_SMALL, NV_FULL], ids=lambda c: c.name)
-def test_invalid_programs_name_the_field(tmp_path, cfg):
-    cases = rp.write_invalid_traces(cfg, str(tmp_path))
+@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_FULL, 0), (NV_FULL, 1)],
+                         ids=["nv_small", "nv_full", "nv_full-int16"])
+def test_invalid_programs_name_the_field(tmp_path, cfg, prec):
+    cases = rp.write_invalid_traces(cfg, str(tmp_path), prec=prec)
     assert len(cases) >= 12
     for path, fld in cases:
         res = rp.run_trace_golden(path, cfg)

@@ -4,11 +4,14 @@
 * NVDLA's 12 pdp_* traces and the SDP->PDP flying trace (sdp_pdp_32x16x32_pass_through_int8_0)
   of nv_small, plus a few hand-written invalid programs;
 * every invalid program of the golden model's list (``sim.pdp.random_programs
-  .write_invalid_traces``) and flying PDP layers whose SDP rejects its program: the layer
-  completes, nothing is written;
+  .write_invalid_traces``: int8 layers on nv_small, int16 layers on nv_small_int16) and
+  flying PDP layers whose SDP rejects its program: the layer completes, nothing is written;
 * constrained-random programs of ``sim.pdp.random_programs.write_random_traces`` (offline,
-  split width, two-layer traces, SDP->PDP flying layers; int8 only: the RTL pools int8):
-  300 on nv_small (3 shards of 100) and 50 on nv_small_t8 (8 PDP lanes, 512-bit DBBIF).
+  split width, two-layer traces, SDP->PDP flying layers): int8 on nv_small (300, 3 shards of
+  100) and nv_small_t8 (50: 8 PDP lanes, 512-bit DBBIF); int8 and int16 mixed on
+  nv_small_int16 (nv_small with ``data_types`` int8 + int16: 300, 3 shards of 100, each with
+  at least 50 programs pooling int16, SDP->PDP int16 among them); slow: 100 on nv_full (int8
+  and int16, 8 PDP lanes, 32-byte atoms) plus its int16 invalid programs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +34,9 @@ from .test_trace import make_trace
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_T8 = NvdlaConfig.preset("nv_small").replace(name="nv_small_t8", pdp_throughput=8,
                                                       cdp_throughput=8, dbbif_width=512)
+#: nv_small with int16 beside int8 (each layer picks its precision)
+NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_int16", data_types=frozenset({"int8", "int16"}))
 DIR = TRACES / "nv_small"
 PDP_TRACES = ["pdp_16x6x16_4x2_split_max_int8_0", "pdp_1x1x1_3x3_ave_int8_0",
               "pdp_1x3x8_8x8_ave_int8_0", "pdp_24x16x1_8x8_ave_int8_0",
@@ -127,25 +134,57 @@ def _flying_sdp_rejected(tmp_path, count=3, seed=5):
 
 
 @pytest.mark.rtl
-def test_golden_invalid_pdp_programs_rtl(tmp_path):
+@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_SMALL_INT16, 1)],
+                         ids=["nv_small-int8", "nv_small_int16-int16"])
+def test_golden_invalid_pdp_programs_rtl(tmp_path, cfg, prec):
     """Every invalid program of the golden model's list (sim.pdp.random_programs
-    .write_invalid_traces) finishes on the RTL with no DMA: the destination stays zero; so
-    do flying PDP layers whose SDP rejects its program (the SDP's abort ends them)."""
-    invalid = write_invalid_traces(NV_SMALL, str(tmp_path))
-    assert invalid
-    paths = [p for p, _ in invalid] + [_flying_sdp_rejected(tmp_path)]
-    _check(_rtl(paths, NV_SMALL, max_cycles=100_000, busy=0.3, latency=(1, 24)), len(paths))
+    .write_invalid_traces, int8 layers on nv_small, int16 layers on nv_small_int16) finishes
+    on the RTL with no DMA: the destination stays zero; so do flying PDP layers whose SDP
+    rejects its program (the SDP's abort ends them)."""
+    invalid = write_invalid_traces(cfg, str(tmp_path), prec=prec)
+    assert len(invalid) >= 18
+    for path, fld in invalid:               # the golden model names the field
+        res = random_programs.run_trace_golden(path, cfg)
+        assert not res.passed and fld in res.message, (path, fld, res.message)
+    paths = [p for p, _ in invalid]
+    if cfg is NV_SMALL:
+        paths.append(_flying_sdp_rejected(tmp_path))
+    _check(_rtl(paths, cfg, max_cycles=100_000, busy=0.3, latency=(1, 24)), len(paths))
 
 
 #: random programs of the golden model's generator (offline, split width, two-layer traces,
 #: SDP->PDP flying layers): 300 on nv_small, 50 on the 8-lane build with a 512-bit DBBIF
-SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)]
+#: (int8), 300 on nv_small_int16 (int8 and int16 layers mixed)
+SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)] + \
+    [(NV_SMALL_INT16, seed, 100) for seed in (200, 201, 202)]
+
+
+def _int16_programs(paths):
+    """How many of the trace directories ``paths`` have a PDP layer pooling int16."""
+    word = "NVDLA_PDP.D_DATA_FORMAT_0, 0x1)"
+    return sum(any(word in f.read_text() for f in Path(p).glob("*.cfg")) for p in paths)
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", SHARDS,
                          ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
 def test_random_pdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
-    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, int8_only=True)
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed)
+    if "int16" in cfg.data_types:
+        assert _int16_programs(paths) >= 50
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_nv_full_pdp_int8_int16_rtl(tmp_path):
+    """nv_full (8 PDP lanes, 32-byte atoms: 16 int16 channels, SDP->PDP at 16 lanes, 512-bit
+    DBBIF): 100 random programs with int8 and int16 layers mixed match the golden model, and
+    the int16 invalid programs finish without writing. The build takes about 10 minutes."""
+    cfg = NvdlaConfig.preset("nv_full")
+    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300)
+    assert _int16_programs(paths) >= 40
+    invalid = [p for p, _ in write_invalid_traces(cfg, str(tmp_path / "invalid"), prec=1)]
+    _check(_rtl(paths + invalid, cfg, max_cycles=1_000_000, seed=300, busy=0.3,
+                latency=(1, 24)), len(paths) + len(invalid))

@@ -6,8 +6,9 @@ unit. ``start`` (pulse) samples the rules; ``done`` pulses :data:`CHECK_CYCLES` 
 with ``ok``.
 
 Rules (any one fails the program)
-    * precision: PDP ``INPUT_DATA`` (and PDP_RDMA's when it takes part) must be INT8 -- the RTL
-      pools int8 only, so INT16 / FP16 fail here even on builds that list them;
+    * precision: PDP ``INPUT_DATA`` must be INT8, or INT16 on builds whose ``data_types``
+      include int16; PDP_RDMA's (when it takes part) must equal it. FP16 fails here on every
+      build (the RTL does not pool fp16), as does the reserved code 3;
     * ``POOLING_METHOD`` 3;
     * padding not smaller than the kernel (``PAD_LEFT`` / ``PAD_RIGHT`` >= kernel width,
       ``PAD_TOP`` / ``PAD_BOTTOM`` >= kernel height): a window of padding only;
@@ -29,7 +30,7 @@ Rules (any one fails the program)
       RAM type CV on a build without SRAMIF.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 
 from arch.pdp import max_pass_width
 from amaranth.lib import wiring
@@ -39,10 +40,10 @@ from ..mem.dma import RAM_CV
 from ..mem.dma_fields import byte_value
 from ..regfile import fields_layout
 
-__all__ = ["PdpCheck", "CHECK_CYCLES"]
+__all__ = ["PdpCheck", "CHECK_CYCLES", "INT8", "INT16"]
 
 CHECK_CYCLES = 2
-INT8 = 0
+INT8, INT16 = 0, 1
 
 
 class PdpCheck(wiring.Component):
@@ -99,8 +100,14 @@ class PdpCheck(wiring.Component):
             return errs
 
         # precision, method, padding
-        errs += [P.D_DATA_FORMAT.INPUT_DATA != INT8,
-                 self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != INT8),
+        prec = P.D_DATA_FORMAT.INPUT_DATA
+        has16 = "int16" in cfg.data_types
+        if has16:
+            errs += [(prec != INT8) & (prec != INT16),
+                     self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec)]
+        else:
+            errs += [prec != INT8, self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != INT8)]
+        errs += [
                  mode.POOLING_METHOD == 3,
                  kc.KERNEL_WIDTH > 7, kc.KERNEL_HEIGHT > 7,
                  pl >= kw, pt >= kh,
@@ -175,7 +182,11 @@ class PdpCheck(wiring.Component):
         # output lines / surfaces must not overlap
         atom = cfg.memory_atom
         surfaces = Signal(16)
-        m.d.comb += surfaces.eq((P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash) + 1)
+        cm1 = P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL
+        if has16:       # an atom holds atom (int8) or atom / 2 (int16) channels
+            m.d.comb += surfaces.eq(Mux(prec == INT16, cm1 >> (ash - 1), cm1 >> ash) + 1)
+        else:
+            m.d.comb += surfaces.eq((cm1 >> ash) + 1)
         line_bytes, surf_need = Signal(32), Signal(48)
         m.d.comb += [line_bytes.eq(Wo * atom),
                      surf_need.eq((Ho - 1) * dst[1] + line_bytes)]

@@ -21,10 +21,17 @@ read DMA uses PDP_RDMA's fields, the core and write DMA PDP's. Each
 part is one cube per DMA and one job of the core, all surfaces and lines of it (the order
 NVDLA's PDP reads and writes).
 
+Precision: ``D_DATA_FORMAT.INPUT_DATA`` INT8, or INT16 on builds whose ``data_types``
+include int16 (per layer; PDP_RDMA's must agree). An int16 atom holds ``atom / 2`` channels,
+so a layer has ``ceil(2 C / atom)`` surfaces and each atom is ``G / 2`` transfers of the
+core; the core's widths follow the precision (:mod:`hw.pdp.pool`). Such builds need
+``pdp_throughput <= memory_atom / 2``. FP16 is rejected by the check on every build.
+
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read. A flying
-layer that passes its check issues no DMA until the SDP runs its layer (``sdp_go`` or the
-first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
+int8 or int16, in SDP's cube order, which is the PDP's input order; the SDP's output
+precision must be the PDP's ``INPUT_DATA``, which this unit does not check); PDP_RDMA does
+not read. A flying layer that passes its check issues no DMA until the SDP runs its layer
+(``sdp_go`` or the first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
 without running (its program rejected, or its producer aborted) pulses ``sdp_abort``, which
 is kept until a flying PDP layer takes it: that layer ends like an invalid program (done, no
 DMA, nothing written), whichever unit was enabled first. A flying PDP layer that fails its
@@ -48,7 +55,7 @@ from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.wdma import out_layout
-from .check import PdpCheck
+from .check import INT16, PdpCheck
 from .pool import PdpPool
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
@@ -75,6 +82,10 @@ class Pdp(wiring.Component):
         self.lanes = cfg.pdp_throughput
         self._sdp_lanes = cfg.sdp_bs_throughput
         pb, rb = rmap["PDP"], rmap["PDP_RDMA"]
+        self._int16 = "int16" in cfg.data_types
+        if self._int16 and 2 * self.lanes > geom.atom_bytes:
+            raise ValueError(f"{cfg.name}: int16 PDP needs pdp_throughput={self.lanes} <= "
+                             f"memory_atom / 2 = {geom.atom_bytes // 2} (one int16 atom)")
         super().__init__({
             "regs": In(fields_layout(pb.d_registers, ("rw",))),
             "op_en": In(1), "done": Out(1),
@@ -109,12 +120,28 @@ class Pdp(wiring.Component):
         m.d.comb += [check.regs.eq(P), check.rdma_regs.eq(R),
                      check.rdma_active.eq(rdma_active)]
 
-        m.submodules.pool = pool = PdpPool(T, G, LB)
+        has16 = self._int16
+        is16 = Signal()                          # the layer pools int16
+        if has16:
+            m.d.comb += is16.eq(P.D_DATA_FORMAT.INPUT_DATA == INT16)
+
+        def surfaces_m1(channel_m1):
+            """Surfaces - 1 of a cube of ``channel_m1 + 1`` channels (an atom holds ``atom``
+            int8 or ``atom / 2`` int16 channels)."""
+            if not has16:
+                return channel_m1 >> ash
+            return Mux(is16, channel_m1 >> (ash - 1), channel_m1 >> ash)
+
+        m.submodules.pool = pool = PdpPool(T, G, LB, int16=has16)
         m.submodules.in_reader = reader = CubeReader(geom)
         m.submodules.in_ser = ser = AtomSerializer(geom)
-        m.submodules.splitter = splitter = PdpAtomSplitter(geom, T)
-        m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T)
-        m.submodules.packer = packer = PdpAtomPacker(geom, T)
+        m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=has16)
+        m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T,
+                                                     value_bits=16 if has16 else 8)
+        m.submodules.packer = packer = PdpAtomPacker(geom, T, int16=has16)
+        if has16:
+            m.d.comb += [pool.cfg.int16.eq(is16), splitter.int16.eq(is16),
+                         packer.int16.eq(is16)]
         m.submodules.apack = apack = AtomPacker(geom)
         m.submodules.writer = writer = CubeWriter(geom)
         wiring.connect(m, flipped(self.rd_pdp), reader.dma)
@@ -135,7 +162,7 @@ class Pdp(wiring.Component):
             pc_cfg.pad_bottom.eq(pc.PAD_BOTTOM),
             pc_cfg.h_m1.eq(P.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT),
             pc_cfg.hout_m1.eq(P.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT),
-            pc_cfg.s_m1.eq(P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL >> ash),
+            pc_cfg.s_m1.eq(surfaces_m1(P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL)),
             pc_cfg.recip_w.eq(P.D_RECIP_KERNEL_WIDTH.RECIP_KERNEL_WIDTH),
             pc_cfg.recip_h.eq(P.D_RECIP_KERNEL_HEIGHT.RECIP_KERNEL_HEIGHT),
         ]
@@ -214,7 +241,8 @@ class Pdp(wiring.Component):
                 cmd.ram_type.eq(view[f"D_{prefix}_RAM_CFG"][f"{prefix}_RAM_TYPE"]),
                 cmd.line_atoms.eq(wout if out else win),
                 cmd.lines.eq(view[f"D_DATA_CUBE_{cube}_HEIGHT"][f"CUBE_{cube}_HEIGHT"]),
-                cmd.surfaces.eq(view[f"D_DATA_CUBE_{cube}_CHANNEL"][f"CUBE_{cube}_CHANNEL"] >> ash),
+                cmd.surfaces.eq(surfaces_m1(
+                    view[f"D_DATA_CUBE_{cube}_CHANNEL"][f"CUBE_{cube}_CHANNEL"])),
                 cmd.batches.eq(0),
                 cmd.line_stride.eq(line_stride), cmd.surface_stride.eq(surface_stride),
                 port.valid.eq(pend), port.payload.eq(cmd),

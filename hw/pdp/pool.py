@@ -8,17 +8,25 @@ position, an atom's channels as ``G = atom / T`` transfers of ``T`` lanes -- and
 the pooled cube in the same order (``last_line`` on an output line's last transfer, ``last``
 on the job's last).
 
-Arithmetic (int8 data, sums in 16 bits wrapping like NVDLA's line buffer):
+Arithmetic (``B`` = 8 for int8, 16 for int16; sums in 16 bits wrapping like NVDLA's line
+buffer -- on builds with int16, 19 = B + 3 bits in the horizontal ring and 22 = B + 6 in the
+line buffer):
 
 * max / min take the extreme of the window's real elements; padding is not used;
 * average sums the real elements; a window row with ``p`` padded columns adds
   ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
-  (as NVDLA's RTL: a row adds the pad value's low 11 bits and keeps its sum in B + 3 = 11
-  bits, the padded rows add all 19 bits x kernel width); the sum is multiplied by
-  ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero, then by ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d)
-  the sum enters as B + 6 = 14 bits, the width step keeps B + 3 = 11 bits and the height
-  step 8, where a non-negative result keeps only its low 10 / 7 bits plus the rounding
-  carry (a positive average wraps modulo 2^(bits - 1); NVDLA's C model differs here).
+  (as NVDLA's RTL: a row adds the pad value's low B + 3 bits (11 / 19) and keeps its sum in
+  B + 3 bits, the padded rows add all 19 bits x kernel width); the sum is multiplied by
+  ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero, then by
+  ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d) the sum
+  enters as B + 6 bits (14 / 22), the width step keeps B + 3 bits and the height step B,
+  where a non-negative result keeps only its low B + 2 / B - 1 bits plus the rounding carry
+  (a positive average wraps modulo 2^(bits - 1); NVDLA's C model differs here).
+
+Precision (``PdpPool(..., int16=True)``, builds whose ``data_types`` include int16): the
+layer's ``cfg.int16`` selects the widths above and the transfers per atom (``G`` for int8,
+``G / 2`` for int16: an atom holds half as many 2-byte elements); one build runs int8 and
+int16 layers. On int8-only builds none of this exists (16-bit sums, no ``int16`` field).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
@@ -50,7 +58,9 @@ SLOTS = 8                                   # open windows per direction (kernel
 H_SLOTS = 16                                # horizontal ring: a line's windows + the previous
                                             # line's windows still flushing
 ACC = 16                                    # int8 sums: 16 bits, wrapping
+ACC16 = 22                                  # builds with int16: B + 6 bits, wrapping
 ROW_BITS = 11                               # a window row's sum: B + 3 bits, wrapping
+ROW_BITS16 = 19                             # the same for int16
 
 
 def lanes_layout(lanes):
@@ -68,20 +78,24 @@ def job_layout():
     return data.StructLayout({"win_m1": 13, "wout_m1": 13, "pad_left": 3, "pad_right": 3})
 
 
-def pool_cfg_layout():
-    """The layer's pooling parameters (static while the layer runs)."""
-    return data.StructLayout({
+def pool_cfg_layout(int16=False):
+    """The layer's pooling parameters (static while the layer runs); ``int16`` (builds with
+    int16) adds the layer's precision flag."""
+    fields = {
         "method": 2, "kw_m1": 3, "kh_m1": 3, "sw_m1": 4, "sh_m1": 4,
         "pad_top": 3, "pad_bottom": 3, "h_m1": 13, "hout_m1": 13, "s_m1": 13,
         "pad_values": data.ArrayLayout(19, 7), "recip_w": 17, "recip_h": 17,
-    })
+    }
+    if int16:
+        fields["int16"] = 1
+    return data.StructLayout(fields)
 
 
-def pad_value(m, values, count, bits):
-    """``PAD_VALUE_{count}X`` as its low ``bits`` sign-extended to :data:`ACC` bits, 0 when
-    ``count`` is 0 (NVDLA's cal1d adds the low B + 3 = 11 bits to a line sum, cal2d
-    multiplies all 19 by the kernel width)."""
-    out = Signal(signed(ACC))
+def pad_value(m, values, count, bits, acc=ACC):
+    """``PAD_VALUE_{count}X`` as its low ``bits`` sign-extended to ``acc`` bits, 0 when
+    ``count`` is 0 (NVDLA's cal1d adds the low B + 3 bits to a line sum, cal2d multiplies
+    all 19 by the kernel width)."""
+    out = Signal(signed(acc))
     with m.Switch(count):
         for n in range(1, 8):
             with m.Case(n):
@@ -172,23 +186,33 @@ def _pads(m, name, start, k_m1, last_pos):
     return n[:4]
 
 
-def _round_recip(m, name, value, recip, bits):
+def _round_recip(m, name, value, recip, bits, acc=ACC, sel16=None, bits16=None):
     """``value x recip / 2^16`` rounded half away from zero into ``bits`` signed bits as
     NVDLA's cal2d does it: a negative product keeps the low ``bits`` of its rounded quotient,
     a non-negative one only the low ``bits - 1`` (plus the rounding carry), so a positive
-    result wraps modulo 2^(bits - 1) (254 -> 126 in int8)."""
-    p = Signal(signed(ACC + 2 + 18), name=f"{name}_prod")
-    q = Signal(signed(ACC + 4), name=f"{name}_q")
-    pos = Signal(bits, name=f"{name}_pos")
-    neg = Signal(bits, name=f"{name}_neg")
-    r = Signal(signed(bits), name=name)
+    result wraps modulo 2^(bits - 1) (254 -> 126 in int8). With ``sel16`` (builds with
+    int16) the same product is rounded into ``bits16`` bits instead while ``sel16`` is set."""
+    p = Signal(signed(acc + 2 + 18), name=f"{name}_prod")
+    q = Signal(signed(acc + 4), name=f"{name}_q")
     frac = p[:16]
-    m.d.comb += [p.eq(value * Cat(recip, Const(0, 1)).as_signed()),
-                 q.eq(p >> 16),
-                 pos.eq(q[:bits - 1] + (frac >= 0x8000)),
-                 neg.eq(q + (frac > 0x8000)),
-                 r.eq(Mux(p < 0, neg, pos))]
-    return r
+    m.d.comb += [p.eq(value * Cat(recip, Const(0, 1)).as_signed()), q.eq(p >> 16)]
+
+    def rounded(n, suffix):
+        pos = Signal(n, name=f"{name}_pos{suffix}")
+        neg = Signal(n, name=f"{name}_neg{suffix}")
+        r = Signal(signed(n), name=f"{name}{suffix}")
+        m.d.comb += [pos.eq(q[:n - 1] + (frac >= 0x8000)),
+                     neg.eq(q + (frac > 0x8000)),
+                     r.eq(Mux(p < 0, neg, pos))]
+        return r
+
+    r = rounded(bits, "")
+    if sel16 is None:
+        return r
+    r16 = rounded(bits16, "_16")
+    out = Signal(signed(bits16), name=f"{name}_sel")
+    m.d.comb += out.eq(Mux(sel16, r16, r))
+    return out
 
 
 def _row_layout():
@@ -212,10 +236,14 @@ class PdpPool(wiring.Component):
     flushed waits for the flush (interlock).
     """
 
-    def __init__(self, lanes, groups, line_atoms):
+    def __init__(self, lanes, groups, line_atoms, int16=False):
         self._T, self._G, self._lb = lanes, groups, line_atoms
+        self._int16 = int16
+        if int16 and groups % 2:
+            raise ValueError(f"PdpPool: int16 needs an even number of transfers per atom "
+                             f"(groups={groups}: pdp_throughput <= memory_atom / 2)")
         super().__init__({
-            "cfg": In(pool_cfg_layout()),
+            "cfg": In(pool_cfg_layout(int16)),
             "job": In(stream.Signature(job_layout())),
             "i": In(stream.Signature(lanes_layout(lanes))),
             "o": Out(stream.Signature(pool_out_layout(lanes))),
@@ -227,14 +255,33 @@ class PdpPool(wiring.Component):
         m = Module()
         T, G, LB = self._T, self._G, self._lb
         cfg = self.cfg
+        acc = ACC16 if self._int16 else ACC
+        is16 = cfg.int16 if self._int16 else None
+
+        def wrap(v, b8, b16):
+            """The low B-dependent bits of ``v``, signed: ``b8`` for int8, ``b16`` for
+            int16."""
+            if is16 is None:
+                return v[:b8].as_signed()
+            return Mux(is16, v[:b16].as_signed(), v[:b8].as_signed())
+
+        def is_last_group(g):
+            """``g`` is an atom's last transfer (G, or G / 2 for int16)."""
+            if is16 is None:
+                return g == G - 1
+            return g == Mux(is16, G // 2 - 1, G - 1)
         jb = (G - 1).bit_length()
         ob = max(1, (LB - 1).bit_length())
         avg = Signal()
         m.d.comb += avg.eq(cfg.method == METHOD_AVE)
 
-        def op(old, new):
+        # the horizontal ring's sums are only used in their low B + 3 bits: 19 bits suffice on
+        # builds with int16 (int8-only builds keep their 16)
+        hacc = ROW_BITS16 if self._int16 else ACC
+
+        def op(old, new, width=acc):
             """Lane-wise max / min / wrapping sum."""
-            r = Signal(signed(ACC))
+            r = Signal(signed(width))
             with m.Switch(cfg.method):
                 with m.Case(METHOD_MAX):
                     m.d.comb += r.eq(Mux(new > old, new, old))
@@ -256,7 +303,7 @@ class PdpPool(wiring.Component):
         w = Signal(13)
         j = Signal(range(max(G, 2)))
         j_last = Signal()
-        m.d.comb += j_last.eq(j == G - 1)
+        m.d.comb += j_last.eq(is_last_group(j))
         hx = _Axis(m, "hx", 14)                 # windows along the line (ow)
         vx = _Axis(m, "vx", 14)                 # windows along the height (oh)
         hbase = Signal(4)
@@ -265,18 +312,18 @@ class PdpPool(wiring.Component):
         m.d.comb += last_s.eq(s == cfg.s_m1)
 
         HS = H_SLOTS
-        ring = [[[Signal(signed(ACC), name=f"ring{k}_{g}_{l}") for l in range(T)]
+        ring = [[[Signal(signed(hacc), name=f"ring{k}_{g}_{l}") for l in range(T)]
                  for g in range(G)] for k in range(HS)]
 
         # -- stage registers ------------------------------------------------------------
         hres_layout = data.StructLayout({
-            "valid": 1, "ow": 14, "j": max(jb, 1), "data": data.ArrayLayout(signed(ACC), T),
+            "valid": 1, "ow": 14, "j": max(jb, 1), "data": data.ArrayLayout(signed(acc), T),
             "last_line": 1, "last": 1, "row": _row_layout()})
         a = Signal(hres_layout, name="a")       # stage A's result (combinational)
         b = Signal(hres_layout, name="b")       # stage B: line buffer read-modify-write
-        c = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(ACC), T),
+        c = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(acc), T),
                                       "last_line": 1, "last": 1}))
-        cm = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(ACC + 4), T),
+        cm = Signal(data.StructLayout({"valid": 1, "data": data.ArrayLayout(signed(acc + 4), T),
                                        "last_line": 1, "last": 1}))
         d = Signal(pool_out_layout(T))
         d_valid = Signal()
@@ -286,7 +333,7 @@ class PdpPool(wiring.Component):
         m.d.comb += [adv.eq(~d_valid | self.o.ready), a_adv.eq(adv & ~b_stall),
                      self.o.valid.eq(d_valid), self.o.payload.eq(d)]
 
-        m.submodules.lbuf = lbuf = Memory(shape=SLOTS * T * ACC, depth=LB * G, init=[])
+        m.submodules.lbuf = lbuf = Memory(shape=SLOTS * T * acc, depth=LB * G, init=[])
         wp = lbuf.write_port()
         rp = lbuf.read_port(transparent_for=(wp,))
         fp = lbuf.read_port()                   # bottom-padding flush
@@ -320,12 +367,12 @@ class PdpPool(wiring.Component):
         hf_mask = Signal(HS)
         hf_row = Signal(_row_layout())
         hf_jl = Signal()
-        m.d.comb += hf_jl.eq(hf_j == G - 1)
+        m.d.comb += hf_jl.eq(is_last_group(hf_j))
         hf_slot = Signal(4)
         m.d.comb += hf_slot.eq(hf_base + hf_ow)
-        hpad_f = pad_value(m, cfg.pad_values, _pads(m, "hpad_f", hf_start, cfg.kw_m1,
-                                                    job.win_m1), ROW_BITS)
-        f_slot_vals = [[Signal(signed(ACC), name=f"fslot{k}_{l}") for l in range(T)]
+        hpad_f = self._row_pad(m, _pads(m, "hpad_f", hf_start, cfg.kw_m1, job.win_m1),
+                               is16, acc)
+        f_slot_vals = [[Signal(signed(hacc), name=f"fslot{k}_{l}") for l in range(T)]
                        for k in range(HS)]
         for k in range(HS):
             for l in range(T):
@@ -343,15 +390,15 @@ class PdpPool(wiring.Component):
             row_end.eq(j_last & (w == job.win_m1)),
             needs_hf.eq(row_end & row_used & (hx.active >= 2)),
         ]
-        hpad_lo = pad_value(m, cfg.pad_values, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1,
-                                                     job.win_m1), ROW_BITS)
+        hpad_lo = self._row_pad(m, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1, job.win_m1),
+                                is16, acc)
         x = self.i.payload.data
-        new_vals = [[Signal(signed(ACC), name=f"hnew{k}_{l}") for l in range(T)]
+        new_vals = [[Signal(signed(hacc), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
         for k in range(HS):
             for l in range(T):
                 old = Array(ring[k][g][l] for g in range(G))[j]
-                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l])))
+                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc)))
         lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
 
         running = Signal()
@@ -365,7 +412,7 @@ class PdpPool(wiring.Component):
         m.d.comb += in_fire.eq(self.i.valid & in_ok)
 
         def tag(ow, g, rowf):
-            ll = (ow == job.wout_m1) & (g == G - 1)
+            ll = (ow == job.wout_m1) & is_last_group(g)
             return [a.last_line.eq(ll), a.last.eq(ll & rowf.last_out),
                     a.row.eq(rowf), a.row.vf.eq(rowf.vf & ll)]
 
@@ -374,8 +421,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hf_ow, hf_j))]
             m.d.comb += tag(hf_ow, hf_j, hf_row)
             for l in range(T):
-                m.d.comb += a.data[l].eq((hf_vals[l] + Mux(avg, hpad_f, 0))[:ROW_BITS]
-                                         .as_signed())
+                m.d.comb += a.data[l].eq(wrap(hf_vals[l] + Mux(avg, hpad_f, 0),
+                                              ROW_BITS, ROW_BITS16))
             with m.If(a_adv):
                 m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
                 with m.If(hf_jl):
@@ -387,8 +434,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hx.lo, j))]
             m.d.comb += tag(hx.lo, j, row)
             for l in range(T):
-                m.d.comb += a.data[l].eq((lo_new[l] + Mux(avg, hpad_lo, 0))[:ROW_BITS]
-                                         .as_signed())
+                m.d.comb += a.data[l].eq(wrap(lo_new[l] + Mux(avg, hpad_lo, 0),
+                                              ROW_BITS, ROW_BITS16))
 
         # input position and bookkeeping updates
         with m.If(in_fire):
@@ -430,7 +477,7 @@ class PdpPool(wiring.Component):
         vf_busy = Signal()
         m.d.comb += vf_busy.eq(vf_active | f1.valid)
         vf_jl = Signal()
-        m.d.comb += vf_jl.eq(vf_j == G - 1)
+        m.d.comb += vf_jl.eq(is_last_group(vf_j))
         m.d.comb += [fp.addr.eq(addr(vf_ow, vf_j)), fp.en.eq(adv)]
         with m.If(adv):
             m.d.sync += f1.valid.eq(vf_active)
@@ -457,18 +504,18 @@ class PdpPool(wiring.Component):
             m.d.sync += b.eq(a)
         with m.Elif(adv):
             pass
-        rdv = [[rp.data.word_select(k * T + l, ACC).as_signed() for l in range(T)]
+        rdv = [[rp.data.word_select(k * T + l, acc).as_signed() for l in range(T)]
                for k in range(SLOTS)]
-        fdv = [[fp.data.word_select(k * T + l, ACC).as_signed() for l in range(T)]
+        fdv = [[fp.data.word_select(k * T + l, acc).as_signed() for l in range(T)]
                for k in range(SLOTS)]
-        wdata = Signal(SLOTS * T * ACC)
-        vnew = [[Signal(signed(ACC), name=f"vnew{k}_{l}") for l in range(T)]
+        wdata = Signal(SLOTS * T * acc)
+        vnew = [[Signal(signed(acc), name=f"vnew{k}_{l}") for l in range(T)]
                 for k in range(SLOTS)]
         for k in range(SLOTS):
             for l in range(T):
                 m.d.comb += vnew[k][l].eq(Mux(b.row.first[k], b.data[l],
                                               op(rdv[k][l], b.data[l])))
-                m.d.comb += wdata.word_select(k * T + l, ACC).eq(
+                m.d.comb += wdata.word_select(k * T + l, acc).eq(
                     Mux(b.row.member[k], vnew[k][l], rdv[k][l]))
         m.d.comb += [wp.addr.eq(addr(b.ow, b.j)), wp.data.eq(wdata),
                      wp.en.eq(a_adv & b.valid & b.row.member.any())]
@@ -479,10 +526,10 @@ class PdpPool(wiring.Component):
                          vf_mask.eq(_span(m, "vf_span", b.row.vf_slot, b.row.vf_rows_m1 + 1))]
 
         # -- stage C: the pooled sum (with the vertical padding) -----------------------------
-        kpad = Signal(signed(ACC))
+        kpad = Signal(signed(acc))
         vpad_sel = Signal(4)
         m.d.comb += [vpad_sel.eq(Mux(f1.valid, f1.vpad, b.row.vpad)),
-                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel, 19) *
+                     kpad.eq(pad_value(m, cfg.pad_values, vpad_sel, 19, acc) *
                                 (cfg.kw_m1 + 1))]
         with m.If(adv):
             with m.If(f1.valid):
@@ -505,14 +552,14 @@ class PdpPool(wiring.Component):
                          cm.last.eq(c.last)]
             for l in range(T):
                 # the window sum as NVDLA's B + 6 bits, the width result as B + 3 bits
-                r = _round_recip(m, f"rw{l}", c.data[l][:14].as_signed(), cfg.recip_w, 11)
+                r = _round_recip(m, f"rw{l}", wrap(c.data[l], 14, 22), cfg.recip_w, 11, acc,
+                                 is16, 19)
                 m.d.sync += cm.data[l].eq(Mux(avg, r, c.data[l]))
             m.d.sync += [d_valid.eq(cm.valid), d.last_line.eq(cm.last_line),
                          d.last.eq(cm.last)]
             for l in range(T):
-                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h, 8)
-                m.d.sync += d.data[l].eq(Mux(avg, r,
-                                             cm.data[l][:8].as_signed()))
+                r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h, 8, acc, is16, 16)
+                m.d.sync += d.data[l].eq(Mux(avg, r, wrap(cm.data[l], 8, 16)))
 
         # -- jobs ------------------------------------------------------------------------------
         empty = Signal()
@@ -538,3 +585,14 @@ class PdpPool(wiring.Component):
                          hf_active.eq(0), vf_active.eq(0), f1.valid.eq(0), hf_mask.eq(0),
                          vf_mask.eq(0)]
         return m
+
+    def _row_pad(self, m, count, is16, acc):
+        """The pad value a window row with ``count`` padded columns adds: PAD_VALUE_<count>X's
+        low B + 3 bits (11, or 19 for int16)."""
+        p8 = pad_value(m, self.cfg.pad_values, count, ROW_BITS, acc)
+        if is16 is None:
+            return p8
+        p16 = pad_value(m, self.cfg.pad_values, count, ROW_BITS16, acc)
+        out = Signal(signed(acc))
+        m.d.comb += out.eq(Mux(is16, p16, p8))
+        return out

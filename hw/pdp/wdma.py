@@ -2,8 +2,9 @@
 (spec: PDP, write DMA; data-format spec: Feature Data Format).
 
 :class:`PdpAtomPacker` collects ``G = atom / T`` transfers into one atom (channel ``g*T + l``
-from lane ``l`` of transfer ``g``, int8), carrying the core's ``last_line`` / ``last`` of the
-atom's final transfer, for :class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`.
+from lane ``l`` of transfer ``g``, int8; on builds with int16, while ``int16`` is set,
+``G / 2`` transfers of int16 channels, two bytes each, little-endian), carrying the core's
+``last_line`` / ``last`` of the atom's final transfer, for :class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`.
 One transfer per cycle: the finished atom waits in an output register while the next one is
 assembled.
 """
@@ -19,26 +20,39 @@ __all__ = ["PdpAtomPacker"]
 
 
 class PdpAtomPacker(wiring.Component):
-    def __init__(self, geom, lanes):
+    def __init__(self, geom, lanes, int16=False):
         self._geom, self._T = geom, lanes
         self._G = geom.atom_bytes // lanes
-        super().__init__({
+        self._int16 = int16
+        ports = {
             "i": In(stream.Signature(pool_out_layout(lanes))),
             "o": Out(stream.Signature(atom_layout(geom))),
             "clear": In(1),
-        })
+        }
+        if int16:
+            ports["int16"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
         geom, T, G = self._geom, self._T, self._G
         g = Signal(range(max(G, 2)))
         g_last = Signal()
-        m.d.comb += g_last.eq(g == G - 1)
         acc = Signal(geom.atom_bits)
         full = Signal(geom.atom_bits)
         m.d.comb += full.eq(acc)
-        for l in range(T):
-            m.d.comb += full.word_select(g * T + l, 8).eq(self.i.payload.data[l][:8])
+        if self._int16:
+            m.d.comb += g_last.eq(g == Mux(self.int16, G // 2 - 1, G - 1))
+            with m.If(self.int16):
+                for l in range(T):
+                    m.d.comb += full.word_select(g * T + l, 16).eq(self.i.payload.data[l])
+            with m.Else():
+                for l in range(T):
+                    m.d.comb += full.word_select(g * T + l, 8).eq(self.i.payload.data[l][:8])
+        else:
+            m.d.comb += g_last.eq(g == G - 1)
+            for l in range(T):
+                m.d.comb += full.word_select(g * T + l, 8).eq(self.i.payload.data[l][:8])
         ob = Signal(atom_layout(geom))
         ob_valid = Signal()
         m.d.comb += [self.o.valid.eq(ob_valid), self.o.payload.eq(ob)]

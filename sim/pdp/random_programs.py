@@ -261,7 +261,7 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
                  int8_only=False, **over) -> dict:
     """One random valid PDP layer (:func:`pdp_layer` dict); ``flying`` for the PDP half of an
     SDP->PDP layer (``shape`` = (W, H, C) and ``prec`` of SDP's output); ``int8_only``: int8
-    even on builds that list int16 (the RTL pools int8 only)."""
+    even on builds that list int16."""
     atom = cfg.memory_atom
     if prec is None:
         precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
@@ -375,8 +375,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
 
     Deterministic by ``seed``. ``flying_share`` of the layers are SDP->PDP. A program the
     golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
-    draws int8 layers only, also on builds whose data types include int16 (for the RTL,
-    which pools int8 only and rejects int16)."""
+    draws int8 layers only, also on builds whose data types include int16."""
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
         return [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
@@ -393,12 +392,13 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
 # ------------------------------------------------------------------------------------------
 def _base_layer(cfg, **over):
     """A small fixed valid offline layer the mutations start from (average, 3x2 kernel,
-    stride 2x1, padding on all sides)."""
+    stride 2x1, padding on all sides; ``prec=1`` for int16 data)."""
     rng = np.random.default_rng(11)
     spec = dict(W=7, H=5, C=11, kernel=(3, 2), stride=(2, 1), pad=(1, 1, 1, 0),
                 method=AVERAGE, pad_values=tuple(n * 3 for n in range(1, 8)))
     spec.update(over)
-    data = rng.integers(-128, 128, (spec["C"], spec["H"], spec["W"]))
+    half = 1 << (8 * _BYTES[spec.get("prec", 0)] - 1)
+    data = rng.integers(-half, half, (spec["C"], spec["H"], spec["W"]))
     return pdp_layer(cfg, data=data, **spec)
 
 
@@ -490,7 +490,8 @@ def _m_split_boundary(cfg, layer):
 
 
 def _m_line_buffer(cfg, layer):
-    wide = _base_layer(cfg, W=40, kernel=(1, 8), stride=(1, 1), pad=(0, 0, 0, 0), H=8, C=3)
+    wide = _base_layer(cfg, W=40, kernel=(1, 8), stride=(1, 1), pad=(0, 0, 0, 0), H=8, C=3,
+                       prec=layer["info"]["prec"])
     layer.clear()
     layer.update(wide)
     return "PDP.D_DATA_CUBE_OUT_WIDTH.CUBE_OUT_WIDTH"
@@ -515,6 +516,21 @@ def _m_dst_line_overlap(cfg, layer):
     return "PDP.D_DST_LINE_STRIDE.DST_LINE_STRIDE"
 
 
+def _m_dst_surface_overlap(cfg, layer):
+    # the output surfaces (ceil(C x bytes / atom) of them) overlap by one atom
+    info = layer["info"]
+    if info["C"] * _BYTES[info["prec"]] <= cfg.memory_atom:
+        return None                   # one surface: no surface stride to overlap
+    layer["regs"]["PDP"]["D_DST_SURFACE_STRIDE"] -= cfg.memory_atom
+    return "PDP.D_DST_SURFACE_STRIDE.DST_SURFACE_STRIDE"
+
+
+def _m_rdma_precision(cfg, layer):
+    # PDP_RDMA reads the other integer precision than PDP pools
+    _set(cfg, layer, "PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=layer["info"]["prec"] ^ 1)
+    return "PDP_RDMA.D_DATA_FORMAT.INPUT_DATA"
+
+
 #: name -> mutation(cfg, layer) -> the field the golden model's message must name (None: not
 #: applicable to this build)
 INVALID_MUTATIONS = {
@@ -526,11 +542,16 @@ INVALID_MUTATIONS = {
     "split_rdma_mismatch": _m_split_rdma, "split_boundary": _m_split_boundary,
     "line_buffer": _m_line_buffer, "cv_without_sramif": _m_cv_without_sramif,
     "misaligned_dst": _m_misaligned_dst, "dst_line_overlap": _m_dst_line_overlap,
+    "dst_surface_overlap": _m_dst_surface_overlap, "rdma_precision": _m_rdma_precision,
 }
 
 
-def write_invalid_traces(cfg, directory: str) -> list:
-    """One trace per applicable mutation of :data:`INVALID_MUTATIONS`; each one's golden run
-    must fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC
-    is that of the untouched (all-zero) output window."""
-    return write_invalid(cfg, directory, "pdp", INVALID_MUTATIONS, _base_layer, write_trace)
+def write_invalid_traces(cfg, directory: str, prec: int = 0) -> list:
+    """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of an int8 (``prec=1``:
+    int16, named ``pdp_int16_invalid_*``) layer; each one's golden run must fail with an
+    error naming the field. Returns ``[(path, field)]``; the expected CRC is that of the
+    untouched (all-zero) output window."""
+    if prec and "int16" not in cfg.data_types:
+        raise ValueError(f"{cfg.name}: no int16 (data_types {sorted(cfg.data_types)})")
+    return write_invalid(cfg, directory, "pdp_int16" if prec else "pdp", INVALID_MUTATIONS,
+                         lambda c: _base_layer(c, prec=prec), write_trace)
