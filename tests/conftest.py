@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from arch.config import NvdlaConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("NVDLA_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "nvdla" / "traces"
+
+#: nv_small with int16 beside int8 (each layer picks its precision): the one int16 build the
+#: PDP and CDP RTL suites share (one Verilator build)
+NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_int16", data_types=frozenset({"int8", "int16"}))
 
 
 def playback(paths, cfg, **options):

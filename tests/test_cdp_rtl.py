@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -30,7 +29,7 @@ from arch.config import NvdlaConfig
 from sim.cdp.program import INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
-from .conftest import TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -39,9 +38,8 @@ NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", pdp_throughput=8, cdp_throughput=8,
                                dbbif_width=512)
 #: nv_small with int16 (the build tests/test_pdp_rtl.py's int16 suite uses too)
-NV_SMALL_INT16 = dataclasses.replace(NV_SMALL, data_types=frozenset({"int8", "int16"}))
 #: and with CDP throughput 4: an int16 atom is one transfer of 4 lanes
-NV_SMALL_T4_INT16 = NV_SMALL_INT16.replace(name="nv_small_t4", cdp_throughput=4)
+NV_SMALL_T4_INT16 = NV_SMALL_INT16.replace(name="nv_small_t4_int16", cdp_throughput=4)
 
 
 _rtl = playback
