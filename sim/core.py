@@ -152,6 +152,10 @@ class GoldenCore:
         if on_read:
             self._read_hooks[(block, register)] = on_read
 
+    def has_read_hook(self, block: str, register: str) -> bool:
+        """Does a hook replace the register's read value (e.g. LUT data ports)?"""
+        return (block, register) in self._read_hooks
+
     def _words(self, st, reg, group):
         if st.pingpong and reg.group == "D":
             return st.d[group]

@@ -422,7 +422,7 @@ def _stderr(line):
 def run_playback_batch(traces, cfg, *, on_result=None, build_options=None, **options) -> list:
     """Run ``traces`` (Trace objects, trace directories or ``.cfg`` paths) in one harness
     process on the RTL of ``cfg``; returns one TraceResult per trace, in order."""
-    from tb.trace_rtl import _hint
+    from tb.trace_rtl import _hint, unplayable
     results = [None] * len(traces)
     parsed = []
     for i, t in enumerate(traces):
@@ -437,6 +437,7 @@ def run_playback_batch(traces, cfg, *, on_result=None, build_options=None, **opt
             results[i] = TraceResult(name, "rtl", False, str(e), wall=time.perf_counter() - t0)
             if on_result:
                 on_result(results[i])
+    parsed = unplayable(parsed, results, on_result)
     if not parsed:
         return results
     exe = build_harness(cfg, tuple(build_options) if build_options is not None
