@@ -12,9 +12,10 @@ optionally ``plusargs.txt``. One command per line, ``#`` starts a comment, numbe
     wait                                          # wait for the interrupt pin
     dump_mem 0x80800000 0x1000 output.dat         # ADDR SIZE FILE: memory must equal FILE
 
-CSB addresses are word addresses (byte address >> 2) in the build's register layout (the
-nv_full, "full", layout for NVDLA's tests); bits above 15 are not part of the address (NVDLA's
-are all ``0xffff``). Memory addresses pick the bus as NVDLA's harness does: ``0x8xxxxxxx`` is
+CSB addresses are word addresses (byte address >> 2) in the nv_full ("full") register layout;
+bits above 15 are not part of the address (NVDLA's are all ``0xffff``). On a build with the
+small layout the reader moves each register to its address there by name (a register the
+build does not have is an error), so the same test runs on any build with its units. Memory addresses pick the bus as NVDLA's harness does: ``0x8xxxxxxx`` is
 the DBBIF (primary memory), ``0x5xxxxxxx`` the SRAMIF (CV-SRAM); anything else is an error.
 
 Semantics, from NVDLA's harness and converter:
@@ -45,18 +46,19 @@ layers at the next wait or retried read, not at the enabling write (see
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from arch.registers import register_map
+from arch.registers import all_blocks, register_map
 
 from .trace import Command, DatImage, MemLoad, RegWrite, Trace, TraceError
 
 __all__ = ["TXN_FILE", "ReadReg", "WaitIntr", "DumpMem", "is_txn_dir", "parse_txn",
-           "parse_txn_text", "parse_txn_dat", "parse_plusargs", "txn_memory",
+           "parse_txn_text", "parse_txn_dat", "parse_plusargs", "txn_memory", "full_layout_word",
            "DEFAULT_READ_TRIES", "DAT_LINE_BYTES"]
 
 TXN_FILE = "input.txn"
@@ -95,6 +97,23 @@ def txn_memory(addr: int) -> str | None:
     """The bus of a traceplayer memory address, as NVDLA's harness decodes it: "dbb" for
     0x8xxxxxxx, "sram" for 0x5xxxxxxx, None otherwise."""
     return {0x8: "dbb", 0x5: "sram"}.get((addr >> 28) & 0xF) if addr >> 32 == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def _full_layout():
+    """({word: (block, register)}, {(block, register): word}) of the nv_full layout."""
+    by_word, by_name = {}, {}
+    for b in all_blocks("full").values():
+        for r in b.registers:
+            word = (b.base + r.offset) >> 2
+            by_word[word] = (b.name, r.name)
+            by_name[(b.name, r.name)] = word
+    return by_word, by_name
+
+
+def full_layout_word(block: str, register: str) -> int:
+    """The CSB word address of a register in the nv_full layout (what input.txn holds)."""
+    return _full_layout()[1][(block, register)]
 
 
 _DATA_LINE = re.compile(r"^ ?0x")
@@ -166,6 +185,15 @@ class _Reader:
 
     def register(self, ln, text):
         word = self.number(ln, "register address", text) & _CSB_ADDR_MASK
+        if self.rmap.layout != "full":           # move it to the build's layout by name
+            names = _full_layout()[0].get(word)
+            if names is None:
+                self.err(ln, f"register address {text} is no register of the nv_full layout")
+            block, reg = names
+            if block not in self.rmap or reg not in self.rmap[block]:
+                self.err(ln, f"register address {text} is {block}.{reg}, which this build "
+                             "does not have")
+            word = self.rmap.address(f"{block}.{reg}") >> 2
         hit = self.rmap.at_word(word)
         return word, (hit[0].name, hit[1].name) if hit else ("", f"{word:#06x}")
 

@@ -12,11 +12,13 @@ The ``.cfg`` commands become traceplayer commands:
   full mask;
 - ``intr_notify``: ``wait``, ``read_reg`` of GLB ``S_INTR_STATUS`` for the source's bit,
   ``write_reg`` of that bit to clear it;
-- ``check_crc``: ``dump_mem`` of the region, whose expected file is the golden model's memory
-  at that point (its CRC must be the check's, else :class:`~sim.trace.TraceError`);
+- ``check_crc``: ``dump_mem`` of the region widened to whole 32-byte lines, whose expected
+  file is the golden model's memory at that point (the region's CRC must be the check's,
+  else :class:`~sim.trace.TraceError`);
 - ``check_nothing``, ``sync_notify``, ``sync_wait``: comments.
 
-Memory addresses must be traceplayer ones (DBBIF 0x8xxxxxxx, SRAMIF 0x5xxxxxxx). Used by the
+Register addresses are written in the nv_full layout, whatever the build's layout (as the
+format has them). Memory addresses must be traceplayer ones (DBBIF 0x8xxxxxxx, SRAMIF 0x5xxxxxxx). Used by the
 tests to make traceplayer directories from random programs; also a way to hand our traces to
 NVDLA's own traceplayer harness.
 """
@@ -29,7 +31,7 @@ import zlib
 from .memory import SparseMemory
 from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
                     PollRegEqual, RegWrite, Trace, TraceError)
-from .txn import DAT_LINE_BYTES, TXN_FILE, txn_memory
+from .txn import DAT_LINE_BYTES, TXN_FILE, full_layout_word, txn_memory
 
 __all__ = ["write_txn", "txn_dat_text"]
 
@@ -58,7 +60,13 @@ def write_txn(trace: Trace, cfg, directory: str, readback: bool = True) -> str:
 
     # the golden model's memory at every check_crc: run the trace step by step
     core = GoldenCore(cfg)
-    glb = core.rmap.address("GLB.S_INTR_STATUS") >> 2
+    glb = full_layout_word("GLB", "S_INTR_STATUS")
+
+    def full(c):
+        hit = core.rmap.at_word(c.addr)
+        if hit is None:
+            raise TraceError(f"{c.where}: {c.addr:#x} is no register of this build")
+        return full_layout_word(hit[0].name, hit[1].name)
     os.makedirs(directory, exist_ok=True)
     pre = {"dbb": SparseMemory(), "sram": SparseMemory()}
     lines, nfile = [f"# {trace.name}: written from {os.path.basename(trace.path)}"], 0
@@ -91,30 +99,28 @@ def write_txn(trace: Trace, cfg, directory: str, readback: bool = True) -> str:
             where(c, lo, n)
             lines.append(f"load_mem {lo:#x} {n:#x} {dat(mem.read(lo, n), 'load')}")
         elif isinstance(c, RegWrite):
-            lines.append(f"write_reg 0xffff{c.addr:04x} {c.value:#x} # {c.name}")
+            lines.append(f"write_reg 0xffff{full(c):04x} {c.value:#x} # {c.name}")
             hit = core.rmap.at_word(c.addr)
             if readback and hit and not core.has_read_hook(hit[0].name, hit[1].name):
                 mask = hit[1].mask("rw")
                 if mask:
-                    lines.append(f"read_reg 0xffff{c.addr:04x} {mask:#010x} "
+                    lines.append(f"read_reg 0xffff{full(c):04x} {mask:#010x} "
                                  f"{c.value & mask:#010x} # {c.name}")
         elif isinstance(c, PollRegEqual):
-            lines.append(f"read_reg 0xffff{c.addr:04x} 0xffffffff {c.value:#x} # {c.name}")
+            lines.append(f"read_reg 0xffff{full(c):04x} 0xffffffff {c.value:#x} # {c.name}")
         elif isinstance(c, IntrNotify):
             lines += ["wait",
                       f"read_reg 0xffff{glb:04x} {c.mask:#010x} {c.mask:#010x} # {c.source}",
                       f"write_reg 0xffff{glb:04x} {c.mask:#x} # clear {c.source}"]
         elif isinstance(c, CheckCrc):
-            where(c, c.addr, c.size)
             data = core.mem(c.mem).read(c.addr, c.size)
             if zlib.crc32(data.tobytes()) != c.crc:
                 raise TraceError(f"{c.where}: the golden model's memory does not match the "
                                  f"check's CRC {c.crc:#010x}: no expected file to write")
-            lo, n = _span(c.addr, c.size)
-            if (lo, n) != (c.addr, c.size):
-                raise TraceError(f"{c.where}: check_crc region {c.addr:#x}+{c.size:#x} is not "
-                                 f"whole {DAT_LINE_BYTES}-byte lines")
-            lines.append(f"dump_mem {c.addr:#x} {c.size:#x} {dat(data, 'expected')}")
+            lo, n = _span(c.addr, c.size)            # whole lines: the golden bytes around
+            where(c, lo, n)
+            lines.append(f"dump_mem {lo:#x} {n:#x} "
+                         f"{dat(core.mem(c.mem).read(lo, n), 'expected')}")
         elif isinstance(c, (CheckNothing, OrderingPoint)):
             lines.append(f"# {type(c).__name__} {getattr(c, 'sync_id', '')}")
         else:                                                       # pragma: no cover

@@ -100,17 +100,17 @@ def _result(d: dict) -> TraceResult:
 
 
 def unplayable(parsed: list, results: list, on_result=None) -> list:
-    """``parsed`` ((index, Trace) pairs) without the traces the RTL engines cannot play yet,
-    whose failed results go into ``results``: NVDLA traceplayer tests (``input.txn``, their
-    read_reg / wait / dump_mem have no RTL harness commands yet)."""
+    """``parsed`` ((index, Trace) pairs) without the traces the cocotb engine cannot play
+    yet, whose failed results go into ``results``: NVDLA traceplayer tests (``input.txn``:
+    read_reg / wait / dump_mem are playback-harness commands only)."""
     keep = []
     for i, t in parsed:
         if not t.deferred:
             keep.append((i, t))
             continue
-        results[i] = TraceResult(t.name, "rtl", False, f"{t.path}: the RTL engines cannot play "
-                                 "traceplayer (input.txn) tests yet (read_reg, wait, dump_mem "
-                                 "have no harness commands): use --engine golden")
+        results[i] = TraceResult(t.name, "rtl", False, f"{t.path}: the cocotb engine cannot play "
+                                 "traceplayer (input.txn) tests yet: use --engine rtl on "
+                                 "Verilator (the playback harness) or --engine golden")
         if on_result:
             on_result(results[i])
     return keep

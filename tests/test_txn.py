@@ -21,22 +21,29 @@ from sim.txn import (DumpMem, ReadReg, WaitIntr, parse_plusargs, parse_txn, pars
                      txn_memory)
 from sim.txn_write import txn_dat_text, write_txn
 
+from .conftest import playback
+
 NV_FULL = NvdlaConfig.preset("nv_full")
 # traceplayer addresses put every surface on the DBBIF (0x8xxxxxxx) here: no SRAMIF, no BDMA
 NV_FULL_MC = NV_FULL.replace(name="nv_full_mc", sramif=False, bdma=False)
+# RTL builds: nv_small with the SRAMIF (the playback suite's build), and with BDMA too
+NV_SMALL_CV = NvdlaConfig.preset("nv_small").replace(name="nv_small_cv", sramif=True)
+NV_SMALL_BDMA = NV_SMALL_CV.replace(name="nv_small_bdma", bdma=True)
 
 
-def _random_txn(tmp_path, monkeypatch, unit, seed):
+def _random_txn(tmp_path, monkeypatch, unit, seed, cfg=NV_FULL_MC, name="txn"):
     """A random SDP or PDP program (golden CRCs) written as a traceplayer directory."""
     if unit == "sdp":
         import sim.sdp.random_programs as gen
     else:
         import sim.pdp.random_programs as gen
     monkeypatch.setitem(gen._BASES, "dst", 0x8800_0000)     # 0x9... is no traceplayer bus
-    [path] = gen.write_random_traces(NV_FULL_MC, str(tmp_path / "cfg"), 1, seed=seed)
-    trace = parse_trace(path, NV_FULL_MC)
-    assert run_trace(trace, NV_FULL_MC).passed
-    return write_txn(trace, NV_FULL_MC, str(tmp_path / "txn"))
+    monkeypatch.setattr(gen, "random_ram" if unit == "sdp" else "_ram",
+                        lambda cfg, rng: 1)                   # every surface at 0x8...
+    [path] = gen.write_random_traces(cfg, str(tmp_path / f"cfg_{name}"), 1, seed=seed)
+    trace = parse_trace(path, cfg)
+    assert run_trace(trace, cfg).passed
+    return write_txn(trace, cfg, str(tmp_path / name))
 
 
 def _kinds(text):
@@ -234,3 +241,44 @@ def test_nvdla_traceplayer_test_on_golden(nvdla_tests, name):
         assert not res.passed and FLUSH_READ.search(res.message), res.message
     else:
         assert res.passed, res.message
+
+
+def test_playback_engine_plays_txn(tmp_path, monkeypatch):
+    """The playback harness's read_reg / wait / dump_mem: a random SDP program as input.txn
+    passes on the RTL (nv_small with SRAMIF: register addresses moved from the nv_full layout
+    by name), a corrupted expected byte and a wrong read back are found and named as on the
+    golden engine."""
+    good = _random_txn(tmp_path, monkeypatch, "sdp", 5, NV_SMALL_CV, "good")
+    assert parse_trace(good, NV_SMALL_CV).commands      # written in the nv_full layout
+    assert "write_reg 0xffff2c" in Path(good, "input.txn").read_text()     # SDP at 0xb000
+    bad_dump = _random_txn(tmp_path, monkeypatch, "sdp", 5, NV_SMALL_CV, "bad_dump")
+    dump = [c for c in parse_trace(bad_dump, NV_SMALL_CV).commands if isinstance(c, DumpMem)][0]
+    data = dump.expected.copy()
+    i = int(np.flatnonzero(data)[-1])
+    data[i] ^= 0x81
+    Path(dump.path).write_text(txn_dat_text(data))
+    bad_read = _random_txn(tmp_path, monkeypatch, "sdp", 5, NV_SMALL_CV, "bad_read")
+    txn = Path(bad_read, "input.txn")
+    lines = txn.read_text().splitlines()
+    n = next(k for k, ln in enumerate(lines) if ln.startswith("read_reg") and
+             "D_DATA_CUBE_CHANNEL" in ln)
+    _, addr, mask, value = lines[n].split("#")[0].split()
+    lines[n] = f"read_reg {addr} {mask} {int(value, 16) ^ 2:#x}"
+    txn.write_text("\n".join(lines) + "\n")
+    rtl = playback([good, bad_dump, bad_read], NV_SMALL_CV, seed=3)
+    gold = [run_trace(d, NV_SMALL_CV) for d in (good, bad_dump, bad_read)]
+    assert [r.passed for r in rtl] == [r.passed for r in gold] == [True, False, False]
+    assert rtl[0].layer_cycles > 0 and len(rtl[0].checks) == 1 and rtl[0].checks[0].passed
+    assert rtl[1].message == gold[1].message and f"first at {dump.addr + i:#x}" in rtl[1].message
+    assert rtl[2].message == gold[2].message
+    assert rtl[2].message.startswith(f"{txn}:{n + 1}: read_reg SDP.D_DATA_CUBE_CHANNEL")
+
+
+@pytest.mark.slow
+def test_nvdla_bdma_sanity_tests_on_the_rtl(nvdla_tests):
+    """NVDLA's BDMA sanity tests (DBBIF and CV-SRAM) on the RTL of nv_small with SRAMIF and
+    BDMA, through the playback harness."""
+    names = ["sanity0", "sanity1", "sanity1_cvsram", "sanity2", "sanity2_cvsram"]
+    results = playback([str(nvdla_tests / n) for n in names], NV_SMALL_BDMA, seed=1)
+    assert [(r.name, r.passed, r.message) for r in results] == \
+        [(n, True, "") for n in names]
