@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 
 from sim.trace import Trace, TraceError, parse_trace
-from sim.trace_run import CheckResult, EngineUnavailable, TraceResult, register_engine
+from sim.trace_run import (CheckResult, DumpCheck, EngineUnavailable, TraceResult,
+                           register_engine)
 from sim.units import MODEL_BLOCKS
 
 __all__ = ["RTL_UNITS", "needed_units", "expected_to_pass", "run_rtl", "run_rtl_batch",
@@ -92,28 +93,13 @@ def _check_tools(sim):
 
 
 def _result(d: dict) -> TraceResult:
+    checks = [DumpCheck(**{k: v for k, v in c.items() if k != "kind"})
+              if c.get("kind") == "dump" else CheckResult(**c) for c in d["checks"]]
     r = TraceResult(d["name"], "rtl", bool(d["passed"]), d["message"],
-                    [CheckResult(**c) for c in d["checks"]], int(d["cycles"]), "cycles",
+                    checks, int(d["cycles"]), "cycles",
                     float(d["wall"]), int(d.get("layer_cycles", 0)),
                     [int(n) for n in d.get("layers", ())])
     return r
-
-
-def unplayable(parsed: list, results: list, on_result=None) -> list:
-    """``parsed`` ((index, Trace) pairs) without the traces the cocotb engine cannot play
-    yet, whose failed results go into ``results``: NVDLA traceplayer tests (``input.txn``:
-    read_reg / wait / dump_mem are playback-harness commands only)."""
-    keep = []
-    for i, t in parsed:
-        if not t.deferred:
-            keep.append((i, t))
-            continue
-        results[i] = TraceResult(t.name, "rtl", False, f"{t.path}: the cocotb engine cannot play "
-                                 "traceplayer (input.txn) tests yet: use --engine rtl on "
-                                 "Verilator (the playback harness) or --engine golden")
-        if on_result:
-            on_result(results[i])
-    return keep
 
 
 def _hint(result: TraceResult, trace: Trace) -> TraceResult:
@@ -176,7 +162,6 @@ def run_rtl_batch(traces, cfg, *, sim=None, on_result=None, keep_run_dir=False,
             results[i] = TraceResult(name, "rtl", False, str(e), wall=time.perf_counter() - t0)
             if on_result:
                 on_result(results[i])
-    parsed = unplayable(parsed, results, on_result)
     if not parsed:
         return results
 

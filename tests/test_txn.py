@@ -243,11 +243,21 @@ def test_nvdla_traceplayer_test_on_golden(nvdla_tests, name):
         assert res.passed, res.message
 
 
-def test_playback_engine_plays_txn(tmp_path, monkeypatch):
-    """The playback harness's read_reg / wait / dump_mem: a random SDP program as input.txn
-    passes on the RTL (nv_small with SRAMIF: register addresses moved from the nv_full layout
-    by name), a corrupted expected byte and a wrong read back are found and named as on the
-    golden engine."""
+def _cocotb(paths, cfg, **options):
+    from sim.trace_run import EngineUnavailable
+    from tb.trace_rtl import run_rtl_batch
+    try:
+        return run_rtl_batch(paths, cfg, sim="icarus", **options)
+    except EngineUnavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("engine", ["playback", pytest.param("cocotb", marks=pytest.mark.slow)])
+def test_rtl_engines_play_txn(tmp_path, monkeypatch, engine):
+    """read_reg / wait / dump_mem on the RTL (the playback harness, and the cocotb engine on
+    Icarus): a random SDP program as input.txn passes (nv_small with SRAMIF: register
+    addresses moved from the nv_full layout by name), a corrupted expected byte and a wrong
+    read back are found and named as on the golden engine."""
     good = _random_txn(tmp_path, monkeypatch, "sdp", 5, NV_SMALL_CV, "good")
     assert parse_trace(good, NV_SMALL_CV).commands      # written in the nv_full layout
     assert "write_reg 0xffff2c" in Path(good, "input.txn").read_text()     # SDP at 0xb000
@@ -265,7 +275,8 @@ def test_playback_engine_plays_txn(tmp_path, monkeypatch):
     _, addr, mask, value = lines[n].split("#")[0].split()
     lines[n] = f"read_reg {addr} {mask} {int(value, 16) ^ 2:#x}"
     txn.write_text("\n".join(lines) + "\n")
-    rtl = playback([good, bad_dump, bad_read], NV_SMALL_CV, seed=3)
+    rtl = (playback if engine == "playback" else _cocotb)([good, bad_dump, bad_read],
+                                                          NV_SMALL_CV, seed=3)
     gold = [run_trace(d, NV_SMALL_CV) for d in (good, bad_dump, bad_read)]
     assert [r.passed for r in rtl] == [r.passed for r in gold] == [True, False, False]
     assert rtl[0].layer_cycles > 0 and len(rtl[0].checks) == 1 and rtl[0].checks[0].passed
