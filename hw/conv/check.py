@@ -9,6 +9,9 @@ check has no wide general multiplier. ``end`` (pulse, a valid layer's end, regis
 the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 
 Rules (any one fails the program)
+    * build: a build whose registers count two-column CBUF entries (``cbuf_entry_width`` =
+      2 x ``cbuf_bank_width``: NVDLA v1's nv_full) rejects every program: this RTL's CBUF
+      entries are bank rows;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
@@ -105,6 +108,8 @@ class ConvCheck(wiring.Component):
             return v[:ash].any() if ash else Const(0)
 
         errs = []
+        if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:   # two-column entries: not this RTL
+            errs.append(Const(1))
         late = []                                           # rules on the products
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
