@@ -81,6 +81,10 @@ class NvdlaConfig:
     cbuf_banks: int = 32
     cbuf_bank_width: int = 8                      #: bytes per bank entry
     cbuf_bank_depth: int = 512                    #: entries per bank
+    #: bytes of one CBUF entry as the registers count entries (D_ENTRY_PER_SLICE, D_BANK
+    #: capacity): 0 = cbuf_bank_width; NVDLA v1's nv_full: 128 (an entry is a row of two
+    #: 64-byte bank columns, 256 per bank: its cmod and traceplayer tests count so)
+    cbuf_entry_width: int = 0
     sdp_bs_throughput: int = 1
     sdp_bn_throughput: int = 1
     sdp_ew_throughput: int = 0
@@ -141,6 +145,13 @@ class NvdlaConfig:
                 "bytes (one atomic cube per entry)")
         if not _is_pow2(self.cbuf_bank_depth):
             err("cbuf_bank_depth", "must be a power of two")
+        if self.cbuf_entry_width not in (0, self.cbuf_bank_width, 2 * self.cbuf_bank_width):
+            err("cbuf_entry_width", f"must be 0 (= cbuf_bank_width), {self.cbuf_bank_width} or "
+                f"{2 * self.cbuf_bank_width} (two bank columns per entry)")
+        if self.cbuf_entry_bytes != self.cbuf_bank_width and \
+                not self.data_types & {"int16", "fp16"}:
+            err("cbuf_entry_width", "two-column entries hold Atomic-C 16-bit elements: need "
+                "int16 or fp16 in data_types")
         bank_bytes = self.cbuf_bank_width * self.cbuf_bank_depth
         if not 4096 <= bank_bytes <= 32768:
             err("cbuf_bank_depth", f"bank size {self.cbuf_bank_width} x {self.cbuf_bank_depth}"
@@ -214,6 +225,16 @@ class NvdlaConfig:
         return self.atomic_c * self.atomic_k
 
     @property
+    def cbuf_entry_bytes(self) -> int:
+        """Bytes of one CBUF entry as the registers count entries."""
+        return self.cbuf_entry_width or self.cbuf_bank_width
+
+    @property
+    def cbuf_entry_depth(self) -> int:
+        """CBUF entries per bank as the registers count them."""
+        return self.cbuf_bank_width * self.cbuf_bank_depth // self.cbuf_entry_bytes
+
+    @property
     def cbuf_bytes(self) -> int:
         return self.cbuf_banks * self.cbuf_bank_width * self.cbuf_bank_depth
 
@@ -263,9 +284,10 @@ def _presets():
         name="nv_full", data_types=frozenset(DATA_TYPES), winograd=True, batching=True,
         max_batch=32, weight_compression=True, sramif=True, sdp_ew=True, sdp_lut=True,
         bdma=True, rubik=True, atomic_c=64, atomic_k=32, memory_atom=32, cbuf_banks=16,
-        cbuf_bank_width=64, cbuf_bank_depth=512, sdp_bs_throughput=16, sdp_bn_throughput=16,
-        sdp_ew_throughput=4, pdp_throughput=8, cdp_throughput=8, dbbif_width=512,
-        sramif_width=512, address_width=64, dbbif_latency=1200, register_layout="full")
+        cbuf_bank_width=64, cbuf_bank_depth=512, cbuf_entry_width=128, sdp_bs_throughput=16,
+        sdp_bn_throughput=16, sdp_ew_throughput=4, pdp_throughput=8, cdp_throughput=8,
+        dbbif_width=512, sramif_width=512, address_width=64, dbbif_latency=1200,
+        register_layout="full")
     return {c.name: c for c in (small, small256, large, full)}
 
 

@@ -36,7 +36,8 @@ from arch.registers import PINGPONG_BLOCKS, register_map, reset_readback
 from .memory import SparseMemory
 from .regs import GroupView
 
-__all__ = ["GoldenCore", "UnitModel", "Launch", "Wait", "UnitError", "DONE_INTERRUPTS"]
+__all__ = ["GoldenCore", "UnitModel", "Launch", "Wait", "UnitError", "DONE_INTERRUPTS",
+           "INTERRUPT_ORDER"]
 
 # Done interrupts a block raises for group g when its layer completes (GLB S_INTR_STATUS
 # field prefixes; the field is f"{prefix}_DONE_STATUS{g}"). RDMA blocks, CSC and CMAC raise
@@ -44,6 +45,11 @@ __all__ = ["GoldenCore", "UnitModel", "Launch", "Wait", "UnitError", "DONE_INTER
 DONE_INTERRUPTS = {"SDP": ("SDP",), "PDP": ("PDP",), "CDP": ("CDP",),
                    "CDMA": ("CDMA_DAT", "CDMA_WT"), "CACC": ("CACC",), "RBK": ("RUBIK",),
                    "BDMA": ("BDMA",)}
+
+# The order in which a layer's done interrupts come in hardware: down the pipeline (CDMA's
+# data then weight fetch end first, then CACC, SDP, the PDP fed by SDP). NVDLA's traceplayer
+# test conv_8x8_fc_int16 checks this order, one interrupt per wait.
+INTERRUPT_ORDER = ("CDMA_DAT", "CDMA_WT", "CACC", "SDP", "PDP", "CDP", "RUBIK", "BDMA")
 
 
 class UnitError(RuntimeError):
@@ -101,6 +107,10 @@ class _BlockState:
 
 class GoldenCore:
     MAX_STEPS = 1000                     #: run() bound (layers launched in one call)
+    #: When True, a completed layer's done interrupts are held and reach GLB S_INTR_STATUS
+    #: one per :meth:`deliver_interrupt` (in :data:`INTERRUPT_ORDER`), as they would one
+    #: after another in hardware; when False (default) they are all set at completion.
+    stagger_interrupts = False
 
     def __init__(self, cfg, units=None):
         self.cfg = cfg
@@ -109,6 +119,7 @@ class GoldenCore:
         self.sram = SparseMemory()
         self.layers = 0                  #: layers completed so far
         self.log = []                    #: (block, group, what) per completed layer
+        self.held_interrupts = []        #: (prefix, group) not yet delivered (staggered)
         self._blocks = {}
         for b in self.rmap:
             pp = b.name in PINGPONG_BLOCKS and b.pingpong
@@ -140,6 +151,10 @@ class GoldenCore:
             self._write_hooks.setdefault((block, register), []).append(on_write)
         if on_read:
             self._read_hooks[(block, register)] = on_read
+
+    def has_read_hook(self, block: str, register: str) -> bool:
+        """Does a hook replace the register's read value (e.g. LUT data ports)?"""
+        return (block, register) in self._read_hooks
 
     def _words(self, st, reg, group):
         if st.pingpong and reg.group == "D":
@@ -284,6 +299,13 @@ class GoldenCore:
         if "GLB" in self._blocks:
             self.set_field("GLB", "S_INTR_STATUS", f"{prefix}_DONE_STATUS{group}", 1)
 
+    def deliver_interrupt(self) -> bool:
+        """Set the next held done interrupt (:attr:`stagger_interrupts`); False when none."""
+        if not self.held_interrupts:
+            return False
+        self.raise_done(*self.held_interrupts.pop(0))
+        return True
+
     # -- memories -------------------------------------------------------------------------
     def memory(self, ram_type: int, where: str = "RAM_TYPE") -> SparseMemory:
         """The memory a unit's RAM-type field selects: 1 (MC/MCIF) -> dbb, 0 (CV/CVIF) ->
@@ -367,9 +389,13 @@ class GoldenCore:
                 continue
             self.set_field(b, "D_OP_ENABLE", "OP_EN", 0, group=g)
             self.set_field(b, "S_POINTER", "CONSUMER", g ^ 1)
-        for b in blocks:
-            for prefix in DONE_INTERRUPTS.get(b, ()):
-                self.raise_done(prefix, groups[b])
+        done = sorted(((prefix, groups[b]) for b in blocks for prefix in
+                       DONE_INTERRUPTS.get(b, ())), key=lambda pg: INTERRUPT_ORDER.index(pg[0]))
+        if self.stagger_interrupts:
+            self.held_interrupts.extend(done)
+        else:
+            for prefix, g in done:
+                self.raise_done(prefix, g)
         self.layers += 1
         self.log.append((tuple(blocks), tuple(groups[b] for b in blocks), what))
 

@@ -181,8 +181,11 @@ class SyncWait(OrderingPoint):
 @dataclass
 class Trace:
     name: str
-    path: str                        #: the .cfg file
+    path: str                        #: the .cfg file (or a traceplayer's input.txn)
     commands: list
+    #: layers start at the engine's next wait or retried read instead of at the enabling
+    #: write (NVDLA's traceplayer tests read D_OP_ENABLE back while the layer would still run)
+    deferred: bool = False
 
     @property
     def directory(self) -> str:
@@ -474,6 +477,9 @@ def find_trace_cfg(directory: str) -> str:
 
 
 def is_trace_dir(directory: str) -> bool:
+    """A ``.cfg`` trace directory, or a traceplayer directory (``input.txn``, sim/txn.py)."""
+    if os.path.isfile(os.path.join(directory, "input.txn")):
+        return True
     try:
         return any(f.endswith(".cfg") and os.path.isfile(os.path.join(directory, f))
                    for f in os.listdir(directory))
@@ -483,10 +489,10 @@ def is_trace_dir(directory: str) -> bool:
 
 def expand_trace_dirs(paths) -> list:
     """Trace directories from arguments: a trace directory, a directory of trace directories
-    (searched recursively), or a ``.cfg`` file."""
+    (searched recursively), a ``.cfg`` file or a traceplayer ``input.txn``."""
     out = []
     for p in paths:
-        if os.path.isfile(p) and p.endswith(".cfg"):
+        if os.path.isfile(p) and (p.endswith(".cfg") or os.path.basename(p) == "input.txn"):
             out.append(p)
         elif is_trace_dir(p):
             out.append(p)
@@ -495,7 +501,8 @@ def expand_trace_dirs(paths) -> list:
                           if os.path.isdir(os.path.join(p, d)))
             found = expand_trace_dirs(subs)
             if not found:
-                raise TraceError(f"{p}: no trace directories (a trace directory holds a .cfg)")
+                raise TraceError(f"{p}: no trace directories (a trace directory holds a .cfg "
+                                 "or an input.txn)")
             out.extend(found)
         elif not os.path.exists(p):
             raise TraceError(f"{p}: no such file or directory")
@@ -503,7 +510,13 @@ def expand_trace_dirs(paths) -> list:
 
 
 def parse_trace(path: str, cfg, load_images: bool = True) -> Trace:
-    """Parse a trace directory (or its ``.cfg``) for build ``cfg``."""
+    """Parse a trace directory (or its ``.cfg``) for build ``cfg``; a directory holding
+    ``input.txn`` (or that file) is an NVDLA traceplayer test, read by :mod:`sim.txn`."""
+    if os.path.basename(path) == "input.txn" or (os.path.isdir(path)
+                                                  and os.path.isfile(os.path.join(path,
+                                                                                  "input.txn"))):
+        from .txn import parse_txn
+        return parse_txn(path, cfg)
     if os.path.isdir(path):
         cfg_path = find_trace_cfg(path)
     else:

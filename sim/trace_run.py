@@ -19,6 +19,22 @@ executes the commands in order on a :class:`sim.core.GoldenCore`:
   nothing;
 - ``sync_notify`` / ``sync_wait`` are ordering points, met by running the file in order.
 
+NVDLA's traceplayer tests (:mod:`sim.txn`, ``Trace.deferred``) run with the model's
+instantaneous layers spread out the way hardware time would spread them, so that what the
+tests read back while a layer runs still reads as running:
+
+- a ``write_reg`` does not start layers; hardware time passes only where the test waits:
+  at ``wait`` and between the tries of a mismatching ``read_reg``. One unit of that time
+  delivers the next held done interrupt, or else runs one layer (whose done interrupts are
+  then held and come one per unit, in pipeline order: ``GoldenCore.stagger_interrupts``).
+  So ``D_OP_ENABLE`` reads 1 right after the enabling write, and a test that waits once per
+  interrupt sees them one at a time;
+- ``wait`` passes time until the interrupt pin is high (it clears nothing);
+- ``read_reg`` compares under its mask; a mismatch passes one unit of time and reads again,
+  up to its tries; a read still wrong then fails the trace and the trace goes on;
+- ``dump_mem`` compares the memory region with the expected file byte for byte
+  (:class:`DumpCheck`: first differing address, count, CRCs of both).
+
 The golden model has no cycle timing: its ``cycles`` are layer-level steps (``cycle_unit``
 says which). A CRC mismatch fails the trace but execution continues so every check is
 reported; a timeout or a unit model error ends the trace.
@@ -32,10 +48,13 @@ import traceback
 import zlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
                     PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
+from .txn import DumpMem, ReadReg, WaitIntr
 
-__all__ = ["CheckResult", "TraceResult", "EngineUnavailable", "ENGINES", "register_engine",
+__all__ = ["CheckResult", "DumpCheck", "TraceResult", "EngineUnavailable", "ENGINES", "register_engine",
            "run_trace", "run_golden", "run_rtl_unavailable"]
 
 
@@ -60,6 +79,42 @@ class CheckResult:
     def describe(self) -> str:
         return (f"{self.where}: check_crc({self.sync_id}) {self.mem} {self.addr:#x}+{self.size:#x}:"
                 f" expected {self.expected:#010x}, actual {self.actual:#010x}")
+
+
+@dataclass
+class DumpCheck:
+    """A traceplayer ``dump_mem``: the region against the expected file, byte for byte."""
+    where: str
+    mem: str
+    addr: int
+    size: int
+    expected: int                        #: CRC-32 of the expected bytes
+    actual: int                          #: CRC-32 of the memory region
+    mismatches: int = 0                  #: differing bytes
+    first: int | None = None             #: address of the first differing byte
+    first_expected: int = 0
+    first_actual: int = 0
+    sync_id: str = "dump_mem"
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatches == 0
+
+    @classmethod
+    def compare(cls, where, mem, addr, expected, actual):
+        diff = np.flatnonzero(expected != actual)
+        chk = cls(where, mem, addr, int(expected.size), zlib.crc32(expected.tobytes()),
+                  zlib.crc32(actual.tobytes()), int(diff.size))
+        if diff.size:
+            i = int(diff[0])
+            chk.first, chk.first_expected, chk.first_actual = addr + i, int(expected[i]), \
+                int(actual[i])
+        return chk
+
+    def describe(self) -> str:
+        return (f"{self.where}: dump_mem {self.mem} {self.addr:#x}+{self.size:#x}: "
+                f"{self.mismatches} bytes differ, first at {self.first:#x} (expected "
+                f"{self.first_expected:#04x}, actual {self.first_actual:#04x})")
 
 
 @dataclass
@@ -146,11 +201,47 @@ def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) ->
         why = "; ".join(core.pending()) or "no layer is enabled"
         return f"{cmd.where}: {what}: the golden model cannot make progress: {why}"
 
+    core.stagger_interrupts = trace.deferred
+
+    def advance() -> bool:
+        """One unit of hardware time of a deferred trace: the next held interrupt, or else
+        one layer (and its first interrupt). False when nothing can happen."""
+        if core.deliver_interrupt():
+            return True
+        if core.step():
+            core.deliver_interrupt()
+            return True
+        return False
+
     try:
         for cmd in trace.commands:
             if isinstance(cmd, RegWrite):
                 core.csb_write(cmd.addr, cmd.value)
-                core.run()
+                if not trace.deferred:
+                    core.run()
+            elif isinstance(cmd, ReadReg):
+                for i in range(cmd.tries):
+                    got = core.csb_read(cmd.addr)
+                    if not (got ^ cmd.value) & cmd.mask or i + 1 == cmd.tries or not advance():
+                        break
+                if (got ^ cmd.value) & cmd.mask:
+                    failures.append(f"{cmd.where}: read_reg {cmd.name} mask {cmd.mask:#010x}: "
+                                    f"expected {cmd.value & cmd.mask:#010x}, read "
+                                    f"{got & cmd.mask:#010x}")
+            elif isinstance(cmd, WaitIntr):
+                for _ in range(max_steps + 1):
+                    if core.interrupt:
+                        break
+                    if not advance():
+                        raise _Stop(stuck("wait: no interrupt came", cmd))
+                else:
+                    raise _Stop(f"{cmd.where}: wait: no interrupt after {max_steps} steps")
+            elif isinstance(cmd, DumpMem):
+                chk = DumpCheck.compare(cmd.where, cmd.mem, cmd.addr, cmd.expected,
+                                        core.mem(cmd.mem).read(cmd.addr, cmd.size))
+                res.checks.append(chk)
+                if not chk.passed:
+                    failures.append(chk.describe())
             elif isinstance(cmd, MemLoad):
                 cmd.image.write_to(core.mem(cmd.mem), cmd.addr)
             elif isinstance(cmd, MemInit):

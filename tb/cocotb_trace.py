@@ -16,7 +16,11 @@ Command semantics mirror the golden engine (:func:`sim.trace_run.run_golden`):
 - ``intr_notify``: waits for ``nvdla2core_interrupt`` (and, in case the source is masked, reads
   GLB ``S_INTR_STATUS`` every ``status_interval`` cycles) until the source's bit is set, then
   writes that bit to ``S_INTR_STATUS`` (write-1-to-clear);
-- ``check_crc``: ``zlib.crc32`` of the range read through the backdoor.
+- ``check_crc``: ``zlib.crc32`` of the range read through the backdoor;
+- NVDLA traceplayer tests (:mod:`sim.txn`): ``read_reg`` reads every ``poll_interval`` cycles
+  until equal under its mask, at most its tries (a read still wrong fails the trace, which
+  goes on); ``wait`` waits for ``nvdla2core_interrupt`` (clearing nothing); ``dump_mem``
+  compares the range with the expected bytes, byte for byte.
 
 Layer cycles (what NVDLA's reference reports): a layer runs from the CSB cycle in which the
 last ``D_OP_ENABLE`` write (any block, bit 0 set) before an ``intr_notify`` was accepted to
@@ -45,8 +49,11 @@ import zlib
 import cocotb
 from cocotb.triggers import First, RisingEdge, Timer
 
+import numpy as np
+
 from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
                        PollRegEqual, RegWrite)
+from sim.txn import DumpMem, ReadReg, WaitIntr
 
 from .harness import CoreBench
 
@@ -150,6 +157,12 @@ class _TraceExec:
                         self.failures.append(
                             f"{cmd.where}: check_crc({cmd.sync_id}) {cmd.mem} {cmd.addr:#x}+"
                             f"{cmd.size:#x}: expected {cmd.crc:#010x}, actual {actual:#010x}")
+                elif isinstance(cmd, ReadReg):
+                    await self.read_masked(cmd)
+                elif isinstance(cmd, WaitIntr):
+                    await self.wait_pin(cmd)
+                elif isinstance(cmd, DumpMem):
+                    self.dump(cmd)
                 elif isinstance(cmd, (CheckNothing, OrderingPoint)):
                     pass                         # sync_notify / sync_wait: ordering only
                 else:                                            # pragma: no cover
@@ -170,6 +183,45 @@ class _TraceExec:
                 raise _Stop(f"{cmd.where}: timeout waiting for poll_reg_equal({cmd.name}, "
                             f"{cmd.value:#x}) after {waited} cycles: reads {value:#x}")
             await self.wait_cycles(min(self.poll_interval, self.max_cycles - waited))
+
+    async def read_masked(self, cmd):
+        for n in range(cmd.tries):
+            value = await (self.read_status() if cmd.addr == self.glb_status
+                           else self.tb.csb.read(cmd.addr))
+            if not (value ^ cmd.value) & cmd.mask:
+                return
+            if n + 1 < cmd.tries:
+                await self.wait_cycles(self.poll_interval)
+        self.failures.append(f"{cmd.where}: read_reg {cmd.name} mask {cmd.mask:#010x}: expected "
+                             f"{cmd.value & cmd.mask:#010x}, read {value & cmd.mask:#010x}")
+
+    async def wait_pin(self, cmd):
+        pin, csb = self.tb.dut.nvdla2core_interrupt, self.tb.csb
+        start = csb.cycle
+        while not int(pin.value):
+            waited = csb.cycle - start
+            if waited >= self.max_cycles:
+                raise _Stop(f"{cmd.where}: wait: no interrupt after {waited} cycles")
+            await First(RisingEdge(pin),
+                        Timer(min(self.status_interval, self.max_cycles - waited) * PERIOD_NS
+                              - PERIOD_NS // 2, unit="ns"))
+        self._layer_end(csb.cycle)
+
+    def dump(self, cmd):
+        data = self.mem(cmd).read(cmd.addr, cmd.size)
+        diff = np.flatnonzero(data != cmd.expected)
+        chk = dict(kind="dump", where=cmd.where, mem=cmd.mem, addr=cmd.addr, size=cmd.size,
+                   expected=zlib.crc32(cmd.expected.tobytes()), actual=zlib.crc32(data.tobytes()),
+                   mismatches=int(diff.size))
+        if diff.size:
+            i = int(diff[0])
+            chk.update(first=cmd.addr + i, first_expected=int(cmd.expected[i]),
+                       first_actual=int(data[i]))
+            self.failures.append(
+                f"{cmd.where}: dump_mem {cmd.mem} {cmd.addr:#x}+{cmd.size:#x}: {diff.size} bytes "
+                f"differ, first at {cmd.addr + i:#x} (expected {chk['first_expected']:#04x}, "
+                f"actual {chk['first_actual']:#04x})")
+        self.checks.append(chk)
 
     async def intr(self, cmd):
         tb, csb = self.tb, self.tb.csb

@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 
 from sim.trace import Trace, TraceError, parse_trace
-from sim.trace_run import CheckResult, EngineUnavailable, TraceResult, register_engine
+from sim.trace_run import (CheckResult, DumpCheck, EngineUnavailable, TraceResult,
+                           register_engine)
 from sim.units import MODEL_BLOCKS
 
 __all__ = ["RTL_UNITS", "needed_units", "expected_to_pass", "run_rtl", "run_rtl_batch",
@@ -92,8 +93,10 @@ def _check_tools(sim):
 
 
 def _result(d: dict) -> TraceResult:
+    checks = [DumpCheck(**{k: v for k, v in c.items() if k != "kind"})
+              if c.get("kind") == "dump" else CheckResult(**c) for c in d["checks"]]
     r = TraceResult(d["name"], "rtl", bool(d["passed"]), d["message"],
-                    [CheckResult(**c) for c in d["checks"]], int(d["cycles"]), "cycles",
+                    checks, int(d["cycles"]), "cycles",
                     float(d["wall"]), int(d.get("layer_cycles", 0)),
                     [int(n) for n in d.get("layers", ())])
     return r

@@ -28,6 +28,10 @@ def test_presets_match_reference_builds():
     assert lg.sramif and lg.bdma and lg.rubik and lg.winograd and lg.sdp_lut and lg.sdp_ew
     assert full.data_types == {"int8", "int16", "fp16"}
     assert (full.atomic_c, full.atomic_k, full.cbuf_bytes) == (64, 32, 512 * 1024)
+    # NVDLA v1's nv_full counts 128-byte entries, 256 per bank (its C model and its
+    # traceplayer tests); the other presets count one bank row
+    assert (full.cbuf_entry_bytes, full.cbuf_entry_depth) == (128, 256)
+    assert (s.cbuf_entry_bytes, s.cbuf_entry_depth) == (8, 512)
     assert (full.pdp_throughput, full.cdp_throughput, full.register_layout) == (8, 8, "full")
     assert s.register_layout == "small"
 
@@ -47,6 +51,8 @@ BAD = [
     ("cbuf_bank_width", dict(cbuf_bank_width=16),
      "cbuf_bank_width=16: must equal atomic_c x int8 element size = 8"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=100), "cbuf_bank_depth=100: must be a power"),
+    ("cbuf_entry_width", dict(cbuf_entry_width=24), "cbuf_entry_width=24: must be 0"),
+    ("cbuf_entry_width", dict(cbuf_entry_width=16), "two-column entries hold Atomic-C 16-bit"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=256), "= 2048 bytes must be 4 KiB to 32 KiB"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=8192), "must be 4 KiB to 32 KiB"),
     ("cbuf_bank_depth", dict(atomic_c=16, atomic_k=8, cbuf_bank_width=16, cbuf_bank_depth=1024),

@@ -185,7 +185,7 @@ def _extra_mutations(cfg):
                        m("CSC", "D_BATCH_NUMBER", BATCHES=1),
                        m("CACC", "D_BATCH_NUMBER", BATCHES=1)),
         "batches_cacc_only": m("CACC", "D_BATCH_NUMBER", BATCHES=1),
-        "width_ext": m("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=3),
+        "width_ext": m("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=3),
         "csc_channels": m("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=4),
         "weight_channels": m("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=4),
         "cdma_kernels": m("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=3),
@@ -321,14 +321,18 @@ def test_check_compares_the_flying_cube():
 
 
 def test_int16_is_rejected_on_int16_builds():
-    """This int8 RTL rejects INT16 programs even on a build that lists int16 (nv_full)."""
-    i16 = [rp._base_layer(NV_FULL)]
+    """This int8 RTL rejects INT16 programs even on a build that lists int16 (nv_full with
+    bank-row CBUF entries; nv_full itself counts NVDLA v1's two-column entries, which this RTL
+    does not implement: it rejects every program there)."""
+    rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
+    i16 = [rp._base_layer(rows)]
     for b in BLOCKS:
-        _set(NV_FULL, i16[0], b, "D_MISC_CFG", PROC_PRECISION=1)
+        _set(rows, i16[0], b, "D_MISC_CFG", PROC_PRECISION=1)
     for b in ("CDMA", "CSC"):
-        _set(NV_FULL, i16[0], b, "D_MISC_CFG", IN_PRECISION=1)
-    base = [rp._base_layer(NV_FULL)]
-    assert rtl_verdicts(NV_FULL, [i16, base]) == [[False], [True]]
+        _set(rows, i16[0], b, "D_MISC_CFG", IN_PRECISION=1)
+    base = [rp._base_layer(rows)]
+    assert rtl_verdicts(rows, [i16, base]) == [[False], [True]]
+    assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)]]) == [[False]]
 
 
 # -- the core: invalid traces finish without memory traffic, valid ones still pass --------

@@ -126,3 +126,36 @@ def test_feature_input_convertor_rtl(tmp_path, cfg):
     assert all(with_cvt != without for with_cvt, without in crcs)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=4, busy=0.3, latency=(1, 24)),
            len(paths))
+
+
+# -- CDMA's D_DATAIN_SIZE_EXT on feature input ---------------------------------------------------
+@pytest.mark.rtl
+def test_cdma_ext_size_is_ignored_on_feature_input(tmp_path):
+    """CDMA's D_DATAIN_SIZE_EXT is a Winograd register: NVDLA's nv_full traceplayer tests
+    leave it 0 on direct convolution. Random layers and reuse pairs with it zeroed give the
+    golden CRCs of the same layers with it set, and pass on the RTL (reuse keys included)."""
+    import numpy as np
+    from sim.conv import random_programs as rp
+    from sim.random_traces import set_fields
+    from sim.random_traces import Redraw
+    rng = np.random.default_rng(17)
+    paths = []
+    for i, kind in enumerate(("none", "none", "none", "data_full", "data_partial")):
+        for _ in range(50):                      # redraw what the golden model rejects
+            try:
+                layers = [rp.random_program(NV_SMALL, rng, 20_000, 0)] if kind == "none" \
+                    else rp.random_pair(NV_SMALL, rng, 20_000, kind)
+            except Redraw:
+                continue
+            want, _ = rp._golden_crcs(NV_SMALL, rp.write_trace(str(tmp_path), f"set{i}", layers),
+                                      len(layers))
+            if want is not None:
+                break
+        assert want is not None
+        for layer in layers:
+            set_fields(NV_SMALL, layer, "CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=0,
+                       DATAIN_HEIGHT_EXT=0)
+        path = rp.write_trace(str(tmp_path), f"zero{i}", layers)
+        assert rp._golden_crcs(NV_SMALL, path, len(layers)) == (want, None)
+        paths.append(rp.write_trace(str(tmp_path), f"zero{i}", layers, want))
+    _check(_rtl(paths, NV_SMALL, max_cycles=1_000_000, seed=5), len(paths))

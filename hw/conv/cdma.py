@@ -253,7 +253,7 @@ class Cdma(wiring.Component):
         w_reuse = Signal()
         m.d.comb += [
             d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                       & (key_width == R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT)
+                       & (key_width == R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
                        & (key_eps == eps)),
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept & key_match & (w_kept_bytes == wbytes)),
@@ -317,7 +317,7 @@ class Cdma(wiring.Component):
 
         with m.If(finish):
             m.d.sync += [key_dbank.eq(R.D_BANK.DATA_BANK), key_wbank.eq(R.D_BANK.WEIGHT_BANK),
-                         key_width.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT),
+                         key_width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH),
                          key_eps.eq(eps), key_img.eq(is_img), kept_end.eq(acc_need),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
             with m.If(misc.SKIP_DATA_RLS):

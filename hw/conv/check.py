@@ -9,6 +9,9 @@ check has no wide general multiplier. ``end`` (pulse, a valid layer's end, regis
 the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 
 Rules (any one fails the program)
+    * build: a build whose registers count two-column CBUF entries (``cbuf_entry_width`` =
+      2 x ``cbuf_bank_width``: NVDLA v1's nv_full) rejects every program: this RTL's CBUF
+      entries are bank rows;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
@@ -25,8 +28,9 @@ Rules (any one fails the program)
       and ``SURF_STRIDE < LINE_STRIDE x H``); ``POST_Y_EXTENSION`` on feature input; the cube past
       the address space (not checked on full data reuse: nothing is fetched); RAM type CV on a
       build without SRAMIF (input and weights);
-    * agreement: CDMA size = its EXT size, CSC ``DATAIN_WIDTH_EXT`` / ``DATAIN_CHANNEL_EXT``
-      = CDMA's, ``WEIGHT_CHANNEL_EXT`` = input channels, kernel counts, ``D_BANK``,
+    * agreement: CDMA size = its EXT size on image input (feature input ignores CDMA's EXT
+      size, a Winograd register, as NVDLA does), CSC ``DATAIN_WIDTH_EXT`` / ``DATAIN_CHANNEL_EXT``
+      = CDMA's width / channels, ``WEIGHT_CHANNEL_EXT`` = input channels, kernel counts, ``D_BANK``,
       ``WEIGHT_BYTES``, strides, left / top padding, the reuse / release bits (CDMA = CSC),
       ``DATAOUT_*`` (CSC = CACC), ``DATAOUT_CHANNEL`` = kernels, ``ATOMICS + 1`` = output
       width x height (feature input);
@@ -110,6 +114,8 @@ class ConvCheck(wiring.Component):
             return v[:ash].any() if ash else Const(0)
 
         errs = []
+        if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:   # two-column entries: not this RTL
+            errs.append(Const(1))
         late = []                                           # rules on the products
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
@@ -149,8 +155,8 @@ class ConvCheck(wiring.Component):
         ext = D.D_DATAIN_SIZE_EXT_0
         cext0, cext1 = C.D_DATAIN_SIZE_EXT_0, C.D_DATAIN_SIZE_EXT_1
         cw0, cw1 = C.D_WEIGHT_SIZE_EXT_0, C.D_WEIGHT_SIZE_EXT_1
-        errs += [ext.DATAIN_WIDTH_EXT != wm1, ext.DATAIN_HEIGHT_EXT != hm1,
-                 cext0.DATAIN_WIDTH_EXT != ext.DATAIN_WIDTH_EXT,
+        errs += [img & (ext.DATAIN_WIDTH_EXT != wm1), img & (ext.DATAIN_HEIGHT_EXT != hm1),
+                 cext0.DATAIN_WIDTH_EXT != wm1,
                  cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL,
                  ~img & (cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT),
                  cw1.WEIGHT_KERNEL != D.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
@@ -240,7 +246,7 @@ class ConvCheck(wiring.Component):
         w_reuse = Signal()
         m.d.comb += [
             d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                       & (key_width == ext.DATAIN_WIDTH_EXT) & (key_eps == eps)),
+                       & (key_width == wm1) & (key_eps == eps)),
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
         ]
@@ -258,7 +264,7 @@ class ConvCheck(wiring.Component):
         m.d.comb += [need.eq(cext0.DATAIN_HEIGHT_EXT + 1), rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
-                         key_width.eq(ext.DATAIN_WIDTH_EXT), key_eps.eq(eps),
+                         key_width.eq(wm1), key_eps.eq(eps),
                          key_surfs.eq(surfs), key_img.eq(img), kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
                                            Mux(rls >= need, 0, need - rls))),

@@ -163,7 +163,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
         state.log.append("data: fetched")
     # NVDLA's CSC releases slices only at a layer's end: every slice held at once (kept ones
     # plus the whole fetch) needs its own entries in the data banks, or the fetch waits forever
-    cap = p.data_bank * cfg.cbuf_bank_depth
+    cap = p.data_bank * cfg.cbuf_entry_depth
     if slices.shape[0] * p.entries > cap:
         kept_n = slices.shape[0] - fetched
         kept_txt = f"the {kept_n} kept slice(s) and " if kept_n else ""

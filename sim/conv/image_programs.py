@@ -87,7 +87,7 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
     wdata[:min(wbytes, ws.data.size)] = ws.data[:wbytes]
     images.append((wbase, wdata, weight_ram))
 
-    entries = image_entries_per_slice(W, pl, pr, C, prec, cfg.cbuf_bank_width)
+    entries = image_entries_per_slice(W, pl, pr, C, prec, cfg.cbuf_entry_bytes)
     if banks is None:
         dmin, _ = min_banks(cfg, H, entries, wbytes)
         banks = (dmin, cfg.cbuf_banks - dmin)
@@ -399,7 +399,7 @@ def _inv_post_extension_reserved(cfg, L):
 
 def _inv_entries(cfg, L):
     for b in ("CDMA", "CSC"):
-        _mset(cfg, L, b, "D_ENTRY_PER_SLICE", ENTRIES=0 if cfg.cbuf_bank_width < 32 else 5)
+        _mset(cfg, L, b, "D_ENTRY_PER_SLICE", ENTRIES=0 if cfg.cbuf_entry_bytes < 32 else 5)
     return "CDMA.D_ENTRY_PER_SLICE.ENTRIES"
 
 

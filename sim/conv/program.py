@@ -53,17 +53,18 @@ def _err(where: str, rule: str):
 
 
 def entries_per_slice(width: int, channels: int, precision: int, atom: int,
-                      bank_width: int) -> int:
+                      entry_bytes: int) -> int:
     """CBUF entries one input line (a slice in direct convolution) takes.
 
-    A line holds ``ceil(C / atom-elements)`` memory atoms per position; whole entries hold
-    ``bank_width / atom`` atoms of one position, and a last, partial entry ("cripple" atoms) is
-    shared between 2 or 4 positions when it holds at most half / a quarter of an entry.
+    A line holds ``ceil(C x element bytes / atom)`` memory atoms per position; whole entries
+    hold ``entry_bytes / atom`` atoms of one position, and a last, partial entry ("cripple"
+    atoms) is shared between 2 or 4 positions when it holds at most half / a quarter of an
+    entry. Atoms are counted in bytes, as NVDLA v1's C model does (its int16 traces prove it;
+    for int8 this is the same count as the nv_small C model's atoms of Atomic-M elements).
+    ``entry_bytes`` is ``cfg.cbuf_entry_bytes``.
     """
-    # NVDLA counts an atom as ``atom`` elements of the precision (so an int16 atom is twice
-    # the bytes of an int8 one) and fits bank_width / atom-bytes of them in one entry.
-    per_entry = max(bank_width // (atom * _BYTES[precision]), 1)
-    atoms = ceil_div(channels, atom)
+    per_entry = max(entry_bytes // atom, 1)
+    atoms = ceil_div(channels * _BYTES[precision], atom)
     whole, cripple = divmod(atoms, per_entry)
     n = whole * width
     if cripple:
@@ -407,17 +408,20 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
 
     # the CSC's (extended) view of the input: for feature data and images it is the fetched
     # cube (an image's left/right padding is added by the CDMA, its top/bottom by the CSC)
-    what = "feature input" if pix is None else "image input"
+    # CDMA's own D_DATAIN_SIZE_EXT is Winograd's (NVDLA's C model never reads it and its RTL
+    # only in the Winograd path): direct-convolution feature input ignores it (NVDLA's nv_full
+    # traceplayer tests leave it 0); image input here keeps it equal to the fetched size
     ext_w = cdma.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1
     ext_h = cdma.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1
-    _same("CDMA.D_DATAIN_SIZE_0.DATAIN_WIDTH", width - 1,
-          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", ext_w - 1, what)
-    _same("CDMA.D_DATAIN_SIZE_0.DATAIN_HEIGHT", height - 1,
-          "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1, what)
+    if pix is not None:
+        _same("CDMA.D_DATAIN_SIZE_0.DATAIN_WIDTH", width - 1,
+              "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", ext_w - 1, "image input")
+        _same("CDMA.D_DATAIN_SIZE_0.DATAIN_HEIGHT", height - 1,
+              "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1, "image input")
     in_w = csc.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1
     in_h = csc.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1
     in_c = csc.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
-    _same("CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", ext_w - 1,
+    _same("CDMA.D_DATAIN_SIZE_0.DATAIN_WIDTH", width - 1,
           "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", in_w - 1, "one input cube")
     _same("CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL", channels - 1,
           "CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT", in_c - 1, "one input cube")
@@ -430,12 +434,12 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     if pix is not None:
         image = _image_input(cfg, cdma, csc, pix, width, channels, line_stride, cvt)
     if pix is None:
-        entries = entries_per_slice(width, channels, prec, atom, cfg.cbuf_bank_width)
+        entries = entries_per_slice(width, channels, prec, atom, cfg.cbuf_entry_bytes)
         line_what = f"a {width}-wide line of {channels} channels"
     else:
         pl_, pr_ = cdma.D_ZERO_PADDING.PAD_LEFT, cdma.D_ZERO_PADDING.PAD_RIGHT
         entries = image_entries_per_slice(width, pl_, pr_, channels, prec,
-                                          cfg.cbuf_bank_width)
+                                          cfg.cbuf_entry_bytes)
         line_what = (f"an image line of PAD_LEFT {pl_} + {width} + PAD_RIGHT {pr_} pixels of "
                      f"{channels} {PRECISIONS[prec]} elements")
     for blk, v in (("CDMA", cdma), ("CSC", csc)):
@@ -453,7 +457,7 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         _err(f"CDMA.D_BANK={data_bank - 1}/{weight_bank - 1}",
              f"{data_bank} data + {weight_bank} weight banks exceed the build's "
              f"{cfg.cbuf_banks} CBUF banks")
-    depth = cfg.cbuf_bank_depth
+    depth = cfg.cbuf_entry_depth
     if in_h * batches * entries > data_bank * depth:
         _err(f"CDMA.D_BANK.DATA_BANK={data_bank - 1}",
              f"the input needs {in_h * batches * entries} CBUF entries "
@@ -511,11 +515,11 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
              f"must be a multiple of the {atom}-byte memory atom")
     group_k = cfg.atomic_k if prec == INT8 else max(cfg.atomic_k // 2, 1)
     group_bytes = min(kernels, group_k) * bpk
-    wcap = weight_bank * depth * cfg.cbuf_bank_width
+    wcap = weight_bank * depth * cfg.cbuf_entry_bytes
     if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wbytes > wcap:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
-             f"weight bank(s) of {depth * cfg.cbuf_bank_width} bytes")
+             f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
     if group_bytes > wcap:
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
              f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) hold "

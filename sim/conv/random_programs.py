@@ -132,7 +132,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma_base = fbase + row0 * line_stride
     line_packed = line_stride == W * atom
     surf_packed = line_packed and surf_stride == fetch_h * line_stride
-    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_bank_width)
+    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_entry_bytes)
 
     # -- weights ---------------------------------------------------------------------------
     bpk = kw * kh * C * nbytes
@@ -285,9 +285,9 @@ def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, s
 def min_banks(cfg, in_h, entries, wbytes):
     """Smallest (data banks, weight banks) holding ``in_h`` lines of ``entries`` entries and
     the whole weight surface."""
-    depth = cfg.cbuf_bank_depth
+    depth = cfg.cbuf_entry_depth
     return (max(1, ceil_div(in_h * entries, depth)),
-            max(1, ceil_div(wbytes, depth * cfg.cbuf_bank_width)))
+            max(1, ceil_div(wbytes, depth * cfg.cbuf_entry_bytes)))
 
 
 # ------------------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ def max_pair(cfg):
     """Largest dot product (channels x kernel positions) whose int8 sums can exceed int32 and
     that still fits this build's CBUF (0 when none does)."""
     need = (1 << 17) + 1                         # 2^31 / 128^2 products, plus one
-    cap = cfg.cbuf_banks * cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    cap = cfg.cbuf_banks * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     return need if 2 * need + 4096 < cap else 0
 
 
@@ -472,7 +472,7 @@ def _draw_geometry(cfg, rng, max_macs, prec):
             continue
         if W * H * C > 4 * max_macs or K * C * kh * kw > max_macs:
             continue
-        entries = entries_per_slice(W, C, prec, cfg.memory_atom, cfg.cbuf_bank_width)
+        entries = entries_per_slice(W, C, prec, cfg.memory_atom, cfg.cbuf_entry_bytes)
         dmin, wmin = min_banks(cfg, H, entries, align_up(kh * kw * C * K * _BYTES[prec], 128))
         if dmin + wmin > cfg.cbuf_banks:
             continue
@@ -651,7 +651,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if saturating:
             weights = np.full((K, C, kh, kw), -128)
 
-    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_bank_width)
+    entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_entry_bytes)
     wbytes = align_up(kh * kw * C * K * _BYTES[prec], 128)
     if second and (data_reuse or weight_reuse):
         banks = prev["info"]["banks"]
@@ -659,7 +659,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         dmin, wmin = min_banks(cfg, H, entries, wbytes)
         if first and "data_partial" in kind:
             # layer 2 holds (H - rls) kept + new lines: reserve for the worst case (rls = 1)
-            dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_bank_depth))
+            dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_entry_depth))
         if dmin + wmin > cfg.cbuf_banks:
             raise _Redraw()
         banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.25)
@@ -922,7 +922,7 @@ def _m_weight_bytes_unaligned(cfg, layers):
 
 
 def _m_kept_weights_overflow(cfg, layers):
-    wcap = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    wcap = cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     for b in ("CDMA", "CSC"):
         _mutate(cfg, layers[0], b, "D_MISC_CFG", SKIP_WEIGHT_RLS=1)
         _mutate(cfg, layers[0], b, "D_BANK", WEIGHT_BANK=0)
@@ -935,10 +935,10 @@ def partial_reuse_pair(cfg, new_lines: int) -> list:
     the second reuses the 5 kept slices, fetches ``new_lines`` more lines of the tensor and
     convolves 8 lines. Valid for ``new_lines`` <= 3; with 4 the kept and fetched slices (9)
     overflow the data bank although the 8 lines the CSC uses fit."""
-    atom, depth = cfg.memory_atom, cfg.cbuf_bank_depth
+    atom, depth = cfg.memory_atom, cfg.cbuf_entry_depth
     C = atom                                    # one memory atom per position (int8)
     W = next(w for w in range(1, 4 * depth)
-             if entries_per_slice(w, C, 0, atom, cfg.cbuf_bank_width) * 8 == depth)
+             if entries_per_slice(w, C, 0, atom, cfg.cbuf_entry_bytes) * 8 == depth)
     H = 6 + new_lines
     rng = np.random.default_rng(11)
     data = rng.integers(-20, 21, (C, H, W))

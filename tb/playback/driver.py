@@ -35,7 +35,8 @@ import numpy as np
 
 from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
                        PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
-from sim.trace_run import CheckResult, EngineUnavailable, TraceResult
+from sim.trace_run import CheckResult, DumpCheck, EngineUnavailable, TraceResult
+from sim.txn import DumpMem, ReadReg, WaitIntr
 
 __all__ = ["FLAGS", "PlaybackError", "encode_batch", "build_harness", "compile_model",
            "run_playback_batch", "run_playback", "verilator_flags", "describe_options"]
@@ -45,7 +46,8 @@ MAGIC = b"NVDLAPB1"
 HEADER = struct.Struct("<QIIIIIIQIIIIIIIIIIQ")      # 88 bytes
 TRACE = struct.Struct("<IIQII")                      # magic, commands, image bytes, 2 CRCs
 CMD = struct.Struct("<BBHIQQ")                       # 24 bytes
-OP_NOP, OP_WRITE, OP_POLL, OP_INTR, OP_MEM_INIT, OP_MEM_LOAD, OP_CHECK_CRC = range(7)
+(OP_NOP, OP_WRITE, OP_POLL, OP_INTR, OP_MEM_INIT, OP_MEM_LOAD, OP_CHECK_CRC, OP_READ, OP_WAIT,
+ OP_DUMP) = range(10)
 MEMS = {"dbb": 0, "sram": 1}
 
 #: Build options by name: (Verilator arguments, make variables of the C++ compile of the
@@ -113,6 +115,13 @@ def encode_trace(trace: Trace) -> bytes:
             cmds.append(CMD.pack(OP_MEM_LOAD, MEMS[c.mem], 0, len(runs), c.addr, pos))
         elif isinstance(c, CheckCrc):
             cmds.append(CMD.pack(OP_CHECK_CRC, MEMS[c.mem], 0, c.crc, c.addr, c.size))
+        elif isinstance(c, ReadReg):
+            cmds.append(CMD.pack(OP_READ, 0, 0, c.addr, c.mask, (c.tries << 32) | c.value))
+        elif isinstance(c, WaitIntr):
+            cmds.append(CMD.pack(OP_WAIT, 0, 0, 0, 0, 0))
+        elif isinstance(c, DumpMem):
+            cmds.append(CMD.pack(OP_DUMP, MEMS[c.mem], 0, len(image), c.addr, c.size))
+            image += c.expected.tobytes()
         elif isinstance(c, (CheckNothing, OrderingPoint)):
             cmds.append(CMD.pack(OP_NOP, 0, 0, 0, 0, 0))
         else:                                                       # pragma: no cover
@@ -392,6 +401,18 @@ def _message(trace: Trace, d: dict) -> tuple:
         checks.append(chk)
         if not chk.passed:
             failures.append(chk.describe())
+    for cmd, (n, first, want, got, crc) in zip([c for c in cmds if isinstance(c, DumpMem)],
+                                               d.get("dumps", ())):
+        chk = DumpCheck(cmd.where, cmd.mem, cmd.addr, cmd.size,
+                        zlib.crc32(cmd.expected.tobytes()), crc, n)
+        if n:
+            chk.first, chk.first_expected, chk.first_actual = cmd.addr + first, want, got
+            failures.append(chk.describe())
+        checks.append(chk)
+    for i, value in d.get("reads", ()):
+        c = cmds[i]
+        failures.append(f"{c.where}: read_reg {c.name} mask {c.mask:#010x}: expected "
+                        f"{c.value & c.mask:#010x}, read {value & c.mask:#010x}")
     stop = d.get("stop")
     if stop:
         kind = stop["kind"]
@@ -406,6 +427,9 @@ def _message(trace: Trace, d: dict) -> tuple:
             failures.append(f"{c.where}: timeout waiting for intr_notify({c.source}) after "
                             f"{stop['waited']} cycles (GLB.S_INTR_STATUS={stop['status']:#x}, "
                             f"interrupt pin {stop['pin']}; {traffic})")
+        elif kind == "wait":
+            c = cmds[stop["cmd"]]
+            failures.append(f"{c.where}: wait: no interrupt after {stop['waited']} cycles")
         elif kind == "nomem":
             c = cmds[stop["cmd"]]
             failures.append(f"{c.where}: this build has no {c.mem.upper()}IF memory")

@@ -356,7 +356,7 @@ template <class P> struct AxiSlave {
 // batch file (tb/playback/format.md)
 // ------------------------------------------------------------------------------------------
 enum Op : uint8_t { OP_NOP = 0, OP_WRITE = 1, OP_POLL = 2, OP_INTR = 3, OP_MEM_INIT = 4,
-                    OP_MEM_LOAD = 5, OP_CHECK_CRC = 6 };
+                    OP_MEM_LOAD = 5, OP_CHECK_CRC = 6, OP_READ = 7, OP_WAIT = 8, OP_DUMP = 9 };
 struct Cmd {
     uint8_t op, mem; uint16_t flags; uint32_t a; uint64_t b, c;
 };
@@ -428,8 +428,9 @@ std::vector<TraceIn> read_batch(const std::vector<uint8_t>& buf, Options& o) {
         for (uint32_t k = 0; k < ncmd; k++) {
             const Cmd& c = out[i].cmds[k];
             std::string w = t + " command " + std::to_string(k);
-            if (c.op > OP_CHECK_CRC) throw Reject(w + ": unknown op " + std::to_string(c.op));
-            if ((c.op == OP_MEM_INIT || c.op == OP_MEM_LOAD || c.op == OP_CHECK_CRC) && c.mem > 1)
+            if (c.op > OP_DUMP) throw Reject(w + ": unknown op " + std::to_string(c.op));
+            if ((c.op == OP_MEM_INIT || c.op == OP_MEM_LOAD || c.op == OP_CHECK_CRC ||
+                 c.op == OP_DUMP) && c.mem > 1)
                 throw Reject(w + ": unknown memory " + std::to_string(c.mem));
             if (c.op == OP_MEM_LOAD) {
                 uint64_t pos = c.c;
@@ -441,8 +442,12 @@ std::vector<TraceIn> read_batch(const std::vector<uint8_t>& buf, Options& o) {
                     pos += len;
                 }
             }
-            if ((c.op == OP_MEM_INIT || c.op == OP_CHECK_CRC) && c.c > (1ull << 32))
+            if ((c.op == OP_MEM_INIT || c.op == OP_CHECK_CRC || c.op == OP_DUMP) && c.c > (1ull << 32))
                 throw Reject(w + ": size " + std::to_string(c.c) + " too large");
+            if (c.op == OP_DUMP && (uint64_t)c.a + c.c > img)
+                throw Reject(w + ": dump_mem expected bytes lie outside the memory image");
+            if (c.op == OP_READ && (c.c >> 32) == 0)
+                throw Reject(w + ": read_reg with 0 tries");
         }
     }
     if (r.pos != r.n) throw Reject("trailing bytes after the last trace");
@@ -590,6 +595,7 @@ struct Exec {
     uint64_t bit_cycle[32] = {0};
     uint64_t last_status_read;
     std::vector<uint32_t> crcs;
+    std::string reads, dumps;    // JSON items: failed read_reg [cmd, value]; dump_mem results
 
     Exec(Bench& bench, const TraceIn& tr)
         : b(bench), t(tr), wkind(bench.o.nposted ? 2 : 1), intr_mask(bench.o.intr_mask_reset),
@@ -681,6 +687,49 @@ struct Exec {
         }
     }
 
+    // read_reg: (value & mask) == (expected & mask), up to `tries` reads poll_interval apart
+    void read_masked(const Cmd& c, size_t idx) {
+        uint32_t mask = (uint32_t)c.b, want = (uint32_t)c.c;
+        uint64_t tries = c.c >> 32;
+        while (true) {
+            uint32_t v = c.a == b.o.glb_status ? read_status() : b.read(c.a);
+            if (!((v ^ want) & mask)) return;
+            if (--tries == 0) {
+                reads += (reads.empty() ? "[" : ",[") + std::to_string(idx) + "," +
+                         std::to_string(v) + "]";
+                return;
+            }
+            b.wait_cycles(b.o.poll_interval);
+        }
+    }
+
+    // wait: until the interrupt pin is high (nothing cleared)
+    void wait_pin(size_t idx) {
+        uint64_t start = b.cycle;
+        while (!b.s_pin && !b.pin_rose) {     // high before this edge, or rose at it
+            uint64_t waited = b.cycle - start;
+            if (waited >= b.o.max_cycles)
+                throw Stop{"{\"kind\":\"wait\",\"cmd\":" + std::to_string(idx) + ",\"waited\":" +
+                           std::to_string(waited) + "}"};
+            b.wait_pin_or(std::min<uint64_t>(b.o.status_interval, b.o.max_cycles - waited));
+        }
+        layer_end(b.cycle);
+    }
+
+    // dump_mem: the region against the expected bytes: [differing bytes, first offset, expected, got]
+    void dump(const Cmd& c, size_t idx) {
+        SparseMem* m = mem(c, idx);
+        std::vector<uint8_t> buf(c.c);
+        m->read(c.b, buf.data(), buf.size());
+        const uint8_t* want = t.image.data() + c.a;
+        uint64_t n = 0, first = 0;
+        for (uint64_t k = 0; k < c.c; k++)
+            if (buf[k] != want[k]) { if (!n) first = k; n++; }
+        dumps += (dumps.empty() ? "[" : ",[") + std::to_string(n) + "," + std::to_string(first) +
+                 "," + std::to_string(n ? want[first] : 0) + "," + std::to_string(n ? buf[first] : 0) +
+                 "," + std::to_string(crc32_update(0, buf.data(), buf.size())) + "]";
+    }
+
     void note_writes(const std::vector<Bench::Op>& ops, const std::vector<const Cmd*>& cmds) {
         for (size_t i = 0; i < ops.size(); i++) {
             const Cmd& c = *cmds[i];
@@ -727,6 +776,9 @@ struct Exec {
             case OP_MEM_INIT: mem(c, i)->fill(c.b, c.c, 0); break;
             case OP_POLL: poll(c, i); break;
             case OP_INTR: intr(c, i); break;
+            case OP_READ: read_masked(c, i); break;
+            case OP_WAIT: wait_pin(i); break;
+            case OP_DUMP: dump(c, i); break;
             case OP_CHECK_CRC: {
                 SparseMem* m = mem(c, i);
                 std::vector<uint8_t> buf(c.c);
@@ -812,7 +864,8 @@ int main(int argc, char** argv) {
             line += (i ? "," : "") + std::to_string(ex.layers[i].second - ex.layers[i].first);
         line += "],\"crcs\":[";
         for (size_t i = 0; i < ex.crcs.size(); i++) line += (i ? "," : "") + std::to_string(ex.crcs[i]);
-        line += "],\"stop\":" + stop + ",\"errors\":[";
+        line += "],\"reads\":[" + ex.reads + "],\"dumps\":[" + ex.dumps + "]";
+        line += ",\"stop\":" + stop + ",\"errors\":[";
         for (size_t i = 0; i < b.errors.size(); i++) line += (i ? "," : "") + json_str(b.errors[i]);
         char tail[64];
         std::snprintf(tail, sizeof tail, "],\"wall\":%.6f}\n", wall);
