@@ -95,8 +95,9 @@ class Registers(wiring.Component):
                 inner = getattr(rf, k)
                 m.d.comb += (outer.eq(inner) if member.flow == Out else inner.eq(outer))
 
-        rdata = 0
+        rdata, busy = 0, 0
         for name, bus in buses.items():
+            busy = busy | bus.busy
             slot = rmap[name].base >> 12
             m.d.comb += [
                 bus.sel.eq(csb.access & (csb.slot == slot)),
@@ -110,20 +111,25 @@ class Registers(wiring.Component):
                 rdata = rdata | bus.rdata
                 continue
             rdata = rdata | self._lut_access(m, name, bus)
-        m.d.comb += csb.rdata.eq(rdata)
+        m.d.comb += [csb.rdata.eq(rdata), csb.hold.eq(busy)]
         return m
 
     def _lut_access(self, m, name, bus):
-        """The block's read data with its S_LUT_ACCESS_CFG / _DATA words answered by the unit,
-        and the unit's write / read strobes."""
+        """The block's read data with its S_LUT_ACCESS_CFG / _DATA words answered by the unit
+        (sampled in the cycle of the request, like every register), and the unit's write /
+        read strobes."""
         blk, p = self._rmap[name], name.lower()
-        value = bus.rdata
+        unit_q, unit_hit_q = Signal(32, name=f"{p}_lut_rdata"), Signal(name=f"{p}_lut_hit")
+        unit_value, unit_hit = 0, 0
         for reg, kind in (("S_LUT_ACCESS_CFG", "cfg"), ("S_LUT_ACCESS_DATA", "data")):
             word = blk[reg].offset >> 2
             hit = bus.sel & (bus.addr == word)
-            value = Mux(bus.addr == word, getattr(self, f"{p}_lut_{kind}_rdata"), value)
+            unit_value = Mux(bus.addr == word, getattr(self, f"{p}_lut_{kind}_rdata"),
+                             unit_value)
+            unit_hit = unit_hit | (hit & ~bus.we)
             m.d.comb += [getattr(self, f"{p}_lut_{kind}_we").eq(hit & bus.we),
                          getattr(self, f"{p}_lut_{kind}_wdata").eq(bus.wdata)]
             if kind == "data":
                 m.d.comb += getattr(self, f"{p}_lut_data_re").eq(hit & ~bus.we)
-        return Mux(bus.sel, value, 0)
+        m.d.sync += [unit_hit_q.eq(unit_hit), unit_q.eq(unit_value)]
+        return Mux(unit_hit_q, unit_q, bus.rdata)
