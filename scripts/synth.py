@@ -85,6 +85,14 @@ def _registers(cfg):
     return Registers(register_map(cfg), lut_blocks, bdma=cfg.bdma)
 
 
+def _pdp_pool(cfg):
+    from hw.mem.dma import DmaGeometry
+    from hw.pdp.pdp import line_atoms
+    from hw.pdp.pool import PdpPool
+    lanes = cfg.pdp_throughput
+    return PdpPool(lanes, DmaGeometry(cfg).atom_bytes // lanes, line_atoms(cfg))
+
+
 #: ``--unit`` name -> constructor from the build config (the core's units and the
 #: convolution's parts)
 UNITS = {
@@ -93,7 +101,7 @@ UNITS = {
     "csc": _unit("hw.conv.csc", "Csc"), "cmac": _unit("hw.conv.cmac", "Cmac"),
     "cacc": _unit("hw.conv.cacc", "Cacc"),
     "sdp": _unit("hw.sdp", "Sdp"), "pdp": _unit("hw.pdp", "Pdp"), "cdp": _unit("hw.cdp", "Cdp"),
-    "regs": _registers,
+    "regs": _registers, "pdp_pool": _pdp_pool,
 }
 
 
