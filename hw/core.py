@@ -5,8 +5,9 @@ Ports carry the spec's names: the CSB (``csb2nvdla_*``, ``nvdla2csb_*``), the in
 build has a second memory bus, the SRAMIF ``nvdla_core2sram_*``. Clock ``clk``, synchronous
 active-high reset ``rst``.
 
-Inside: the CSB slave, GLB, the CFGROM (small layout) and one register file per block of the
-build, all generated from the register table; the memory side (:class:`hw.mem.dmaif.DmaInterfaces`:
+Inside: the register side (:class:`hw.registers.Registers`: CSB slave, GLB, the CFGROM
+(small layout) and one register file per block of the build, all generated from the register
+table); the memory side (:class:`hw.mem.dmaif.DmaInterfaces`:
 MCIF on the DBBIF, CVIF on the SRAMIF) with its weights and outstanding limits from the MCIF /
 CVIF registers; and the units that have a datapath: the SDP with its read DMAs
 (:class:`hw.sdp.Sdp`), the PDP with PDP_RDMA (:class:`hw.pdp.Pdp`, flying input from the SDP)
@@ -17,7 +18,7 @@ README's feature table).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,10 +26,9 @@ from arch.registers import STATIC_STATUS, register_map
 
 from .mem.axi import axi_members
 from .bdma import Bdma
-from .csb import CsbSlave
 from .mem.dmaif import DmaInterfaces, weight_field
-from .glb import Glb, done_bit
-from .regfile import RegisterFile
+from .glb import done_bit
+from .registers import CSB_MEMBERS, LUT_MEMBERS, Registers
 from .sdp import Sdp
 from .pdp import Pdp
 from .cdp import Cdp
@@ -89,29 +89,21 @@ class NvdlaCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, rmap = self._cfg, self._rmap
-        m.submodules.csb = csb = CsbSlave()
-        m.d.comb += [
-            csb.req_valid.eq(self.csb2nvdla_valid), self.csb2nvdla_ready.eq(csb.req_ready),
-            csb.req_addr.eq(self.csb2nvdla_addr), csb.req_wdat.eq(self.csb2nvdla_wdat),
-            csb.req_write.eq(self.csb2nvdla_write), csb.req_nposted.eq(self.csb2nvdla_nposted),
-            self.nvdla2csb_valid.eq(csb.resp_valid), self.nvdla2csb_data.eq(csb.resp_data),
-            self.nvdla2csb_wr_complete.eq(csb.wr_complete),
-        ]
+        lut_blocks = (["SDP"] if cfg.sdp_lut else []) + (["CDP"] if cfg.cdp else [])
+        m.submodules.regs = regs = Registers(rmap, lut_blocks, bdma=cfg.bdma)
+        for name, member in CSB_MEMBERS.items():
+            inner, outer = getattr(regs, name), getattr(self, name)
+            m.d.comb += outer.eq(inner) if member.flow == Out else inner.eq(outer)
+        m.d.comb += self.nvdla2core_interrupt.eq(regs.nvdla2core_interrupt)
 
         glb_block = rmap["GLB"]
-        m.submodules.glb = glb = Glb(glb_block)
-        m.d.comb += self.nvdla2core_interrupt.eq(glb.interrupt)
-        buses = {"GLB": glb.bus}
-        self.regfiles = rfs = {}
+        self.regfiles = rfs = regs.rf
         done = Signal(32)
         for block in rmap:
             if block.name == "GLB":
                 continue
-            rf = RegisterFile(block)
-            m.submodules[f"rf_{block.name.lower()}"] = rf
-            rfs[block.name] = rf
-            buses[block.name] = rf.bus
-            if "status" in rf.signature.members and block.name not in _UNIT_STATUS:
+            rf = rfs[block.name]
+            if hasattr(rf, "status") and block.name not in _UNIT_STATUS:
                 for (bname, reg, fld), value in STATIC_STATUS.items():
                     if bname == block.name:
                         m.d.comb += rf.status[reg][fld].eq(value)
@@ -209,19 +201,17 @@ class NvdlaCore(wiring.Component):
         if cfg.bdma:
             m.submodules.bdma = bdma = Bdma(cfg)
             rf = rfs["BDMA"]
-            bus = rf.bus
             m.d.comb += [
                 bdma.s.eq(rf.s), rf.status.eq(bdma.status),
-                bdma.csb_we.eq(bus.sel & bus.we), bdma.csb_addr.eq(bus.addr),
-                bdma.csb_wdata.eq(bus.wdata),
+                bdma.csb_we.eq(regs.bdma_csb_we), bdma.csb_addr.eq(regs.bdma_csb_addr),
+                bdma.csb_wdata.eq(regs.bdma_csb_wdata),
             ]
             for g in range(2):
                 m.d.comb += done[done_bit(glb_block, "BDMA", g)].eq(bdma.intr[g])
             wiring.connect(m, bdma.rd_bdma, dmaif.rd_bdma)
             wiring.connect(m, bdma.wr_bdma, dmaif.wr_bdma)
 
-        # -- CDP + CDP_RDMA (LUT access registers: see the CSB decode) --------------------
-        cdp_lut = {}
+        # -- CDP + CDP_RDMA ----------------------------------------------------------------
         if cfg.cdp:
             m.submodules.cdp = cdp = Cdp(cfg)
             rf_cdp, rf_crd = rfs["CDP"], rfs["CDP_RDMA"]
@@ -234,43 +224,17 @@ class NvdlaCore(wiring.Component):
             wiring.connect(m, cdp.rd_cdp, dmaif.rd_cdp)
             wiring.connect(m, cdp.wr_cdp, dmaif.wr_cdp)
             driven |= {"CDP", "CDP_RDMA"}
-            cdp_lut = {"CDP": cdp}
 
         for name, rf in rfs.items():
             if rf.block.pingpong and name not in driven:
                 m.d.comb += rf.done.eq(0)          # no datapath yet: layers stay pending
-        m.d.comb += glb.done.eq(done)
+        m.d.comb += regs.done.eq(done)
 
-        # CSB decode: one 4 KiB slot per block; holes read 0. The SDP's and CDP's LUT access
-        # registers read back from the unit (its address pointer and the LUT RAM).
-        lut_units = dict(cdp_lut)
-        if cfg.sdp_lut:
-            lut_units["SDP"] = sdp
-        rdata = 0
-        for name, bus in buses.items():
-            slot = rmap[name].base >> 12
-            m.d.comb += [
-                bus.sel.eq(csb.access & (csb.slot == slot)),
-                bus.addr.eq(csb.offset), bus.we.eq(csb.we), bus.wdata.eq(csb.wdata),
-            ]
-            unit = lut_units.get(name)
-            if unit is None:
-                rdata = rdata | bus.rdata
-                continue
-            blk = rmap[name]
-            value = bus.rdata
-            for reg, kind, unit_rdata in (("S_LUT_ACCESS_CFG", "cfg", unit.lut_cfg_rdata),
-                                          ("S_LUT_ACCESS_DATA", "data", unit.lut_data_rdata)):
-                word = blk[reg].offset >> 2
-                hit = bus.sel & (bus.addr == word)
-                value = Mux(bus.addr == word, unit_rdata, value)
-                if kind == "cfg":
-                    m.d.comb += [unit.lut_cfg_we.eq(hit & bus.we),
-                                 unit.lut_cfg_wdata.eq(bus.wdata)]
-                else:
-                    m.d.comb += [unit.lut_data_we.eq(hit & bus.we),
-                                 unit.lut_data_wdata.eq(bus.wdata),
-                                 unit.lut_data_re.eq(hit & ~bus.we)]
-            rdata = rdata | Mux(bus.sel, value, 0)
-        m.d.comb += csb.rdata.eq(rdata)
+        # LUT access registers of the SDP and CDP: answered by the unit
+        units = {"SDP": sdp} | ({"CDP": cdp} if cfg.cdp else {})
+        for name in lut_blocks:
+            unit, p = units[name], name.lower()
+            for k, member in LUT_MEMBERS.items():
+                inner, outer = getattr(unit, k), getattr(regs, f"{p}_{k}")
+                m.d.comb += inner.eq(outer) if member.flow == Out else outer.eq(inner)
         return m

@@ -1,12 +1,14 @@
 """CSB slave (spec: Configuration space bus).
 
 Request channel valid/ready with a 16-bit word address, 32-bit write data, write and
-non-posted flags. The slave is ready one cycle after reset and then every cycle: one request
-per cycle, no bubbles. Each accepted request is presented to the register files in the same
-cycle (``slot`` = 4 KiB block, ``offset`` = word in the block). Read data returns on the
-valid-only read channel one cycle later; a non-posted write pulses ``wr_complete`` one cycle
-later. With a fixed latency of one cycle both responses stay in request order. Holes return
-0 (the register files answer 0 where nothing is mapped).
+non-posted flags. The slave is ready from one cycle after reset on, once the register files
+are no longer ``hold``-ing it (they rewrite their read-back copies after reset), and then every
+cycle: one request per cycle, no bubbles. Each accepted request is presented to the register
+files in the same cycle (``slot`` = 4 KiB block, ``offset`` = word in the block); they answer
+a read in the next cycle (``rdata``, :class:`hw.regfile.RegBus`), which is when it returns
+on the valid-only read channel; a non-posted write pulses ``wr_complete`` one cycle later.
+With a fixed latency of one cycle both responses stay in request order. Holes return 0 (the
+register files answer 0 where nothing is mapped).
 """
 
 
@@ -34,15 +36,16 @@ class CsbSlave(wiring.Component):
     offset: Out(10)         #: word offset in the block
     we: Out(1)
     wdata: Out(32)
-    rdata: In(32)           #: OR of the selected block's combinational read data
+    rdata: In(32)           #: the read data, the cycle after the request (OR of the blocks')
+    hold: In(1)             #: not ready: the register files are busy (after reset)
 
     def elaborate(self, platform):
         m = Module()
         ready = Signal()
         m.d.sync += ready.eq(1)
         m.d.comb += [
-            self.req_ready.eq(ready),
-            self.access.eq(self.req_valid & ready),
+            self.req_ready.eq(ready & ~self.hold),
+            self.access.eq(self.req_valid & self.req_ready),
             self.slot.eq(self.req_addr[10:16]),
             self.offset.eq(self.req_addr[0:10]),
             self.we.eq(self.req_write),
@@ -53,6 +56,5 @@ class CsbSlave(wiring.Component):
             self.resp_valid.eq(is_read),
             self.wr_complete.eq(self.access & self.req_write & self.req_nposted),
         ]
-        with m.If(is_read):
-            m.d.sync += self.resp_data.eq(self.rdata)
+        m.d.comb += self.resp_data.eq(self.rdata)
         return m

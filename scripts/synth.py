@@ -5,7 +5,7 @@ and DSPs per unit and in total, and checks of how memories and multipliers mappe
     nvdla synth --config nv_small --target ecp5 --unit cbuf      # one unit alone
 
 ``--unit`` synthesizes one unit of the core by itself (:data:`UNITS`: a few minutes instead
-of half an hour). With the hierarchy kept, a unit costs the same alone as inside the core
+of half an hour; ``regs`` is the register side: CSB slave, GLB and every register file). With the hierarchy kept, a unit costs the same alone as inside the core
 (checked on ECP5 with the CBUF of commit e8fb74d: 13,251 LUT4 / 2,643 FF / 64 DP16KD alone
 and inside the nv_small core).
 
@@ -78,6 +78,21 @@ def _unit(module, cls, *extra):
     return build
 
 
+def _registers(cfg):
+    from arch.registers import register_map
+    from hw.registers import Registers
+    lut_blocks = (["SDP"] if cfg.sdp_lut else []) + (["CDP"] if cfg.cdp else [])
+    return Registers(register_map(cfg), lut_blocks, bdma=cfg.bdma)
+
+
+def _pdp_pool(cfg):
+    from hw.mem.dma import DmaGeometry
+    from hw.pdp.pdp import line_atoms
+    from hw.pdp.pool import PdpPool
+    lanes = cfg.pdp_throughput
+    return PdpPool(lanes, DmaGeometry(cfg).atom_bytes // lanes, line_atoms(cfg))
+
+
 #: ``--unit`` name -> constructor from the build config (the core's units and the
 #: convolution's parts)
 UNITS = {
@@ -86,6 +101,7 @@ UNITS = {
     "csc": _unit("hw.conv.csc", "Csc"), "cmac": _unit("hw.conv.cmac", "Cmac"),
     "cacc": _unit("hw.conv.cacc", "Cacc"),
     "sdp": _unit("hw.sdp", "Sdp"), "pdp": _unit("hw.pdp", "Pdp"), "cdp": _unit("hw.cdp", "Cdp"),
+    "regs": _registers, "pdp_pool": _pdp_pool,
 }
 
 

@@ -134,7 +134,8 @@ check_crc(sync_id_0, pri_mem, 0x80000000, 0x10, 0x0);
     assert "no_intr.cfg:3: timeout waiting for intr_notify(CDP_0) after 30" in r.message
     assert "(GLB.S_INTR_STATUS=0x0, interrupt pin 0; DBBIF 0 read / 0 write bursts)" \
         in r.message, r.message
-    assert 3000 <= r.cycles < 3100
+    # + the register files' rewrite of their read-back copies after reset (<= 128 cycles)
+    assert 3000 <= r.cycles < 3100 + 128
     assert r2.passed, r2.message                     # the batch goes on after a timeout
 
 

@@ -5,7 +5,7 @@ Its CSB answers word addresses 0..63 from 64 scratch registers (writable, read b
 addresses alias); the interrupt is bit 0 of register 1; the DBBIF/SRAMIF masters stay idle.
 """
 
-from amaranth.hdl import Array, Module, Signal
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 
 from ..csb import CsbSlave
@@ -33,9 +33,11 @@ class CsbScratch(wiring.Component):
             csb.req_write.eq(self.csb2nvdla_write), csb.req_nposted.eq(self.csb2nvdla_nposted),
             self.nvdla2csb_valid.eq(csb.resp_valid), self.nvdla2csb_data.eq(csb.resp_data),
             self.nvdla2csb_wr_complete.eq(csb.wr_complete),
-            csb.rdata.eq(regs[csb.req_addr[:bits]]),
             self.nvdla2core_interrupt.eq(regs[1][0]),
         ]
+        rdata = Signal(32)                   # answered the cycle after the request
+        m.d.sync += rdata.eq(Mux(csb.access & ~csb.we, regs[csb.req_addr[:bits]], 0))
+        m.d.comb += csb.rdata.eq(rdata)
         with m.If(csb.access & csb.we):
             m.d.sync += regs[csb.req_addr[:bits]].eq(csb.wdata)
         return m

@@ -29,7 +29,8 @@ layer's ``cfg.int16`` selects the widths above and the transfers per atom (``G``
 int16 layers. On int8-only builds none of this exists (16-bit sums, no ``int16`` field).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
-slots (registers, ``G`` entries of ``T`` lanes each): every input transfer updates all open
+slots (each a small LUT RAM of ``G`` entries of ``T`` lanes, read asynchronously at the
+input's and at the flush's channel group): every input transfer updates all open
 windows at once and closes the oldest when it reaches the window's last column. Windows
 that end in the right padding close together at the line's end; a flush process sends them
 on one per cycle while the next line's input already runs (the ring keeps both lines'
@@ -312,8 +313,13 @@ class PdpPool(wiring.Component):
         m.d.comb += last_s.eq(s == cfg.s_m1)
 
         HS = H_SLOTS
-        ring = [[[Signal(signed(hacc), name=f"ring{k}_{g}_{l}") for l in range(T)]
-                 for g in range(G)] for k in range(HS)]
+        # ring slot k: G entries of T lanes in LUT RAM, read at the input's channel group j
+        # (update) and at the flush's hf_j, written at j
+        ring_layout = data.ArrayLayout(signed(hacc), T)
+        ring_mem = []
+        for k in range(HS):
+            m.submodules[f"ring{k}"] = mem = Memory(shape=ring_layout, depth=G, init=[])
+            ring_mem.append(mem)
 
         # -- stage registers ------------------------------------------------------------
         hres_layout = data.StructLayout({
@@ -374,9 +380,15 @@ class PdpPool(wiring.Component):
                                is16, acc)
         f_slot_vals = [[Signal(signed(hacc), name=f"fslot{k}_{l}") for l in range(T)]
                        for k in range(HS)]
+        ring_upd = []                           # per slot: read port at j, write port at j
         for k in range(HS):
+            rf_port = ring_mem[k].read_port(domain="comb")
+            ru_port = ring_mem[k].read_port(domain="comb")
+            wr_port = ring_mem[k].write_port()
+            ring_upd.append((ru_port, wr_port))
+            m.d.comb += rf_port.addr.eq(hf_j)
             for l in range(T):
-                m.d.comb += f_slot_vals[k][l].eq(Array(ring[k][g][l] for g in range(G))[hf_j])
+                m.d.comb += f_slot_vals[k][l].eq(rf_port.data[l])
         hf_vals = [Array(f_slot_vals[k][l] for k in range(HS))[hf_slot] for l in range(T)]
 
         # -- horizontal stage on the input ---------------------------------------------------
@@ -396,9 +408,12 @@ class PdpPool(wiring.Component):
         new_vals = [[Signal(signed(hacc), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
         for k in range(HS):
+            ru_port, wr_port = ring_upd[k]
+            m.d.comb += [ru_port.addr.eq(j), wr_port.addr.eq(j)]
             for l in range(T):
-                old = Array(ring[k][g][l] for g in range(G))[j]
-                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc)))
+                old = ru_port.data[l]
+                m.d.comb += [new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc))),
+                             wr_port.data[l].eq(new_vals[k][l])]
         lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
 
         running = Signal()
@@ -438,11 +453,9 @@ class PdpPool(wiring.Component):
                                               ROW_BITS, ROW_BITS16))
 
         # input position and bookkeeping updates
+        for k in range(HS):
+            m.d.comb += ring_upd[k][1].en.eq(in_fire & hmember[k])
         with m.If(in_fire):
-            for k in range(HS):
-                with m.If(hmember[k]):
-                    for l in range(T):
-                        m.d.sync += Array(ring[k][g][l] for g in range(G))[j].eq(new_vals[k][l])
             m.d.sync += j.eq(Mux(j_last, 0, j + 1))
             with m.If(row_end):
                 m.d.sync += [w.eq(0), hbase.eq(hbase + job.wout_m1 + 1)]
