@@ -5,7 +5,8 @@ golden model's rules, and the core rejecting them without memory traffic.
   kind) and for every mutation of :data:`sim.conv.random_programs.INVALID_MUTATIONS` plus
   the further ones below, its verdict equals the golden model's
   (:func:`sim.conv.program.decode`, then the CBUF reuse rules of
-  :func:`sim.conv.cdma.load_cbuf`); on int8-only builds, so the RTL's int8 restriction is
+  :func:`sim.conv.cdma.load_cbuf`, and the flying cube's
+  :func:`sim.sdp.sdp.check_flying_cube`); on int8-only builds, so the RTL's int8 restriction is
   the golden model's too. The RTL-only restriction (INT16 on an int16 build) is checked on
   its own.
 * The core (Verilator, one simulator start): every invalid trace of
@@ -40,6 +41,7 @@ from sim.memory import SparseMemory
 from sim.random_traces import MEM
 from sim.regs import GroupView
 from sim.sdp.random_programs import Regs
+from sim.sdp.sdp import SdpProgramError, check_flying_cube
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable
 from tb.sdp_unit import flying_cube, view_value
@@ -63,8 +65,11 @@ def golden_verdicts(cfg, layers):
         try:
             p = decode(cfg, *views)
             load_cbuf(core, cfg, p, state)
+            if "SDP" in layer["regs"]:               # the cube flying into SDP
+                check_flying_cube(cfg, GroupView(rmap["SDP"], layer["regs"]["SDP"]),
+                                  (p.out_channels, p.out_height, p.out_width))
             out.append((True, ""))
-        except ConvProgramError as e:
+        except (ConvProgramError, SdpProgramError) as e:
             out.append((False, str(e)))
     return out
 

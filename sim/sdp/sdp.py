@@ -57,7 +57,7 @@ from ..lut import LutParams, bit_length, select_table
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
-    "SdpProgramError", "SdpResult", "run_sdp",
+    "SdpProgramError", "SdpResult", "run_sdp", "check_flying_cube",
     # integer helpers
     "sign_extend", "wrap_signed", "saturate", "round_shift_right", "shift_left_saturate",
     "shift_signed_saturate",
@@ -827,6 +827,24 @@ def _read_operand(cfg, prog, dma, mem, sram, atom):
 # =========================================================================================
 # The layer
 # =========================================================================================
+def check_flying_cube(cfg, sdp, shape) -> None:
+    """Raise :class:`SdpProgramError` unless the cube a convolution delivers (``shape`` =
+    channels, height, width: CACC's ``D_DATAOUT_SIZE``) is SDP's flying cube (``sdp``, SDP's
+    register view): the same width and height, and as many channels as SDP's or SDP's rounded
+    up to whole atoms of its processing precision."""
+    W = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
+    H = sdp.D_DATA_CUBE_HEIGHT.HEIGHT + 1
+    C = sdp.D_DATA_CUBE_CHANNEL.CHANNEL + 1
+    group = cfg.memory_atom // _BYTES.get(sdp.D_DATA_FORMAT.PROC_PRECISION, 1)
+    c_pad = -(-C // group) * group
+    k, h, w = (int(n) for n in shape)
+    if (h, w) != (H, W) or k not in (C, c_pad):
+        raise SdpProgramError(
+            f"SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL give a {W} x {H} x {C} cube: a flying "
+            f"layer takes the {w} x {h} x {k} cube the convolution delivers "
+            "(CACC.D_DATAOUT_SIZE_0/1 width, height, channels), and the two must agree")
+
+
 def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
             sram=None) -> SdpResult:
     """Run one SDP hardware layer.
@@ -855,12 +873,9 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     # -- input ---------------------------------------------------------------------------
     if prog.flying:
         data = np.asarray(flying_input, dtype=np.int64)
-        if data.ndim != 3 or data.shape[1:] != (H, W) or data.shape[0] not in (C, c_pad):
-            got = " x ".join(str(n) for n in data.shape[::-1]) if data.ndim == 3 else "?"
-            raise SdpProgramError(
-                f"SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL give a {W} x {H} x {C} cube: a flying "
-                f"layer takes the {got} cube the convolution delivers (CACC.D_DATAOUT_SIZE_0/1 "
-                "width, height, channels), and the two must agree")
+        if data.ndim != 3:
+            raise ValueError(f"flying_input must be [C, H, W], got {list(data.shape)}")
+        check_flying_cube(cfg, sdp, data.shape)
         if data.shape[0] != c_pad:
             data = np.concatenate([data, np.zeros((c_pad - C, H, W), dtype=np.int64)])
         data = wrap_signed(data, 32)
