@@ -16,7 +16,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CsbSlave"]
+__all__ = ["CsbSlave", "pins"]
 
 
 class CsbSlave(wiring.Component):
@@ -58,3 +58,15 @@ class CsbSlave(wiring.Component):
         ]
         m.d.comb += self.resp_data.eq(self.rdata)
         return m
+
+
+def pins(csb, top) -> list:
+    """The statements that tie ``csb`` (a :class:`CsbSlave`) to the core's CSB pins on
+    ``top`` (``csb2nvdla_*`` in, ``nvdla2csb_*`` out)."""
+    return [
+        csb.req_valid.eq(top.csb2nvdla_valid), top.csb2nvdla_ready.eq(csb.req_ready),
+        csb.req_addr.eq(top.csb2nvdla_addr), csb.req_wdat.eq(top.csb2nvdla_wdat),
+        csb.req_write.eq(top.csb2nvdla_write), csb.req_nposted.eq(top.csb2nvdla_nposted),
+        top.nvdla2csb_valid.eq(csb.resp_valid), top.nvdla2csb_data.eq(csb.resp_data),
+        top.nvdla2csb_wr_complete.eq(csb.wr_complete),
+    ]

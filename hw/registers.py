@@ -23,7 +23,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .csb import CsbSlave
+from .csb import CsbSlave, pins as csb_pins
 from .glb import Glb
 from .regfile import RegisterFile
 
@@ -75,13 +75,7 @@ class Registers(wiring.Component):
         m = Module()
         rmap = self._rmap
         m.submodules.csb = csb = CsbSlave()
-        m.d.comb += [
-            csb.req_valid.eq(self.csb2nvdla_valid), self.csb2nvdla_ready.eq(csb.req_ready),
-            csb.req_addr.eq(self.csb2nvdla_addr), csb.req_wdat.eq(self.csb2nvdla_wdat),
-            csb.req_write.eq(self.csb2nvdla_write), csb.req_nposted.eq(self.csb2nvdla_nposted),
-            self.nvdla2csb_valid.eq(csb.resp_valid), self.nvdla2csb_data.eq(csb.resp_data),
-            self.nvdla2csb_wr_complete.eq(csb.wr_complete),
-        ]
+        m.d.comb += csb_pins(csb, self)
         m.submodules.glb = glb = Glb(rmap["GLB"])
         m.d.comb += [self.nvdla2core_interrupt.eq(glb.interrupt), glb.done.eq(self.done)]
         buses = {"GLB": glb.bus}

@@ -46,6 +46,19 @@ def _random_txn(tmp_path, monkeypatch, unit, seed, cfg=NV_FULL_MC, name="txn"):
     return write_txn(trace, cfg, str(tmp_path / name))
 
 
+def _rewrite_read(d, register, expected):
+    """Rewrite the first ``read_reg`` of ``register`` in ``d``'s input.txn to expect
+    ``expected(value, mask)``; returns (txn path, its line index, address, mask, old value)."""
+    txn = Path(d, "input.txn")
+    lines = txn.read_text().splitlines()
+    n = next(i for i, ln in enumerate(lines) if ln.startswith("read_reg") and register in ln)
+    body, _, comment = lines[n].partition("#")
+    _, addr, mask, value = body.split()
+    lines[n] = f"read_reg {addr} {mask} {expected(int(value, 16), int(mask, 16)):#x} #{comment}"
+    txn.write_text("\n".join(lines) + "\n")
+    return txn, n, addr, mask, value
+
+
 def _kinds(text):
     return {ln.split()[0] for ln in text.splitlines() if ln and not ln.startswith("#")}
 
@@ -93,18 +106,12 @@ def test_dump_mismatch_names_the_byte(tmp_path, monkeypatch):
 
 def test_read_mismatch_is_masked_and_named(tmp_path, monkeypatch):
     d = _random_txn(tmp_path, monkeypatch, "pdp", 2)
-    txn = Path(d, "input.txn")
-    lines = txn.read_text().splitlines()
-    n = next(i for i, ln in enumerate(lines) if ln.startswith("read_reg") and
-             "D_DATA_CUBE_IN_WIDTH" in ln)
-    _, addr, mask, value = lines[n].split("#")[0].split()
     # outside the mask: still equal
-    lines[n] = f"read_reg {addr} {mask} {int(value, 16) | ~int(mask, 16) & 0xFFFFFFFF:#x}"
-    txn.write_text("\n".join(lines) + "\n")
+    txn, n, addr, mask, value = _rewrite_read(d, "D_DATA_CUBE_IN_WIDTH",
+                                              lambda v, m: v | ~m & 0xFFFFFFFF)
     assert run_trace(d, NV_FULL_MC).passed
     # inside the mask: a failure naming the line and the register; the trace goes on
-    lines[n] = f"read_reg {addr} {mask} {int(value, 16) ^ 1:#x}"
-    txn.write_text("\n".join(lines) + "\n")
+    _rewrite_read(d, "D_DATA_CUBE_IN_WIDTH", lambda v, m: int(value, 16) ^ 1)
     res = run_trace(d, NV_FULL_MC)
     assert not res.passed
     assert res.message == (f"{txn}:{n + 1}: read_reg PDP.D_DATA_CUBE_IN_WIDTH mask {mask}: "
@@ -268,13 +275,7 @@ def test_rtl_engines_play_txn(tmp_path, monkeypatch, engine):
     data[i] ^= 0x81
     Path(dump.path).write_text(txn_dat_text(data))
     bad_read = _random_txn(tmp_path, monkeypatch, "sdp", 5, NV_SMALL_CV, "bad_read")
-    txn = Path(bad_read, "input.txn")
-    lines = txn.read_text().splitlines()
-    n = next(k for k, ln in enumerate(lines) if ln.startswith("read_reg") and
-             "D_DATA_CUBE_CHANNEL" in ln)
-    _, addr, mask, value = lines[n].split("#")[0].split()
-    lines[n] = f"read_reg {addr} {mask} {int(value, 16) ^ 2:#x}"
-    txn.write_text("\n".join(lines) + "\n")
+    txn, n, *_ = _rewrite_read(bad_read, "D_DATA_CUBE_CHANNEL", lambda v, m: v ^ 2)
     rtl = (playback if engine == "playback" else _cocotb)([good, bad_dump, bad_read],
                                                           NV_SMALL_CV, seed=3)
     gold = [run_trace(d, NV_SMALL_CV) for d in (good, bad_dump, bad_read)]

@@ -8,7 +8,7 @@ addresses alias); the interrupt is bit 0 of register 1; the DBBIF/SRAMIF masters
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 
-from ..csb import CsbSlave
+from ..csb import CsbSlave, pins as csb_pins
 
 __all__ = ["CsbScratch"]
 
@@ -27,14 +27,8 @@ class CsbScratch(wiring.Component):
         bits = (n - 1).bit_length()
         m.submodules.csb = csb = CsbSlave()
         regs = Array(Signal(32, name=f"r{i}") for i in range(n))
-        m.d.comb += [
-            csb.req_valid.eq(self.csb2nvdla_valid), self.csb2nvdla_ready.eq(csb.req_ready),
-            csb.req_addr.eq(self.csb2nvdla_addr), csb.req_wdat.eq(self.csb2nvdla_wdat),
-            csb.req_write.eq(self.csb2nvdla_write), csb.req_nposted.eq(self.csb2nvdla_nposted),
-            self.nvdla2csb_valid.eq(csb.resp_valid), self.nvdla2csb_data.eq(csb.resp_data),
-            self.nvdla2csb_wr_complete.eq(csb.wr_complete),
-            self.nvdla2core_interrupt.eq(regs[1][0]),
-        ]
+        m.d.comb += csb_pins(csb, self)
+        m.d.comb += self.nvdla2core_interrupt.eq(regs[1][0])
         rdata = Signal(32)                   # answered the cycle after the request
         m.d.sync += rdata.eq(Mux(csb.access & ~csb.we, regs[csb.req_addr[:bits]], 0))
         m.d.comb += csb.rdata.eq(rdata)
