@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.formats.common import ceil_div, round_shift_right, saturate
+from sim.formats.sparse import SparseFormatError, decompress_weights
 from sim.formats.weight import dc_weight_offsets
 
 from .image import fetch_image, image_weight_index
@@ -98,6 +99,8 @@ def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
     addrs = p.weight_base + np.arange(p.weight_bytes, dtype=np.int64)
     _check_space(cfg, addrs, f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={p.weight_base:#x}")
     raw = mem.gather(addrs)
+    if p.compression is not None:
+        raw = _decompress(cfg, p, mem, raw)
     n = p.kernels * p.byte_per_kernel
     vals = _decode(raw[:n].reshape(-1, nbytes), nbytes)
     if p.image is not None:
@@ -106,6 +109,35 @@ def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
     cube_c = cfg.atomic_c
     off = dc_weight_offsets(p.kernels, p.in_channels, p.kh, p.kw, group_k, cube_c)
     return vals[off]
+
+
+def _decompress(cfg, p: ConvProgram, mem, comp: np.ndarray) -> np.ndarray:
+    """The uncompressed weight surface of a compressed weight: WGS (a 32-bit byte count per
+    kernel group), WMB (a bit per element) and the packed non-zero elements
+    (:mod:`sim.formats.sparse`). Surfaces that disagree name the register that points at
+    the one at fault."""
+    c = p.compression
+    wgs_addrs = c.wgs_base + np.arange(4 * len(c.groups), dtype=np.int64)
+    wmb_addrs = c.wmb_base + np.arange(c.wmb_bytes, dtype=np.int64)
+    _check_space(cfg, wgs_addrs, f"CDMA.D_WGS_ADDR_LOW.WGS_ADDR_LOW={c.wgs_base:#x}")
+    _check_space(cfg, wmb_addrs, f"CDMA.D_WMB_ADDR_LOW.WMB_ADDR_LOW={c.wmb_base:#x}")
+    wgs, wmb = mem.gather(wgs_addrs), mem.gather(wmb_addrs)
+    try:
+        data = decompress_weights((wgs, wmb, comp), c.groups, p.name)
+    except SparseFormatError as e:
+        field = {"WGS": f"CDMA.D_WGS_ADDR_LOW.WGS_ADDR_LOW={c.wgs_base:#x}",
+                 "WMB": f"CDMA.D_WMB_ADDR_LOW.WMB_ADDR_LOW={c.wmb_base:#x}"}.get(
+            str(e)[:3], f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={p.weight_bytes}")
+        raise ConvProgramError(f"{field}: {e}") from None
+    # the CBUF holds compressed kernel groups: each must fit the weight banks
+    sizes = wgs.view("<u4").astype(np.int64)
+    cap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+    if sizes.max() > cap:
+        g = int(sizes.argmax())
+        raise ConvProgramError(
+            f"CDMA.D_BANK.WEIGHT_BANK={p.weight_bank - 1}: compressed kernel group {g} needs "
+            f"{int(sizes[g])} bytes; {p.weight_bank} weight bank(s) hold {cap}")
+    return data
 
 
 @dataclass
@@ -188,7 +220,8 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
     used = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
     post = p.image.post_extension if p.image is not None else 0
     wkey = (0, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
-            p.in_channels, p.precision, post)
+            p.in_channels, p.precision, post,
+            None if p.compression is None else (p.compression.wmb_bytes, p.compression.groups))
     if (p.weight_reuse and state.key is not None and not state.weights_kept
             and state.key[:4] == key[:4]):
         # NVDLA's CDMA: after a layer under the same mode and bank split that released its
@@ -196,6 +229,12 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
         raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer released "
                                "its weights (SKIP_WEIGHT_RLS=DISABLE); nothing to reuse")
     if state.weights is not None and state.weights_kept and p.weight_reuse:
+        if (state.wkey[-1] is None) != (p.compression is None):
+            # NVDLA's CDMA: weight reuse across a change of weight format is a config error
+            raise ConvProgramError(
+                "CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer's weights are "
+                f"{'un' if p.compression is not None else ''}compressed, this layer's are not "
+                "(D_WEIGHT_FORMAT must match to reuse them)")
         if state.wkey != wkey:
             raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer's "
                                    "weights have another geometry or bank split")

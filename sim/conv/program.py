@@ -88,6 +88,17 @@ def image_entries_per_slice(width: int, pad_left: int, pad_right: int, channels:
 
 
 @dataclass(frozen=True)
+class Compression:
+    """A compressed weight (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``): where its WGS and WMB
+    surfaces are (data-format spec, "Sparse Compression option"; the compressed weights
+    themselves are ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR``)."""
+    wgs_base: int             #: one 32-bit byte count per kernel group
+    wmb_base: int             #: one mask bit per weight element, little-endian
+    wmb_bytes: int            #: D_WMB_BYTES in bytes
+    groups: tuple             #: weight elements of each kernel group (memory order)
+
+
+@dataclass(frozen=True)
 class ImageInput:
     """The image-input settings of a layer (``D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL``)."""
     fmt: PixelFormat
@@ -157,6 +168,8 @@ class ConvProgram:
     #: ``in_width`` = PAD_LEFT + width + PAD_RIGHT, ``pad_left`` 0, ``kw`` the original
     #: kernel width S (WEIGHT_CHANNEL_EXT = S x channels), dilation 1.
     image: ImageInput | None = None
+    #: compressed weights (None: the uncompressed weight surface)
+    compression: Compression | None = None
 
     @property
     def element_bytes(self) -> int:
@@ -165,6 +178,40 @@ class ConvProgram:
     @property
     def name(self) -> str:
         return PRECISIONS[self.precision]
+
+
+def _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank, weight_bank,
+                 atom) -> Compression:
+    """Decode and check a compressed weight's registers (data-format spec "Sparse Compression
+    option"; NVDLA v1's CDMA: the WMB streams through the last CBUF bank, one mask bit per
+    weight element, ``WMB_BYTES`` = the mask rounded up to 128 bytes)."""
+    groups = tuple(min(group_k, kernels - g) * bpk // ebytes for g in range(0, kernels, group_k))
+    elements = sum(groups)
+    need = ceil_div(elements, 8 * WEIGHT_BYTES_ALIGN) * WEIGHT_BYTES_ALIGN
+    wmb_bytes = _bytes(cdma, "D_WMB_BYTES", "WMB_BYTES")
+    if wmb_bytes != need:
+        _err(f"CDMA.D_WMB_BYTES.WMB_BYTES={wmb_bytes}",
+             f"must be {need}: one mask bit for each of the {elements} weight elements, "
+             f"rounded up to {WEIGHT_BYTES_ALIGN} bytes")
+    _same("CDMA.D_WMB_BYTES.WMB_BYTES", wmb_bytes, "CSC.D_WMB_BYTES.WMB_BYTES",
+          _bytes(csc, "D_WMB_BYTES", "WMB_BYTES"), "one weight mask")
+    bases = []
+    for what in ("WGS", "WMB"):
+        base = _addr(cfg, cdma, f"D_{what}_ADDR_LOW", f"{what}_ADDR_LOW", f"D_{what}_ADDR_HIGH",
+                     f"{what}_ADDR_HIGH")
+        if base % atom:
+            _err(f"CDMA.D_{what}_ADDR_LOW.{what}_ADDR_LOW={base:#x}",
+                 f"must be a multiple of the {atom}-byte memory atom")
+        bases.append(base)
+    if data_bank + weight_bank > cfg.cbuf_banks - 1:
+        _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
+             f"compressed weights keep the last CBUF bank for the weight mask: data banks + "
+             f"weight banks = {data_bank + weight_bank} must be at most {cfg.cbuf_banks - 1}")
+    bank = cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+    if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wmb_bytes > bank:
+        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+             f"a kept weight mask must fit its CBUF bank: WMB_BYTES {wmb_bytes} > {bank}")
+    return Compression(bases[0], bases[1], wmb_bytes, groups)
 
 
 def _enum(view, block, reg, fld):
@@ -465,13 +512,11 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
              f"{data_bank * depth}")
 
     # weights
-    if _enum(cdma, D, "D_WEIGHT_FORMAT", "WEIGHT_FORMAT"):
-        if not cfg.weight_compression:
-            _err("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED",
-                 "this build has no weight compression")
+    compressed = _enum(cdma, D, "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")
+    if compressed and not cfg.weight_compression:
         _err("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED",
-             "compressed weights are not modelled yet")
-    _same("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT", 0, "CSC.D_WEIGHT_FORMAT.WEIGHT_FORMAT",
+             "this build has no weight compression")
+    _same("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT", compressed, "CSC.D_WEIGHT_FORMAT.WEIGHT_FORMAT",
           csc.D_WEIGHT_FORMAT.WEIGHT_FORMAT, "one weight format per layer")
     kw = csc.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT + 1
     kh = csc.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT + 1
@@ -499,9 +544,12 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
           "CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL", cdma.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1,
           "bytes per kernel")
     wbytes = _bytes(cdma, "D_WEIGHT_BYTES", "WEIGHT_BYTES")
-    if wbytes < bpk * kernels:
+    if not compressed and wbytes < bpk * kernels:
         _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
              f"uncompressed weights need BYTE_PER_KERNEL x kernels = {bpk * kernels} bytes")
+    if compressed and not wbytes:
+        _err("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES=0", "compressed weights need at least one "
+             f"{WEIGHT_BYTES_ALIGN}-byte granule")
     if wbytes % WEIGHT_BYTES_ALIGN:
         _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
              f"must be a multiple of {WEIGHT_BYTES_ALIGN} bytes (weight data size alignment, "
@@ -520,10 +568,14 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
              f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
-    if group_bytes > wcap:
+    if group_bytes > wcap and not compressed:   # compressed: the WGS size, at the fetch
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
              f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) hold "
              f"{wcap}")
+    compression = None
+    if compressed:
+        compression = _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank,
+                                   weight_bank, atom)
 
     # sequencing
     sx = csc.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT + 1
@@ -617,4 +669,4 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         weight_bank=weight_bank, data_reuse=bool(misc.DATA_REUSE),
         weight_reuse=bool(misc.WEIGHT_REUSE), skip_data_rls=bool(misc.SKIP_DATA_RLS),
         skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip,
-        image=image)
+        image=image, compression=compression)

@@ -39,6 +39,7 @@ import numpy as np
 from arch.registers import register_map
 from sim.formats.common import align_up, ceil_div, round_shift_right, saturate
 from sim.formats.feature import pack_feature
+from sim.formats.sparse import compress_weights
 from sim.formats.weight import pack_dc_weights
 
 from .. import random_traces
@@ -54,7 +55,7 @@ __all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_
            "golden_core", "run_trace_golden", "max_pair"]
 
 _BASES = {"feature": 0x8000_0000, "weight": 0x8100_0000, "B": 0x8200_0000, "N": 0x8300_0000,
-          "dst": 0x9000_0000}
+          "wmb": 0x8400_0000, "wgs": 0x8500_0000, "dst": 0x9000_0000}
 CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 #: enable order of a layer (NVDLA's dc traces: consumers first, CDMA last)
 ENABLE_ORDER = ("SDP_RDMA", "SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")
@@ -87,7 +88,8 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                line_extra=0, surf_extra=0, grain=1, banks=None, data_ram=1, weight_ram=1,
                dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
                emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
-               rls_slices=1, sdp=None, dst=None, cya=0, cvt=None) -> dict:
+               rls_slices=1, sdp=None, dst=None, cya=0, cvt=None, compress=False,
+               weight_bytes=None) -> dict:
     """One direct-convolution layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
@@ -99,6 +101,9 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     (default: pass-through with output converter offset 0, scale 1, shift 0); ``dst`` =
     (base, line, surf) of the output (default packed, after a guard band); ``cvt`` =
     (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) enables the CDMA input convertor (default off).
+    ``compress`` writes the weights in the compressed format (WGS, WMB and the packed non-zero
+    weights; builds with weight compression) and leaves the last CBUF bank to the mask;
+    without ``weights`` (a layer reusing them) ``weight_bytes`` gives their compressed size.
 
     Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
     "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
@@ -138,18 +143,31 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     bpk = kw * kh * C * nbytes
     wbytes = align_up(bpk * K, 128)
     wbase = weight_base if weight_base is not None else _BASES["weight"] + slot * _SLOT
-    if emit_weights:
-        if weights is None:
-            raise ValueError("conv_layer: weights are needed to emit the weight image")
+    wmb_base, wgs_base = (_BASES[k] + slot * _SLOT for k in ("wmb", "wgs"))
+    wmb_bytes = align_up(ceil_div(bpk * K // nbytes, 8), 128)
+    if compress and weights is None:
+        if weight_bytes is None:
+            raise ValueError("conv_layer: compressed weights need the weights or weight_bytes")
+        wbytes = weight_bytes
+    if weights is not None:
         surf = pack_dc_weights(np.asarray(weights), pname, group_k=_group_k(cfg, prec),
                                cube_c=cfg.atomic_c)
-        wdata = np.zeros(wbytes, np.uint8)
-        wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
-        images.append((wbase, wdata, weight_ram))
+        if compress:
+            cw = compress_weights(surf)
+            wbytes = cw.weights.size
+            if emit_weights:
+                images += [(wbase, cw.weights, weight_ram), (wmb_base, cw.wmb, weight_ram),
+                           (wgs_base, cw.wgs, weight_ram)]
+        elif emit_weights:
+            wdata = np.zeros(wbytes, np.uint8)
+            wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
+            images.append((wbase, wdata, weight_ram))
+    elif emit_weights:
+        raise ValueError("conv_layer: weights are needed to emit the weight image")
 
     if banks is None:
         dmin, wmin = min_banks(cfg, in_h, entries, wbytes)
-        banks = (dmin, cfg.cbuf_banks - dmin)
+        banks = (dmin, cfg.cbuf_banks - dmin - int(compress))
     data_bank, weight_bank = banks
 
     # -- output ----------------------------------------------------------------------------
@@ -173,8 +191,9 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         R[b].set("D_DATAIN_FORMAT", DATAIN_FORMAT=0)
         R[b].set("D_BATCH_NUMBER", BATCHES=0)
         R[b].set("D_ENTRY_PER_SLICE", ENTRIES=entries - 1)
-        R[b].set("D_WEIGHT_FORMAT", WEIGHT_FORMAT=0)
+        R[b].set("D_WEIGHT_FORMAT", WEIGHT_FORMAT=int(compress))
         R[b].addr("D_WEIGHT_BYTES", wbytes)
+        R[b].addr("D_WMB_BYTES", wmb_bytes if compress else 0)
         R[b].set("D_BANK", DATA_BANK=data_bank - 1, WEIGHT_BANK=weight_bank - 1)
         R[b].set("D_ZERO_PADDING_VALUE", PAD_VALUE=pad_value & 0xFFFF)
         R[b].set("D_CYA", CYA=cya)
@@ -194,6 +213,9 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
     cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
     _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
+    if compress:
+        _addr64(cfg, cdma, "D_WMB_ADDR_LOW", "D_WMB_ADDR_HIGH", wmb_base)
+        _addr64(cfg, cdma, "D_WGS_ADDR_LOW", "D_WGS_ADDR_HIGH", wgs_base)
     cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
     if cvt is None:
         cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
@@ -229,7 +251,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                 pad_value=pad_value, clip=clip, prec=prec, Wo=Wo, Ho=Ho, in_h=in_h,
                 fetch_rows=(row0, fetch_h), entries=entries, banks=banks, wbytes=wbytes,
                 feature_base=fbase, line_extra=line_extra, surf_extra=surf_extra,
-                weight_base=wbase, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
+                weight_base=wbase, compress=compress, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
                 macs=Wo * Ho * K * C * kh * kw, reuse=reuse, rls_slices=rls_slices,
                 dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt)
     return {"regs": regs, "images": images, "window": window, "info": info,
@@ -488,15 +510,16 @@ def _values(rng, shape, prec, mode):
     return rng.integers(-hi, hi, shape)
 
 
-def _banks(cfg, rng, dmin, wmin, tight):
-    free = cfg.cbuf_banks - dmin - wmin
+def _banks(cfg, rng, dmin, wmin, tight, total=None):
+    total = cfg.cbuf_banks if total is None else total
+    free = total - dmin - wmin
     if tight or free == 0:
         return dmin, wmin
     if rng.random() < 0.3:                   # all banks used
         d = dmin + int(rng.integers(0, free + 1))
-        return d, cfg.cbuf_banks - d
+        return d, total - d
     d = dmin + int(rng.integers(0, free + 1))
-    w = wmin + int(rng.integers(0, cfg.cbuf_banks - d - wmin + 1))
+    w = wmin + int(rng.integers(0, total - d - wmin + 1))
     return d, w
 
 
@@ -532,14 +555,15 @@ def _shift_for(C, kh, kw, dmode, wmode, prec, dsd=None):
 
 
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
-                   reuse: str = "none") -> dict:
+                   reuse: str = "none", compress: bool = False) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
     of ``"none"``, ``"data_full"``, ``"data_partial"``, ``"weight"``, ``"data_full+weight"``,
     ``"data_partial+weight"``; the first layer of such a pair is drawn with ``reuse`` set to
     ``"first:<kind>"`` so it keeps (SKIP_*_RLS) or partially releases its CBUF contents.
-    Returns a :func:`conv_layer` dict.
+    ``compress`` draws sparse weights (a random share of zeros) in the compressed format (a
+    layer reusing weights takes its first layer's format). Returns a :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types else [])
     prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
@@ -646,10 +670,16 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if weight_reuse:
         emit_weights = False
         weight_base = prev["info"]["weight_base"]
+        compress = prev["info"]["compress"]
     else:
         weights = _values(rng, (K, C, kh, kw), prec, wmode)
         if saturating:
             weights = np.full((K, C, kh, kw), -128)
+        if compress:
+            zeros = rng.random(weights.shape) < float(rng.choice([0.0, 0.3, 0.7, 0.95]))
+            weights = np.where(zeros, 0, weights)
+            if not weights.any():
+                weights.flat[int(rng.integers(0, weights.size))] = 1
 
     entries = entries_per_slice(W, C, prec, atom, cfg.cbuf_entry_bytes)
     wbytes = align_up(kh * kw * C * K * _BYTES[prec], 128)
@@ -660,9 +690,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if first and "data_partial" in kind:
             # layer 2 holds (H - rls) kept + new lines: reserve for the worst case (rls = 1)
             dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_entry_depth))
-        if dmin + wmin > cfg.cbuf_banks:
+        total = cfg.cbuf_banks - int(compress)      # the last bank holds a compressed mask
+        if dmin + wmin > total:
             raise _Redraw()
-        banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.25)
+        banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.25, total)
 
     # fetch grain: only with packed lines
     fh = fetch_rows[1] if fetch_rows is not None else H
@@ -700,7 +731,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         feature_base=feature_base, fetch_rows=fetch_rows, csc_height=csc_height,
         emit_feature=emit_feature, weight_base=weight_base, emit_weights=emit_weights,
         reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya,
-        cvt=cvt)
+        cvt=cvt, compress=compress,
+        weight_bytes=prev["info"]["wbytes"] if weight_reuse else None)
     layer["info"]["cvt_sd"] = dsd
     return layer
 
@@ -709,13 +741,15 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
                "data_partial+weight")
 
 
-def random_pair(cfg, rng, max_macs=200_000, kind=None):
+def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
     if kind == "none":
-        return [random_program(cfg, rng, max_macs, 0), random_program(cfg, rng, max_macs, 1)]
-    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind)
-    return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind)]
+        return [random_program(cfg, rng, max_macs, 0, compress=compress),
+                random_program(cfg, rng, max_macs, 1, compress=compress)]
+    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind, compress=compress)
+    return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind,
+                                  compress=compress)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -764,15 +798,18 @@ def _golden_crcs(cfg, path, n):
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
-                        prefix: str = "conv_random") -> list:
+                        prefix: str = "conv_random", compress_share: float = 0.0) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
+
+    ``compress_share`` of the programs (builds with weight compression) use compressed weights.
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
     def draw(rng):
+        compress = cfg.weight_compression and compress_share and rng.random() < compress_share
         if rng.random() < two_layer_share:
-            return random_pair(cfg, rng, max_macs)
-        return [random_program(cfg, rng, max_macs, 0)]
+            return random_pair(cfg, rng, max_macs, compress=bool(compress))
+        return [random_program(cfg, rng, max_macs, 0, compress=bool(compress))]
     paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace,
                                    golden_core)
     _REJECTS[:] = rejected
