@@ -168,7 +168,12 @@ class NvdlaCore(wiring.Component):
                 pdp.rdma_op_en.eq(rf_prd.op_en), rf_prd.done.eq(pdp.rdma_done),
                 rf_prd.d_status.eq(pdp.rdma_status)]
             wiring.connect(m, sdp.pdp, pdp.sdp)
-            m.d.comb += [pdp.sdp_go.eq(sdp.pdp_go), pdp.sdp_abort.eq(sdp.pdp_abort)]
+            sd = rfs["SDP"].d
+            m.d.comb += [pdp.sdp_go.eq(sdp.pdp_go), pdp.sdp_abort.eq(sdp.pdp_abort),
+                         pdp.sdp_cube.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
+                         pdp.sdp_cube.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),
+                         pdp.sdp_cube.channel.eq(sd.D_DATA_CUBE_CHANNEL.CHANNEL),
+                         pdp.sdp_cube.precision.eq(sd.D_DATA_FORMAT.OUT_PRECISION)]
             wiring.connect(m, pdp.rd_pdp, dmaif.rd_pdp)
             wiring.connect(m, pdp.wr_pdp, dmaif.wr_pdp)
             driven |= {"PDP", "PDP_RDMA"}

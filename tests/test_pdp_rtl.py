@@ -137,9 +137,14 @@ def test_golden_invalid_pdp_programs_rtl(tmp_path, cfg, prec):
     """Every invalid program of the golden model's list (sim.pdp.random_programs
     .write_invalid_traces, int8 layers on nv_small, int16 layers on nv_small_int16) finishes
     on the RTL with no DMA: the destination stays zero; so do flying PDP layers whose SDP
-    rejects its program (the SDP's abort ends them)."""
+    rejects its program (the SDP's abort ends them), and SDP -> PDP layers whose SDP output is
+    not the PDP's input cube or whose PDP program is invalid (the PDP drains the SDP's output,
+    so neither unit waits forever)."""
     invalid = write_invalid_traces(cfg, str(tmp_path), prec=prec)
     assert len(invalid) >= 18
+    flying = random_programs.write_flying_invalid_traces(cfg, str(tmp_path), seed=prec)
+    assert len(flying) == len(random_programs.FLYING_INVALID_MUTATIONS)
+    invalid += flying
     for path, fld in invalid:               # the golden model names the field
         res = random_programs.run_trace_golden(path, cfg)
         assert not res.passed and fld in res.message, (path, fld, res.message)

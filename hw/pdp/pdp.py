@@ -28,14 +28,17 @@ core; the core's widths follow the precision (:mod:`hw.pdp.pool`). Such builds n
 ``pdp_throughput <= memory_atom / 2``. FP16 is rejected by the check on every build.
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8 or int16, in SDP's cube order, which is the PDP's input order; the SDP's output
-precision must be the PDP's ``INPUT_DATA``, which this unit does not check); PDP_RDMA does
-not read. A flying layer that passes its check issues no DMA until the SDP runs its layer
-(``sdp_go`` or the first transfer) and then waits for the SDP's data as long as it takes; an SDP layer that ends
-without running (its program rejected, or its producer aborted) pulses ``sdp_abort``, which
-is kept until a flying PDP layer takes it: that layer ends like an invalid program (done, no
-DMA, nothing written), whichever unit was enabled first. A flying PDP layer that fails its
-own check takes a pending abort with it.
+int8 or int16, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read.
+A flying layer issues no DMA until the SDP runs its layer (``sdp_go`` or the first transfer)
+and then waits for the SDP's data as long as it takes. An SDP layer that ends without running
+(its program rejected, or its producer aborted) pulses ``sdp_abort``, which is kept until a
+flying PDP layer takes it: that layer ends like an invalid program (done, no DMA, nothing
+written), whichever unit was enabled first. When the SDP runs its layer, ``sdp_cube`` (the
+SDP group's cube and ``OUT_PRECISION``) must be the PDP's input: same precision, width and
+height, as many channel surfaces (the golden model's :func:`sim.pdp.check_flying_cube`). A
+flying layer whose SDP output does not match, or that failed its own check, takes and drops
+the SDP's output until the SDP layer ends (an SDP layer sending to the PDP always finds a
+taker), then ends without writing.
 
 Status: the NaN / Inf counters stay 0 (no fp16); ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
 count the cycles a write / read request waited for the memory interface while the group's
@@ -43,7 +46,7 @@ count the cycles a write / read request waited for the memory interface while th
 """
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
@@ -60,7 +63,11 @@ from .pool import PdpPool
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
 
-__all__ = ["Pdp", "line_atoms"]
+__all__ = ["Pdp", "line_atoms", "SDP_CUBE"]
+
+#: what the SDP group sending a flying layer outputs: its cube (register values, minus one)
+#: and ``OUT_PRECISION``
+SDP_CUBE = data.StructLayout({"width": 13, "height": 13, "channel": 13, "precision": 2})
 
 _COUNTER_MAX = (1 << 32) - 1
 
@@ -97,6 +104,7 @@ class Pdp(wiring.Component):
             "wr_pdp": Out(DmaWritePort(geom)),
             "sdp": In(stream.Signature(out_layout(self._sdp_lanes))),
             "sdp_go": In(1), "sdp_abort": In(1),
+            "sdp_cube": In(SDP_CUBE),
             "busy": Out(1),
         })
 
@@ -276,6 +284,21 @@ class Pdp(wiring.Component):
             m.d.sync += abort_pend.eq(0)
         with m.Elif(self.sdp_abort):
             m.d.sync += abort_pend.eq(1)
+        # SDP's output must be this flying layer's input cube
+        sc = self.sdp_cube
+        in_surf_m1 = surfaces_m1(P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL)
+        if has16:
+            sdp_surf_m1 = Mux(sc.precision == INT16, sc.channel >> (ash - 1), sc.channel >> ash)
+        else:
+            sdp_surf_m1 = sc.channel >> ash
+        fly_mismatch = Signal()
+        m.d.comb += fly_mismatch.eq(
+            (sc.precision != P.D_DATA_FORMAT.INPUT_DATA) |
+            (sc.width != P.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH) |
+            (sc.height != P.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT) |
+            (sdp_surf_m1 != in_surf_m1))
+        fly_bad = Signal()                       # the flying layer failed its own check
+        draining = Signal()                      # taking and dropping a mismatched SDP output
         go = Signal()                            # start the layer's jobs and DMA commands
         with m.If(go):
             m.d.sync += [job_i.eq(0), rd_i.eq(0), wr_i.eq(0), rd_off.eq(0),
@@ -288,24 +311,30 @@ class Pdp(wiring.Component):
                     m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If(check.done):
-                    with m.If(check.ok & flying):
+                    m.d.sync += fly_bad.eq(~check.ok)
+                    with m.If(flying):
                         m.next = "FLY_WAIT"
                     with m.Elif(check.ok):
                         m.d.comb += go.eq(1)
                         m.next = "RUN"
                     with m.Else():
-                        with m.If(flying):
-                            m.d.comb += abort_take.eq(1)
                         m.next = "FINISH"
             with m.State("FLY_WAIT"):
                 # no DMA until the SDP runs its layer; an SDP layer that ends without
-                # running (rejected) ends this one too
+                # running (rejected) ends this one too, one whose output is not this
+                # layer's input is drained
                 with m.If(abort_pend | self.sdp_abort):
                     m.d.comb += abort_take.eq(1)
                     m.next = "FINISH"
+                with m.Elif((self.sdp_go | self.sdp.valid) & (fly_bad | fly_mismatch)):
+                    m.next = "DRAIN"
                 with m.Elif(self.sdp_go | self.sdp.valid):
                     m.d.comb += go.eq(1)
                     m.next = "RUN"
+            with m.State("DRAIN"):
+                m.d.comb += draining.eq(1)
+                with m.If(~self.sdp_go & ~self.sdp.valid):
+                    m.next = "FINISH"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
                 # the pool must also have taken all of its input: rows (columns) past the
@@ -321,7 +350,7 @@ class Pdp(wiring.Component):
         m.d.comb += [fly_on.eq(running & flying),
                      adapter.i.payload.eq(self.sdp.payload),
                      adapter.i.valid.eq(self.sdp.valid & fly_on),
-                     self.sdp.ready.eq(adapter.i.ready & fly_on)]
+                     self.sdp.ready.eq((adapter.i.ready & fly_on) | draining)]
         with m.If(flying):
             m.d.comb += [pool.i.valid.eq(adapter.o.valid), pool.i.payload.eq(adapter.o.payload),
                          adapter.o.ready.eq(pool.i.ready)]

@@ -18,7 +18,7 @@ from .pdp import pool, pool_program, round_recip, run_pdp, wrap_signed
 from .program import (AVERAGE, MAX, MIN, PdpProgram, PdpProgramError, Split, decode,
                       max_pass_width, out_size, split_passes)
 
-__all__ = ["PdpUnit", "run_pdp", "pool", "pool_program", "round_recip", "wrap_signed",
+__all__ = ["PdpUnit", "check_flying_cube", "run_pdp", "pool", "pool_program", "round_recip", "wrap_signed",
            "PdpProgram", "PdpProgramError", "Split", "decode", "max_pass_width", "out_size",
            "split_passes", "AVERAGE", "MAX", "MIN"]
 
@@ -46,13 +46,37 @@ class PdpUnit(UnitModel):
 
     def run_flying(self, core, cube):
         """Pool SDP's output ``cube`` [C (or C padded to a surface), H, W] with the PDP
-        consumer group; returns PDP's hardware-written fields."""
-        sdp = core.view("SDP")
-        out_prec = sdp.D_DATA_FORMAT.OUT_PRECISION
+        consumer group; returns PDP's hardware-written fields. SDP's output cube must be PDP's
+        input cube (:func:`check_flying_cube`)."""
         pdp = core.view("PDP")
-        if out_prec != pdp.D_DATA_FORMAT.INPUT_DATA:
-            raise PdpProgramError(
-                f"PDP.D_DATA_FORMAT.INPUT_DATA={pdp.D_DATA_FORMAT.INPUT_DATA}: must equal "
-                f"SDP.D_DATA_FORMAT.OUT_PRECISION={out_prec} (SDP's output is PDP's input)")
+        check_flying_cube(core.cfg, core.view("SDP"), pdp)
         return run_pdp(core.cfg, pdp, None, core.dbb,
                        sram=core.sram if core.cfg.sramif else None, flying_input=cube)
+
+
+def check_flying_cube(cfg, sdp, pdp):
+    """SDP -> PDP: SDP's output (``OUT_PRECISION``, its cube width and height, its channels in
+    whole surfaces of that precision's atom) must be the flying PDP layer's input cube; else
+    :class:`PdpProgramError` naming the PDP field and the rule (the RTL's PDP ends such a
+    layer without writing, taking and dropping SDP's output)."""
+    out_prec = sdp.D_DATA_FORMAT.OUT_PRECISION
+    in_prec = pdp.D_DATA_FORMAT.INPUT_DATA
+    if out_prec != in_prec:
+        raise PdpProgramError(
+            f"PDP.D_DATA_FORMAT.INPUT_DATA={in_prec}: must equal "
+            f"SDP.D_DATA_FORMAT.OUT_PRECISION={out_prec} (SDP's output is PDP's input)")
+    for what in ("WIDTH", "HEIGHT"):
+        s = getattr(sdp, f"D_DATA_CUBE_{what}")[what]
+        p = getattr(pdp, f"D_DATA_CUBE_IN_{what}")[f"CUBE_IN_{what}"]
+        if s != p:
+            raise PdpProgramError(
+                f"PDP.D_DATA_CUBE_IN_{what}.CUBE_IN_{what}={p}: must equal "
+                f"SDP.D_DATA_CUBE_{what}.{what}={s} (SDP's output cube is PDP's input)")
+    group = cfg.memory_atom // (2 if in_prec else 1)
+    s = sdp.D_DATA_CUBE_CHANNEL.CHANNEL
+    p = pdp.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL
+    if s // group != p // group:
+        raise PdpProgramError(
+            f"PDP.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL={p}: SDP sends "
+            f"SDP.D_DATA_CUBE_CHANNEL.CHANNEL={s} + 1 channels, {s // group + 1} surface(s) of "
+            f"{group}; PDP's input must have as many surfaces ({p // group + 1})")

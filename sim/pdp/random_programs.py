@@ -26,6 +26,9 @@ a write outside the output changes the CRC. Layers are kept small for RTL simula
 
 from __future__ import annotations
 
+import copy
+import tempfile
+
 import numpy as np
 
 from arch.registers import register_map
@@ -41,7 +44,8 @@ from .program import (AVERAGE, MAX, MIN, PdpProgramError, max_pass_width, out_si
                       split_passes)
 
 __all__ = ["pdp_layer", "random_layer", "random_split", "flying_layer", "write_trace",
-           "write_random_traces", "write_invalid_traces", "INVALID_MUTATIONS", "golden_core",
+           "write_random_traces", "write_invalid_traces", "INVALID_MUTATIONS",
+           "write_flying_invalid_traces", "FLYING_INVALID_MUTATIONS", "golden_core",
            "run_trace_golden", "reject_log"]
 
 _BASES = {"src": 0x8000_0000, "dst": 0x9000_0000}
@@ -555,3 +559,72 @@ def write_invalid_traces(cfg, directory: str, prec: int = 0) -> list:
         raise ValueError(f"{cfg.name}: no int16 (data_types {sorted(cfg.data_types)})")
     return write_invalid(cfg, directory, "pdp_int16" if prec else "pdp", INVALID_MUTATIONS,
                          lambda c: _base_layer(c, prec=prec), write_trace)
+
+
+# ------------------------------------------------------------------------------------------
+# Invalid SDP -> PDP layers: SDP's output is not the flying PDP layer's input, or the flying
+# PDP layer breaks its own rules while its SDP layer is valid
+# ------------------------------------------------------------------------------------------
+def _f_width(cfg, layer):
+    w = layer["info"]["W"]
+    _set(cfg, layer, "PDP", "D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=w)          # W + 1 columns
+    return "PDP.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH"
+
+
+def _f_height(cfg, layer):
+    h = layer["info"]["H"]
+    if h < 2:
+        return None
+    _set(cfg, layer, "PDP", "D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=h - 2)     # H - 1 lines
+    return "PDP.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT"
+
+
+def _f_channel(cfg, layer):
+    # one surface more on PDP's side (in and out, so PDP's own program stays valid)
+    group = cfg.memory_atom // _BYTES[layer["info"]["prec"]]
+    c = layer["info"]["C"] - 1 + group
+    _set(cfg, layer, "PDP", "D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=c)
+    _set(cfg, layer, "PDP", "D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=c)
+    return "PDP.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL"
+
+
+def _f_precision(cfg, layer):
+    _set(cfg, layer, "PDP", "D_DATA_FORMAT", INPUT_DATA=layer["info"]["prec"] ^ 1)
+    return "PDP.D_DATA_FORMAT.INPUT_DATA"
+
+
+def _f_pdp_invalid(cfg, layer):
+    # SDP's output is PDP's input, but PDP's own program is invalid
+    _set(cfg, layer, "PDP", "D_OPERATION_MODE_CFG", POOLING_METHOD=3)
+    return "PDP.D_OPERATION_MODE_CFG.POOLING_METHOD"
+
+
+#: name -> mutation(cfg, flying layer) -> the field the golden model must name (None: n/a)
+FLYING_INVALID_MUTATIONS = {
+    "flying_width": _f_width, "flying_height": _f_height, "flying_channel": _f_channel,
+    "flying_precision": _f_precision, "flying_pdp_invalid": _f_pdp_invalid,
+}
+
+
+def write_flying_invalid_traces(cfg, directory: str, seed: int = 0) -> list:
+    """One SDP -> PDP trace per mutation of :data:`FLYING_INVALID_MUTATIONS` (a valid random
+    SDP program, its flying PDP layer broken); the golden run fails naming the field, the
+    hardware drains SDP's output and ends the PDP layer writing nothing. Returns
+    ``[(path, field)]``; the expected CRC is that of the untouched output window."""
+    rng = np.random.default_rng(seed)
+
+    def base(c):
+        # a valid SDP -> PDP layer: the golden model runs it unchanged
+        while True:
+            try:
+                layer = flying_layer(c, rng, int8_only="int16" not in c.data_types)
+            except _Redraw:
+                continue
+            if layer["info"]["H"] < 2:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                # (written without CRCs: a run that gets to its CRC check ran the layer)
+                res = run_trace_golden(write_trace(tmp, "base", [copy.deepcopy(layer)]), c)
+                if res.passed or "check_crc" in res.message:
+                    return layer
+    return write_invalid(cfg, directory, "pdp", FLYING_INVALID_MUTATIONS, base, write_trace)
