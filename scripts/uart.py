@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import zlib
 
 __all__ = ["add_arguments", "run", "TracePlayer", "TraceDoesNotFit"]
@@ -73,11 +74,20 @@ class TracePlayer:
         skip = base & 3
         return bytes(out[skip:skip + size])
 
+    async def reset(self) -> bool:
+        """Reset the board's core (the bridge's ``RESET``; memory contents stay), as NVDLA's
+        test benches start each trace on a fresh core; False if the bridge lacks the command
+        (an older bitstream)."""
+        from hw.bridge.serial_host import Command, Status
+        self.transactions += 1
+        status, _ = await self.transact(Command.RESET, 0, 0)
+        return status == Status.OK
+
     async def run(self, trace):
         """(passed, [messages]) of one parsed trace."""
         from hw.bridge.serial_host import Command
-        from sim.trace import (CheckCrc, IntrNotify, MemInit, MemLoad, PollRegEqual,
-                               RegWrite)
+        from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad,
+                               OrderingPoint, PollRegEqual, RegWrite)
         msgs = []
         for cmd in trace.commands:
             if isinstance(cmd, MemInit):
@@ -111,6 +121,11 @@ class TracePlayer:
                             f"{crc:#010x} {'==' if ok else '!='} {cmd.crc:#010x}")
                 if not ok:
                     return False, msgs
+            elif isinstance(cmd, (CheckNothing, OrderingPoint)):
+                pass                      # nothing to check / ordering only: played in order
+            else:
+                return False, msgs + [f"{cmd.where}: {type(cmd).__name__} is not played over "
+                                      f"the serial bridge"]
         return True, msgs
 
 
@@ -127,14 +142,14 @@ def run(args):
     try:
         import serial
     except ImportError:
-        print("nvdla uart: needs pyserial (pip install pyserial)", file=sys.stderr)
+        print(f"nvdla {args.command}: needs pyserial (pip install pyserial)", file=sys.stderr)
         return 2
     from arch.config import load_config
     from hw.bridge.serial_host import Command, PING_VALUE, parse_response, request_frame
     from sim.trace import parse_trace
     port = serial.serial_for_url(args.port, baudrate=args.baud, timeout=0.5)
 
-    async def transact(cmd, addr, data):
+    async def transact(cmd, addr=0, data=0):
         for _ in range(3):
             port.reset_input_buffer()
             port.write(request_frame(cmd, addr, data))
@@ -151,9 +166,18 @@ def run(args):
     failed = 0
     for t in args.traces:
         player = TracePlayer(transact, cfg, args.mem_bytes)
-        ok, msgs = asyncio.run(player.run(parse_trace(t, cfg)))
+        t0 = time.perf_counter()
+        try:
+            if not asyncio.run(player.reset()):
+                print(f"nvdla {args.command}: the board's bridge has no RESET command: "
+                      f"{t} runs on the core as the last trace left it", file=sys.stderr)
+            ok, msgs = asyncio.run(player.run(parse_trace(t, cfg)))
+        except (TraceDoesNotFit, RuntimeError, ValueError) as e:
+            ok, msgs = False, [str(e)]
         failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {t} ({player.transactions} transactions)")
+        print(f"{'PASS' if ok else 'FAIL'} {t} ({player.transactions} transactions, "
+              f"{time.perf_counter() - t0:.1f} s)")
         for m in msgs:
             print("  " + m)
+    print(f"{len(args.traces) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -33,6 +33,14 @@ def test_board_core_over_uart():
         assert await t(Command.MEM_WRITE, 0x7FC, 0x01020304) == (Status.OK, 0x01020304)
         assert await t(Command.MEM_READ, 0x7FC) == (Status.OK, 0x01020304)
         assert await t(Command.MEM_READ, 0x800) == (Status.BAD_ADDRESS, 0)
+        # RESET: a fresh core (its registers and interrupt cleared), the memory kept
+        assert await t(Command.RESET, 0, 0x55) == (Status.OK, 0x55)
+        assert ctx.get(dut.irq) == 0
+        assert await t(Command.CSB_READ, 0x8) == (Status.OK, 0)
+        assert await t(Command.CSB_READ, 0x4) == (Status.OK, 0)
+        assert await t(Command.MEM_READ, 0x7FC) == (Status.OK, 0x01020304)
+        assert await t(Command.CSB_WRITE, 0x8, 7) == (Status.OK, 7)
+        assert await t(Command.CSB_READ, 0x8) == (Status.OK, 7)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

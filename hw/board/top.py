@@ -5,7 +5,8 @@ the UART serial bridge (:class:`hw.bridge.UartRx` / :class:`hw.bridge.UartTx` /
 :class:`hw.bridge.SerialHost`, protocol in :mod:`hw.bridge.serial_host`) on ``uart_rx`` /
 ``uart_tx``, and ``mem_bytes`` of block RAM as the AXI4 slave behind the DBBIF
 (:class:`hw.bridge.AxiRam`, shared with the bridge's memory commands). ``irq`` is the core's
-interrupt. The SRAMIF, when the build has one, gets its own block RAM of the same size.
+interrupt. The bridge's ``RESET`` command resets the core and the memories' AXI side (their
+contents stay). The SRAMIF, when the build has one, gets its own block RAM of the same size.
 
 :class:`BoardTop` puts it on a platform: the board's default clock (and reset, where the board
 has one) make the ``sync`` domain, UART 0 carries the bridge, LED 0 shows the interrupt and
@@ -14,7 +15,7 @@ LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB L
 """
 
 
-from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.hdl import Elaboratable, Module, ResetInserter, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -53,11 +54,14 @@ class BoardCore(wiring.Component):
         from ..core import NvdlaCore
         m = Module()
         cfg = self._cfg
-        m.submodules.core = core = self._core if self._core is not None else NvdlaCore(cfg)
+        core = self._core if self._core is not None else NvdlaCore(cfg)
         m.submodules.uart_rx = rx = UartRx(self._divisor)
         m.submodules.uart_tx = tx = UartTx(self._divisor)
         m.submodules.host = host = SerialHost(self._timeout)
-        m.submodules.dbb_ram = ram = AxiRam(self._mem_bytes, cfg.dbbif_width, cfg.address_width)
+        ram = AxiRam(self._mem_bytes, cfg.dbbif_width, cfg.address_width)
+        # the bridge's RESET command: a fresh core (the memories keep their contents)
+        m.submodules.core = ResetInserter(host.core_reset)(core)
+        m.submodules.dbb_ram = ResetInserter(host.core_reset)(ram)
         m.d.comb += [rx.rx.eq(self.uart_rx), self.uart_tx.eq(tx.tx),
                      host.rx_error.eq(rx.frame_error),
                      host.irq.eq(core.nvdla2core_interrupt),
@@ -71,8 +75,9 @@ class BoardCore(wiring.Component):
         for name in ("mem_done", "mem_rdata", "mem_error"):
             m.d.comb += getattr(host, name).eq(getattr(ram, name))
         if cfg.sramif:
-            m.submodules.sram_ram = sram = AxiRam(self._mem_bytes, cfg.sramif_width,
-                                                  cfg.address_width, prefix="nvdla_core2sram")
+            sram = AxiRam(self._mem_bytes, cfg.sramif_width, cfg.address_width,
+                          prefix="nvdla_core2sram")
+            m.submodules.sram_ram = ResetInserter(host.core_reset)(sram)
             _connect_axi(m, core, sram, "nvdla_core2sram", cfg.sramif_width, cfg.address_width)
             m.d.comb += sram.mem_valid.eq(0)
         return m

@@ -16,8 +16,11 @@ Commands (:class:`Command`): ``CSB_WRITE`` / ``CSB_READ`` (``ADDR`` = CSB byte a
 NVDLA's register map; non-posted writes, answered once the core completes them),
 ``MEM_WRITE`` / ``MEM_READ`` (one 32-bit word of the DBBIF memory at byte address ``ADDR``,
 bits [1:0] ignored), ``PING`` (answers ``DATA`` = ``0x4C44564E``, "NVDL"), ``IRQ`` (answers
-``DATA`` bit 0 = the interrupt pin). Reads answer the value in ``DATA``; other answers carry
-the request's ``DATA``.
+``DATA`` bit 0 = the interrupt pin), ``RESET`` (holds ``core_reset`` for
+:data:`RESET_CYCLES` cycles, then answers: the board resets the core and the AXI side of its
+memories, whose contents stay, so a host can start each trace on a fresh core as NVDLA's
+test benches do). Reads answer the value in ``DATA``; other answers carry the request's
+``DATA``.
 
 Statuses (:class:`Status`): ``OK``; ``BAD_CHECKSUM`` and ``BAD_COMMAND`` (nothing executed);
 ``BAD_ADDRESS`` (CSB address past 256 KiB or memory address past the memory; nothing
@@ -41,11 +44,13 @@ from amaranth.lib.wiring import In, Out
 from .csb_master import csb_master_members
 
 __all__ = ["SerialHost", "Command", "Status", "SOF_REQUEST", "SOF_RESPONSE", "PING_VALUE",
+           "RESET_CYCLES",
            "request_frame", "parse_response", "mem_members"]
 
 SOF_REQUEST = 0xA5
 SOF_RESPONSE = 0x5A
 PING_VALUE = 0x4C44564E
+RESET_CYCLES = 16
 
 
 class Command(enum.IntEnum):
@@ -55,6 +60,7 @@ class Command(enum.IntEnum):
     MEM_READ = 0x04
     PING = 0x05
     IRQ = 0x06
+    RESET = 0x07
 
 
 class Status(enum.IntEnum):
@@ -87,12 +93,13 @@ def mem_members() -> dict:
 class SerialHost(wiring.Component):
     """``SerialHost(timeout)``: ``rx``/``tx`` byte streams (from :class:`UartRx` /
     to :class:`UartTx`), ``rx_error`` (UART framing error), the CSB master, the memory port
-    (:func:`mem_members`) and ``irq`` (the core's interrupt)."""
+    (:func:`mem_members`), ``irq`` (the core's interrupt) and ``core_reset`` (held by the
+    ``RESET`` command)."""
 
     def __init__(self, timeout: int):
         self._timeout = timeout
         members = {"rx": In(stream.Signature(8)), "rx_error": In(1),
-                   "tx": Out(stream.Signature(8)), "irq": In(1)}
+                   "tx": Out(stream.Signature(8)), "irq": In(1), "core_reset": Out(1)}
         members.update(csb_master_members())
         members.update(mem_members())
         super().__init__(members)
@@ -108,6 +115,7 @@ class SerialHost(wiring.Component):
         rdata = Signal(32)
         resp = Signal(56)
         resp_left = Signal(range(8))
+        reset_left = Signal(range(RESET_CYCLES + 1))
 
         m.d.comb += [
             self.csb2nvdla_addr.eq(addr[2:18]), self.csb2nvdla_wdat.eq(data),
@@ -159,6 +167,9 @@ class SerialHost(wiring.Component):
                             answer(Status.OK, Const(PING_VALUE, 32))
                         with m.Case(Command.IRQ):
                             answer(Status.OK, Cat(self.irq, Const(0, 31)))
+                        with m.Case(Command.RESET):
+                            m.d.sync += reset_left.eq(RESET_CYCLES)
+                            m.next = "RESET"
                         with m.Default():
                             answer(Status.BAD_COMMAND, data)
             with m.State("CSB"):
@@ -181,6 +192,11 @@ class SerialHost(wiring.Component):
                         answer(Status.OK, self.mem_rdata)
                     with m.Else():
                         answer(Status.OK, data)
+            with m.State("RESET"):
+                m.d.comb += self.core_reset.eq(1)
+                m.d.sync += reset_left.eq(reset_left - 1)
+                with m.If(reset_left == 1):
+                    answer(Status.OK, data)
             with m.State("RESPOND"):
                 m.d.comb += self.tx.valid.eq(1)
                 with m.If(self.tx.ready):
