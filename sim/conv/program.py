@@ -19,6 +19,15 @@ each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
 (``WEIGHT_WIDTH_EXT`` 0, ``WEIGHT_CHANNEL_EXT + 1`` = kernel width x channels), ignores
 dilation, and combines 2 or 4 lines with ``D_POST_Y_EXTENSION`` when kernel width x channels
 and x stride x channels fit Atomic-C / lines (post-extension is rejected for feature data).
+
+Batches (``D_BATCH_NUMBER.BATCHES`` + 1, the same in CDMA, CSC and CACC; builds with
+``batching``, at most ``max_batch``; feature input only): batch ``b``'s cube is read from
+``base + b x D_BATCH_STRIDE`` (an atom multiple, at least SURF_STRIDE x surfaces, as NVDLA's
+CDMA requires), with the same line / surface strides, grain and packing; the CBUF holds the
+slices line-major with the batches interleaved (slice ``y x B + b``), so every size in slices
+(the data banks, ``D_RELEASE``, data reuse) counts ``height x B``; ``D_ATOMICS`` counts the
+output positions of one batch. The geometry, weights and output cube are per batch; SDP takes
+the batches in its batch mode (:mod:`sim.sdp.sdp`).
 """
 
 from __future__ import annotations
@@ -417,6 +426,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
                ("D_LINE_STRIDE.LINE_STRIDE", line_stride)]
     if pix is None:
         checked.append(("D_SURF_STRIDE.SURF_STRIDE", surf_stride))
+    if batches > 1:
+        checked.append(("D_BATCH_STRIDE.BATCH_STRIDE", batch_stride))
     for name, v in checked:
         if v % atom:
             _err(f"CDMA.{name}={v:#x}", f"must be a multiple of the {atom}-byte memory atom")

@@ -89,7 +89,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
                emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
                rls_slices=1, sdp=None, dst=None, cya=0, cvt=None, compress=False,
-               weight_bytes=None) -> dict:
+               weight_bytes=None, batches=1, batch_extra=0, dst_batch=None) -> dict:
     """One direct-convolution layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
@@ -104,6 +104,10 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     ``compress`` writes the weights in the compressed format (WGS, WMB and the packed non-zero
     weights; builds with weight compression) and leaves the last CBUF bank to the mask;
     without ``weights`` (a layer reusing them) ``weight_bytes`` gives their compressed size.
+    ``batches`` > 1 (builds with batching) convolves ``data`` [B, C, H, W]: batch ``b``'s
+    tensor lies ``b x BATCH_STRIDE`` after the first (one batch's surfaces plus
+    ``batch_extra`` atoms), and SDP writes batch ``b``'s output ``b x dst_batch`` bytes after
+    the first (default: one output's extent plus an atom).
 
     Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
     "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
@@ -129,10 +133,24 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     surf_stride = rows_total * line_stride + atom * surf_extra
     fbase = feature_base if feature_base is not None else \
         _BASES["feature"] + slot * _SLOT + atom * (slot * 3 % 7)
+    in_surfaces = ceil_div(C * nbytes, atom)
+    batch_stride = in_surfaces * surf_stride + atom * batch_extra if batches > 1 else 0
     if emit_feature:
         if data is None:
             raise ValueError("conv_layer: data is needed to emit the feature image")
-        mem, _ = pack_feature(np.asarray(data), atom, pname, line_stride, surf_stride)
+        cubes = np.asarray(data)
+        if cubes.ndim == 3:
+            cubes = cubes[None]
+        if cubes.shape[0] != batches:
+            raise ValueError(f"conv_layer: data holds {cubes.shape[0]} batch(es), the layer "
+                             f"{batches}")
+        packed = [pack_feature(c, atom, pname, line_stride, surf_stride)[0] for c in cubes]
+        if batches == 1:
+            mem = packed[0]
+        else:
+            mem = np.zeros((batches - 1) * batch_stride + packed[-1].size, np.uint8)
+            for b, m in enumerate(packed):
+                mem[b * batch_stride:b * batch_stride + m.size] = m
         images.append((fbase, mem, data_ram))
     cdma_base = fbase + row0 * line_stride
     line_packed = line_stride == W * atom
@@ -166,7 +184,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         raise ValueError("conv_layer: weights are needed to emit the weight image")
 
     if banks is None:
-        dmin, wmin = min_banks(cfg, in_h, entries, wbytes)
+        dmin, wmin = min_banks(cfg, in_h * batches, entries, wbytes)
         banks = (dmin, cfg.cbuf_banks - dmin - int(compress))
     data_bank, weight_bank = banks
 
@@ -177,8 +195,13 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         dline, dsurf = Wo * atom, Wo * Ho * atom
     else:
         dbase, dline, dsurf = dst
-    extent = Wo * Ho * out_surfaces * atom if (Wo == 1 and Ho == 1) else \
+    extent = Wo * Ho * out_surfaces * atom if (Wo == 1 and Ho == 1 and batches == 1) else \
         (out_surfaces - 1) * dsurf + (Ho - 1) * dline + Wo * atom
+    if batches > 1:
+        dbatch = dst_batch if dst_batch is not None else align_up(extent, atom) + atom
+        extent += (batches - 1) * dbatch
+    else:
+        dbatch = 0
     window = (dbase - _GUARD, align_up(extent, atom) + 2 * _GUARD, dst_ram)
 
     # -- registers -------------------------------------------------------------------------
@@ -189,7 +212,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         R[b].set("D_MISC_CFG", CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
                  DATA_REUSE=dr, WEIGHT_REUSE=wr, SKIP_DATA_RLS=sdr, SKIP_WEIGHT_RLS=swr)
         R[b].set("D_DATAIN_FORMAT", DATAIN_FORMAT=0)
-        R[b].set("D_BATCH_NUMBER", BATCHES=0)
+        R[b].set("D_BATCH_NUMBER", BATCHES=batches - 1)
         R[b].set("D_ENTRY_PER_SLICE", ENTRIES=entries - 1)
         R[b].set("D_WEIGHT_FORMAT", WEIGHT_FORMAT=int(compress))
         R[b].addr("D_WEIGHT_BYTES", wbytes)
@@ -207,7 +230,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma.addr("D_LINE_STRIDE", line_stride)
     cdma.addr("D_SURF_STRIDE", surf_stride)
     cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
-    cdma.addr("D_BATCH_STRIDE", 0)
+    cdma.addr("D_BATCH_STRIDE", batch_stride)
     cdma.set("D_FETCH_GRAIN", GRAINS=grain - 1)
     cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
     cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
@@ -246,14 +269,15 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
 
     regs = output_program(cfg, rmap, R, Wo=Wo, Ho=Ho, K=K, dbase=dbase, dline=dline,
                           dsurf=dsurf, clip=clip, cya=cya, sdp=sdp, prec=prec, slot=slot,
-                          dst_ram=dst_ram, images=images)
+                          dst_ram=dst_ram, images=images, batches=batches, dbatch=dbatch)
     info = dict(W=W, H=H, C=C, K=K, kh=kh, kw=kw, stride=stride, dilation=dilation, pad=pad,
                 pad_value=pad_value, clip=clip, prec=prec, Wo=Wo, Ho=Ho, in_h=in_h,
                 fetch_rows=(row0, fetch_h), entries=entries, banks=banks, wbytes=wbytes,
                 feature_base=fbase, line_extra=line_extra, surf_extra=surf_extra,
                 weight_base=wbase, compress=compress, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
                 macs=Wo * Ho * K * C * kh * kw, reuse=reuse, rls_slices=rls_slices,
-                dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt)
+                dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt, batches=batches,
+                batch_extra=batch_extra, dst_batch=dbatch)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
 
@@ -266,17 +290,18 @@ def _addr64(cfg, regs, low, high, value):
 
 
 def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, sdp, prec, slot,
-                   dst_ram, images, cya=None) -> dict:
+                   dst_ram, images, cya=None, batches=1, dbatch=0) -> dict:
     """The output side of a convolution layer: CACC's output cube and truncation, and SDP in
     flying mode writing the result (``sdp``: a :func:`sdp_program` triple, or None for a
-    pass-through). Returns the register words of every block of the layer (``blocks``: the
-    conv blocks' :class:`Regs`) and appends SDP's operand images to ``images``."""
+    pass-through; ``batches`` > 1: SDP's batch mode, batch outputs ``dbatch`` bytes apart).
+    Returns the register words of every block of the layer (``blocks``: the conv blocks'
+    :class:`Regs`) and appends SDP's operand images to ``images``."""
     atom = cfg.memory_atom
     cacc = blocks["CACC"]
     cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
     cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
     cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
-    cacc.set("D_BATCH_NUMBER", BATCHES=0)
+    cacc.set("D_BATCH_NUMBER", BATCHES=batches - 1)
     cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
     cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
     cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
@@ -297,9 +322,17 @@ def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, s
     s.addr("D_DST_SURFACE_STRIDE", dsurf)
     s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
     images.extend(sdp_images)
+    if batches > 1:
+        s.set("D_FEATURE_MODE_CFG", BATCH_NUMBER=batches - 1)
+        s.addr("D_DST_BATCH_STRIDE", dbatch)
 
     regs = {"SDP": s.words}
     if rdma_words is not None:
+        if batches > 1:
+            r = Regs(rmap["SDP_RDMA"])
+            r.words.update(rdma_words)
+            r.set("D_FEATURE_MODE_CFG", BATCH_NUMBER=batches - 1)
+            rdma_words = r.words
         regs["SDP_RDMA"] = rdma_words
     regs.update({b: blocks[b].words for b in CONV_BLOCKS})
     return regs

@@ -70,10 +70,9 @@ class ConvUnit(UnitModel):
 
         def run():
             out, written = run_conv(core, self.state)
-            if out.shape[0] != 1:
-                raise ValueError(f"CDMA.D_BATCH_NUMBER.BATCHES={out.shape[0] - 1}: batched "
-                                 "convolution into SDP is not modelled yet")
-            sdp_written = sdp_unit.run_layer(core, pdp, flying_input=out[0])
+            # one batch flies in as [K, Ho, Wo], several as [B, K, Ho, Wo] (SDP's batch mode)
+            sdp_written = sdp_unit.run_layer(core, pdp,
+                                             flying_input=out[0] if out.shape[0] == 1 else out)
             # SDP_RDMA's counters count only when it took part (operands from memory)
             written.update({b: f for b, f in sdp_written.items() if b in blocks})
             return written
