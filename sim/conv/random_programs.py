@@ -17,6 +17,10 @@ the same tensor and convolves kept + new lines) and weight reuse (SKIP_WEIGHT_RL
 WEIGHT_REUSE). A quarter of the int8 layers that fetch their input enable the CDMA input
 convertor (``D_CVT_*``: offset, signed scale and truncate drawn so that most converted values
 stay inside int8); a layer that reuses data keeps the convertor of the layer that fetched it.
+On builds with batching half the layers convolve 2..``max_batch`` batches (cut to the MAC
+budget and the data banks; batch tensors apart by one batch's surfaces plus 0..3 atoms, SDP
+writing batch outputs one output extent plus an atom apart); the draws of builds without
+batching are unchanged.
 
     paths = write_random_traces(cfg, out_dir, count=100, seed=1)   # golden CRCs included
     layer = conv_layer(cfg, W=5, H=4, C=3, K=2, kh=3, kw=3, data=..., weights=...)
@@ -587,6 +591,22 @@ def _shift_for(C, kh, kw, dmode, wmode, prec, dsd=None):
     return max(0, int(np.log2(mag + 1)) - 6)
 
 
+def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
+    """A batch count 2..max_batch (small ones more often) for a layer of ``geometry`` (W, H,
+    C, K, kh, kw, stride, dilation, pad), cut down to the MAC budget and to ``lines`` input
+    lines per batch in ``avail_entries`` CBUF entries; 1 when not even two batches fit."""
+    W, H, C, K, kh, kw, (sx, sy), (dx, dy), (pl, pr, pt, pb) = geometry
+    B = int(rng.integers(2, min(4, cfg.max_batch) + 1)) if rng.random() < 0.6 else \
+        int(rng.integers(2, cfg.max_batch + 1))
+    Wo = max(1, (W + pl + pr - ((kw - 1) * dx + 1)) // sx + 1)
+    Ho = max(1, (H + pt + pb - ((kh - 1) * dy + 1)) // sy + 1)
+    B = min(B, max_macs // max(1, Wo * Ho * K * C * kh * kw),
+            (max_macs // 32) // max(1, _atomic_ops(cfg, Wo, Ho, K, C, kh, kw, prec)))
+    entries = entries_per_slice(W, C, prec, cfg.memory_atom, cfg.cbuf_entry_bytes)
+    B = min(B, avail_entries // max(1, lines * entries))
+    return B if B >= 2 else 1
+
+
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
                    reuse: str = "none", compress: bool = False) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
@@ -596,7 +616,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     ``"data_partial+weight"``; the first layer of such a pair is drawn with ``reuse`` set to
     ``"first:<kind>"`` so it keeps (SKIP_*_RLS) or partially releases its CBUF contents.
     ``compress`` draws sparse weights (a random share of zeros) in the compressed format (a
-    layer reusing weights takes its first layer's format). Returns a :func:`conv_layer` dict.
+    layer reusing weights takes its first layer's format). On builds with batching half the
+    layers convolve 2..max_batch batches (a layer reusing data keeps its first layer's);
+    other builds draw exactly what they drew before batches existed. Returns a
+    :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types else [])
     prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
@@ -632,6 +655,23 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     else:
         W, H, C, K, kh, kw, stride, dilation, pad = _draw_geometry(cfg, rng, max_macs, prec)
 
+    # batches (builds with batching only: other builds keep their random streams)
+    B, batch_extra = 1, 0
+    if second and data_reuse:
+        B, batch_extra = prev["info"]["batches"], prev["info"]["batch_extra"]
+    elif cfg.batching and not saturating and rng.random() < 0.5:
+        depth = cfg.cbuf_entry_depth
+        if second and weight_reuse:
+            avail = prev["info"]["banks"][0] * depth
+        else:
+            wneed = min_banks(cfg, 1, 1, align_up(kh * kw * C * K * _BYTES[prec], 128))[1]
+            avail = (cfg.cbuf_banks - int(compress) - wneed) * depth
+        lines = H + 5 if first and "data_partial" in kind else H
+        B = _draw_batches(cfg, rng, max_macs, (W, H, C, K, kh, kw, stride, dilation, pad),
+                          prec, lines, avail)
+        if B > 1 and rng.random() < 0.4:
+            batch_extra = int(rng.integers(1, 4))
+
     # memory layout of the input tensor
     line_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
     surf_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
@@ -662,7 +702,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
             r0, n1 = pi["fetch_rows"]
             new = H - (r0 + n1)
             fetch_rows = (r0 + n1, new)
-            csc_height = pi["in_h"] - pi["rls_slices"] + new
+            csc_height = pi["in_h"] - pi["rls_slices"] // B + new
         if weight_reuse:
             reuse_bits[1] = 1
     if first:
@@ -674,10 +714,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if first and "data_partial" in kind:
             # a taller tensor: this layer fetches the top lines, the next one the rest
             extra = int(rng.integers(1, 6))
-            data = _values(rng, (C, H + extra, W), prec, dmode)
+            data = _values(rng, (B,) * (B > 1) + (C, H + extra, W), prec, dmode)
             fetch_rows = (0, H)
         else:
-            data = _values(rng, (C, H, W), prec, dmode)
+            data = _values(rng, (B,) * (B > 1) + (C, H, W), prec, dmode)
     if saturating:
         data = np.full((C, H, W), -128)
     # the CDMA input convertor on int8 feature data (kept slices were converted by the
@@ -694,9 +734,9 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if in_h + pad[2] + pad[3] < span_h:
         pad = (pad[0], pad[1], pad[2], span_h - in_h - pad[2])
     if first and "data_partial" in kind:
-        rls = int(rng.integers(1, H + 1))
+        rls = int(rng.integers(1, H + 1)) * B        # whole lines of every batch
     elif not reuse_bits[2]:
-        rls = int(rng.integers(1, in_h + 1))
+        rls = int(rng.integers(1, in_h * B + 1))
 
     # weights
     emit_weights, weight_base, weights = True, None, None
@@ -719,10 +759,11 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if second and (data_reuse or weight_reuse):
         banks = prev["info"]["banks"]
     else:
-        dmin, wmin = min_banks(cfg, H, entries, wbytes)
+        dmin, wmin = min_banks(cfg, H * B, entries, wbytes)
         if first and "data_partial" in kind:
             # layer 2 holds (H - rls) kept + new lines: reserve for the worst case (rls = 1)
-            dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_entry_depth))
+            dmin = max(dmin, ceil_div((data.shape[-2] - 1) * B * entries,
+                                      cfg.cbuf_entry_depth))
         total = cfg.cbuf_banks - int(compress)      # the last bank holds a compressed mask
         if dmin + wmin > total:
             raise _Redraw()
@@ -755,7 +796,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if prec == 0 and rng.random() < 0.3:       # junk in the unused high byte
             pad_value = (pad_value & 0xFF) | (int(rng.integers(0, 256)) << 8)
     layer = conv_layer(
-        cfg, W=W, H=H if data is None else data.shape[1], C=C, K=K, kh=kh, kw=kw,
+        cfg, W=W, H=H if data is None else data.shape[-2], C=C, K=K, kh=kh, kw=kw,
         stride=stride, dilation=dilation, pad=pad, pad_value=pad_value, clip=clip, prec=prec,
         data=data, weights=weights, line_extra=line_extra, surf_extra=surf_extra,
         grain=grain, banks=banks, data_ram=_ram(cfg, rng) if emit_feature else
@@ -765,7 +806,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         emit_feature=emit_feature, weight_base=weight_base, emit_weights=emit_weights,
         reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya,
         cvt=cvt, compress=compress,
-        weight_bytes=prev["info"]["wbytes"] if weight_reuse else None)
+        weight_bytes=prev["info"]["wbytes"] if weight_reuse else None,
+        batches=B, batch_extra=batch_extra)
     layer["info"]["cvt_sd"] = dsd
     return layer
 
@@ -1033,6 +1075,67 @@ def _m_weight_reuse_released(cfg, layers):
     return "CDMA.D_MISC_CFG.WEIGHT_REUSE"
 
 
+def _batched_base(cfg, layers):
+    """The base layer with two batches (builds with batching; None elsewhere)."""
+    if not cfg.batching:
+        return None
+    rng = np.random.default_rng(8)
+    data = rng.integers(-20, 21, (2, 11, 5, 6))
+    weights = rng.integers(-5, 6, (9, 11, 3, 2))
+    layers[0] = conv_layer(cfg, W=6, H=5, C=11, K=9, kh=3, kw=2, pad=(1, 0, 1, 1),
+                           pad_value=3, data=data, weights=weights, batches=2)
+    return layers[0]
+
+
+def _m_batches_over_max(cfg, layers):
+    if not cfg.batching or cfg.max_batch >= 32:     # BATCHES (5 bits) counts up to 32
+        return None
+    for b in ("CDMA", "CSC", "CACC"):
+        _mutate(cfg, layers[0], b, "D_BATCH_NUMBER", BATCHES=cfg.max_batch)
+    return "CDMA.D_BATCH_NUMBER.BATCHES"
+
+
+def _m_batches_disagree(cfg, layers):
+    if _batched_base(cfg, layers) is None:
+        return None
+    _mutate(cfg, layers[0], "CACC", "D_BATCH_NUMBER", BATCHES=0)
+    return "CACC.D_BATCH_NUMBER.BATCHES"
+
+
+def _m_batch_stride_overlap(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    atom = cfg.memory_atom
+    # two surfaces per batch (11 channels, 8-byte atoms) or one (32-byte atoms)
+    need = -(-11 // atom) * layer["regs"]["CDMA"]["D_SURF_STRIDE"]
+    layer["regs"]["CDMA"]["D_BATCH_STRIDE"] = need - atom
+    return "CDMA.D_BATCH_STRIDE.BATCH_STRIDE"
+
+
+def _m_batch_sdp_mismatch(cfg, layers):
+    if _batched_base(cfg, layers) is None:
+        return None
+    _mutate(cfg, layers[0], "SDP", "D_FEATURE_MODE_CFG", BATCH_NUMBER=0)
+    return "SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER"
+
+
+def _m_batch_dst_overlap(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    layer["regs"]["SDP"]["D_DST_BATCH_STRIDE"] = cfg.memory_atom
+    return "SDP.D_DST_BATCH_STRIDE"
+
+
+def _m_batch_release(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    _mutate(cfg, layer, "CSC", "D_RELEASE", RLS_SLICES=2 * layer["info"]["in_h"])
+    return "CSC.D_RELEASE.RLS_SLICES"
+
+
 #: name -> mutation(cfg, layers) -> the field the golden model's message must name (None:
 #: not applicable to this build). Two-layer mutations append the offending second layer.
 INVALID_MUTATIONS = {
@@ -1049,6 +1152,11 @@ INVALID_MUTATIONS = {
     "partial_reuse_overflow": _m_partial_reuse_overflow,
     "weight_reuse_released": _m_weight_reuse_released,
     "kept_weights_overflow": _m_kept_weights_overflow,
+    # builds with batching
+    "batches_over_max": _m_batches_over_max, "batches_disagree": _m_batches_disagree,
+    "batch_stride_overlap": _m_batch_stride_overlap,
+    "batch_sdp_mismatch": _m_batch_sdp_mismatch, "batch_dst_overlap": _m_batch_dst_overlap,
+    "batch_release": _m_batch_release,
 }
 
 
