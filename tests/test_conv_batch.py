@@ -167,7 +167,8 @@ def test_random_batched_programs_pass_on_golden(tmp_path, cfg, count, seed):
 
 
 BATCH_INVALID = ("batches_over_max", "batches_disagree", "batch_stride_overlap",
-                 "batch_sdp_mismatch", "batch_dst_overlap", "batch_release")
+                 "batch_sdp_mismatch", "batch_dst_overlap", "batch_release",
+                 "batch_cacc_pairs")
 
 
 @pytest.mark.parametrize("cfg", [NV_SMALL_BATCH, NV_LARGE, NV_FULL], ids=lambda c: c.name)
@@ -284,3 +285,17 @@ def test_batched_data_reuse_equals_batches_one_at_a_time(tmp_path, kind):
         singles.append((core1, single))
     for i in range(2):
         _check_batches(cfg, core, pair[i], [(c, s[i]) for c, s in singles])
+
+
+@pytest.mark.parametrize("cfg", [NV_SMALL_BATCH, NV_FULL], ids=lambda c: c.name)
+def test_cacc_output_address_agrees_with_sdp_modulo_two_atoms(tmp_path, cfg):
+    """CACC pairs a batched output's positions by its own output address: a CACC address two
+    atoms off SDP's pairs them the same way (valid), one atom off does not (invalid)."""
+    for shift, ok in ((2, True), (1, False)):
+        layers = [None]
+        layer = rp._batched_base(cfg, layers)
+        layer["regs"]["CACC"]["D_DATAOUT_ADDR"] += shift * cfg.memory_atom
+        _, res = _run(cfg, tmp_path, layers, f"shift{shift}")
+        assert res.passed == ok, res.message
+        if not ok:
+            assert "CACC.D_DATAOUT_ADDR.DATAOUT_ADDR" in res.message

@@ -1128,6 +1128,14 @@ def _m_batch_dst_overlap(cfg, layers):
     return "SDP.D_DST_BATCH_STRIDE"
 
 
+def _m_batch_cacc_pairs(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    layer["regs"]["CACC"]["D_DATAOUT_ADDR"] += cfg.memory_atom
+    return "CACC.D_DATAOUT_ADDR.DATAOUT_ADDR"
+
+
 def _m_batch_release(cfg, layers):
     layer = _batched_base(cfg, layers)
     if layer is None:
@@ -1156,7 +1164,7 @@ INVALID_MUTATIONS = {
     "batches_over_max": _m_batches_over_max, "batches_disagree": _m_batches_disagree,
     "batch_stride_overlap": _m_batch_stride_overlap,
     "batch_sdp_mismatch": _m_batch_sdp_mismatch, "batch_dst_overlap": _m_batch_dst_overlap,
-    "batch_release": _m_batch_release,
+    "batch_release": _m_batch_release, "batch_cacc_pairs": _m_batch_cacc_pairs,
 }
 
 

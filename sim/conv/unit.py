@@ -14,7 +14,7 @@ from sim.core import Launch, UnitModel, Wait
 from .cacc import deliver
 from .cdma import CbufState, load_cbuf
 from .cmac import convolve
-from .program import decode
+from .program import check_batch_delivery, decode
 
 __all__ = ["ConvUnit", "run_conv"]
 
@@ -25,6 +25,8 @@ def run_conv(core, state: CbufState):
     """Run the convolution of the consumer groups; returns (int32 cube [B, K, Ho, Wo],
     hardware-written fields of the conv blocks)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
+    if p.batches > 1:
+        check_batch_delivery(core.cfg, p, core.view("CACC"), core.view("SDP"))
     cube, weights = load_cbuf(core, core.cfg, p, state)
     out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
     written = {
