@@ -39,7 +39,8 @@ gives 0.
 
 Memory layout: feature cubes are surfaces of ``memory_atom / bytes_per_element`` channels;
 each line is ``W`` atoms, lines ``LINE_STRIDE`` apart, surfaces ``SURFACE_STRIDE`` apart. A
-1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused).
+1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused;
+batched output excepted: each batch's 1x1 cube is written with the strides).
 Operand data for BS/BN/EW has ``components x data_size`` bytes per element (ALU and MUL
 components interleaved, ALU first when both are used): per kernel it is one contiguous
 ``surfaces x (channels per surface) x bytes`` block, per element it is a cube of lines of
