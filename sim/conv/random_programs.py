@@ -17,6 +17,10 @@ the same tensor and convolves kept + new lines) and weight reuse (SKIP_WEIGHT_RL
 WEIGHT_REUSE). A quarter of the int8 layers that fetch their input enable the CDMA input
 convertor (``D_CVT_*``: offset, signed scale and truncate drawn so that most converted values
 stay inside int8); a layer that reuses data keeps the convertor of the layer that fetched it.
+On builds with batching half the layers convolve 2..``max_batch`` batches (cut to the MAC
+budget and the data banks; batch tensors apart by one batch's surfaces plus 0..3 atoms, SDP
+writing batch outputs one output extent plus an atom apart); the draws of builds without
+batching are unchanged.
 
     paths = write_random_traces(cfg, out_dir, count=100, seed=1)   # golden CRCs included
     layer = conv_layer(cfg, W=5, H=4, C=3, K=2, kh=3, kw=3, data=..., weights=...)
@@ -89,7 +93,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
                emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
                rls_slices=1, sdp=None, dst=None, cya=0, cvt=None, compress=False,
-               weight_bytes=None) -> dict:
+               weight_bytes=None, batches=1, batch_extra=0, dst_batch=None) -> dict:
     """One direct-convolution layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
@@ -104,6 +108,10 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     ``compress`` writes the weights in the compressed format (WGS, WMB and the packed non-zero
     weights; builds with weight compression) and leaves the last CBUF bank to the mask;
     without ``weights`` (a layer reusing them) ``weight_bytes`` gives their compressed size.
+    ``batches`` > 1 (builds with batching) convolves ``data`` [B, C, H, W]: batch ``b``'s
+    tensor lies ``b x BATCH_STRIDE`` after the first (one batch's surfaces plus
+    ``batch_extra`` atoms), and SDP writes batch ``b``'s output ``b x dst_batch`` bytes after
+    the first (default: one output's extent plus an atom).
 
     Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
     "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
@@ -129,10 +137,24 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     surf_stride = rows_total * line_stride + atom * surf_extra
     fbase = feature_base if feature_base is not None else \
         _BASES["feature"] + slot * _SLOT + atom * (slot * 3 % 7)
+    in_surfaces = ceil_div(C * nbytes, atom)
+    batch_stride = in_surfaces * surf_stride + atom * batch_extra if batches > 1 else 0
     if emit_feature:
         if data is None:
             raise ValueError("conv_layer: data is needed to emit the feature image")
-        mem, _ = pack_feature(np.asarray(data), atom, pname, line_stride, surf_stride)
+        cubes = np.asarray(data)
+        if cubes.ndim == 3:
+            cubes = cubes[None]
+        if cubes.shape[0] != batches:
+            raise ValueError(f"conv_layer: data holds {cubes.shape[0]} batch(es), the layer "
+                             f"{batches}")
+        packed = [pack_feature(c, atom, pname, line_stride, surf_stride)[0] for c in cubes]
+        if batches == 1:
+            mem = packed[0]
+        else:
+            mem = np.zeros((batches - 1) * batch_stride + packed[-1].size, np.uint8)
+            for b, m in enumerate(packed):
+                mem[b * batch_stride:b * batch_stride + m.size] = m
         images.append((fbase, mem, data_ram))
     cdma_base = fbase + row0 * line_stride
     line_packed = line_stride == W * atom
@@ -166,7 +188,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         raise ValueError("conv_layer: weights are needed to emit the weight image")
 
     if banks is None:
-        dmin, wmin = min_banks(cfg, in_h, entries, wbytes)
+        dmin, wmin = min_banks(cfg, in_h * batches, entries, wbytes)
         banks = (dmin, cfg.cbuf_banks - dmin - int(compress))
     data_bank, weight_bank = banks
 
@@ -177,8 +199,13 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         dline, dsurf = Wo * atom, Wo * Ho * atom
     else:
         dbase, dline, dsurf = dst
-    extent = Wo * Ho * out_surfaces * atom if (Wo == 1 and Ho == 1) else \
+    extent = Wo * Ho * out_surfaces * atom if (Wo == 1 and Ho == 1 and batches == 1) else \
         (out_surfaces - 1) * dsurf + (Ho - 1) * dline + Wo * atom
+    if batches > 1:
+        dbatch = dst_batch if dst_batch is not None else align_up(extent, atom) + atom
+        extent += (batches - 1) * dbatch
+    else:
+        dbatch = 0
     window = (dbase - _GUARD, align_up(extent, atom) + 2 * _GUARD, dst_ram)
 
     # -- registers -------------------------------------------------------------------------
@@ -189,7 +216,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         R[b].set("D_MISC_CFG", CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
                  DATA_REUSE=dr, WEIGHT_REUSE=wr, SKIP_DATA_RLS=sdr, SKIP_WEIGHT_RLS=swr)
         R[b].set("D_DATAIN_FORMAT", DATAIN_FORMAT=0)
-        R[b].set("D_BATCH_NUMBER", BATCHES=0)
+        R[b].set("D_BATCH_NUMBER", BATCHES=batches - 1)
         R[b].set("D_ENTRY_PER_SLICE", ENTRIES=entries - 1)
         R[b].set("D_WEIGHT_FORMAT", WEIGHT_FORMAT=int(compress))
         R[b].addr("D_WEIGHT_BYTES", wbytes)
@@ -207,7 +234,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma.addr("D_LINE_STRIDE", line_stride)
     cdma.addr("D_SURF_STRIDE", surf_stride)
     cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
-    cdma.addr("D_BATCH_STRIDE", 0)
+    cdma.addr("D_BATCH_STRIDE", batch_stride)
     cdma.set("D_FETCH_GRAIN", GRAINS=grain - 1)
     cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
     cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
@@ -246,14 +273,15 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
 
     regs = output_program(cfg, rmap, R, Wo=Wo, Ho=Ho, K=K, dbase=dbase, dline=dline,
                           dsurf=dsurf, clip=clip, cya=cya, sdp=sdp, prec=prec, slot=slot,
-                          dst_ram=dst_ram, images=images)
+                          dst_ram=dst_ram, images=images, batches=batches, dbatch=dbatch)
     info = dict(W=W, H=H, C=C, K=K, kh=kh, kw=kw, stride=stride, dilation=dilation, pad=pad,
                 pad_value=pad_value, clip=clip, prec=prec, Wo=Wo, Ho=Ho, in_h=in_h,
                 fetch_rows=(row0, fetch_h), entries=entries, banks=banks, wbytes=wbytes,
                 feature_base=fbase, line_extra=line_extra, surf_extra=surf_extra,
                 weight_base=wbase, compress=compress, data_ram=data_ram, weight_ram=weight_ram, grain=grain,
                 macs=Wo * Ho * K * C * kh * kw, reuse=reuse, rls_slices=rls_slices,
-                dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt)
+                dst=(dbase, dline, dsurf), dst_ram=dst_ram, cvt=cvt, batches=batches,
+                batch_extra=batch_extra, dst_batch=dbatch)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
 
@@ -266,17 +294,18 @@ def _addr64(cfg, regs, low, high, value):
 
 
 def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, sdp, prec, slot,
-                   dst_ram, images, cya=None) -> dict:
+                   dst_ram, images, cya=None, batches=1, dbatch=0) -> dict:
     """The output side of a convolution layer: CACC's output cube and truncation, and SDP in
     flying mode writing the result (``sdp``: a :func:`sdp_program` triple, or None for a
-    pass-through). Returns the register words of every block of the layer (``blocks``: the
-    conv blocks' :class:`Regs`) and appends SDP's operand images to ``images``."""
+    pass-through; ``batches`` > 1: SDP's batch mode, batch outputs ``dbatch`` bytes apart).
+    Returns the register words of every block of the layer (``blocks``: the conv blocks'
+    :class:`Regs`) and appends SDP's operand images to ``images``."""
     atom = cfg.memory_atom
     cacc = blocks["CACC"]
     cacc.set("D_DATAOUT_SIZE_0", DATAOUT_WIDTH=Wo - 1, DATAOUT_HEIGHT=Ho - 1)
     cacc.set("D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1)
     cacc.addr("D_DATAOUT_ADDR", dbase & 0xFFFFFFFF)
-    cacc.set("D_BATCH_NUMBER", BATCHES=0)
+    cacc.set("D_BATCH_NUMBER", BATCHES=batches - 1)
     cacc.addr("D_LINE_STRIDE", dline & 0xFFFFFF)
     cacc.addr("D_SURF_STRIDE", dsurf & 0xFFFFFF)
     cacc.set("D_DATAOUT_MAP", LINE_PACKED=int(dline == Wo * atom),
@@ -297,9 +326,17 @@ def output_program(cfg, rmap, blocks, *, Wo, Ho, K, dbase, dline, dsurf, clip, s
     s.addr("D_DST_SURFACE_STRIDE", dsurf)
     s.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
     images.extend(sdp_images)
+    if batches > 1:
+        s.set("D_FEATURE_MODE_CFG", BATCH_NUMBER=batches - 1)
+        s.addr("D_DST_BATCH_STRIDE", dbatch)
 
     regs = {"SDP": s.words}
     if rdma_words is not None:
+        if batches > 1:
+            r = Regs(rmap["SDP_RDMA"])
+            r.words.update(rdma_words)
+            r.set("D_FEATURE_MODE_CFG", BATCH_NUMBER=batches - 1)
+            rdma_words = r.words
         regs["SDP_RDMA"] = rdma_words
     regs.update({b: blocks[b].words for b in CONV_BLOCKS})
     return regs
@@ -554,6 +591,22 @@ def _shift_for(C, kh, kw, dmode, wmode, prec, dsd=None):
     return max(0, int(np.log2(mag + 1)) - 6)
 
 
+def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
+    """A batch count 2..max_batch (small ones more often) for a layer of ``geometry`` (W, H,
+    C, K, kh, kw, stride, dilation, pad), cut down to the MAC budget and to ``lines`` input
+    lines per batch in ``avail_entries`` CBUF entries; 1 when not even two batches fit."""
+    W, H, C, K, kh, kw, (sx, sy), (dx, dy), (pl, pr, pt, pb) = geometry
+    B = int(rng.integers(2, min(4, cfg.max_batch) + 1)) if rng.random() < 0.6 else \
+        int(rng.integers(2, cfg.max_batch + 1))
+    Wo = max(1, (W + pl + pr - ((kw - 1) * dx + 1)) // sx + 1)
+    Ho = max(1, (H + pt + pb - ((kh - 1) * dy + 1)) // sy + 1)
+    B = min(B, max_macs // max(1, Wo * Ho * K * C * kh * kw),
+            (max_macs // 32) // max(1, _atomic_ops(cfg, Wo, Ho, K, C, kh, kw, prec)))
+    entries = entries_per_slice(W, C, prec, cfg.memory_atom, cfg.cbuf_entry_bytes)
+    B = min(B, avail_entries // max(1, lines * entries))
+    return B if B >= 2 else 1
+
+
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
                    reuse: str = "none", compress: bool = False) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
@@ -563,7 +616,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     ``"data_partial+weight"``; the first layer of such a pair is drawn with ``reuse`` set to
     ``"first:<kind>"`` so it keeps (SKIP_*_RLS) or partially releases its CBUF contents.
     ``compress`` draws sparse weights (a random share of zeros) in the compressed format (a
-    layer reusing weights takes its first layer's format). Returns a :func:`conv_layer` dict.
+    layer reusing weights takes its first layer's format). On builds with batching half the
+    layers convolve 2..max_batch batches (a layer reusing data keeps its first layer's);
+    other builds draw exactly what they drew before batches existed. Returns a
+    :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types else [])
     prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
@@ -599,6 +655,23 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     else:
         W, H, C, K, kh, kw, stride, dilation, pad = _draw_geometry(cfg, rng, max_macs, prec)
 
+    # batches (builds with batching only: other builds keep their random streams)
+    B, batch_extra = 1, 0
+    if second and data_reuse:
+        B, batch_extra = prev["info"]["batches"], prev["info"]["batch_extra"]
+    elif cfg.batching and not saturating and rng.random() < 0.5:
+        depth = cfg.cbuf_entry_depth
+        if second and weight_reuse:
+            avail = prev["info"]["banks"][0] * depth
+        else:
+            wneed = min_banks(cfg, 1, 1, align_up(kh * kw * C * K * _BYTES[prec], 128))[1]
+            avail = (cfg.cbuf_banks - int(compress) - wneed) * depth
+        lines = H + 5 if first and "data_partial" in kind else H
+        B = _draw_batches(cfg, rng, max_macs, (W, H, C, K, kh, kw, stride, dilation, pad),
+                          prec, lines, avail)
+        if B > 1 and rng.random() < 0.4:
+            batch_extra = int(rng.integers(1, 4))
+
     # memory layout of the input tensor
     line_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
     surf_extra = 0 if rng.random() < 0.6 else int(rng.integers(1, 4))
@@ -629,7 +702,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
             r0, n1 = pi["fetch_rows"]
             new = H - (r0 + n1)
             fetch_rows = (r0 + n1, new)
-            csc_height = pi["in_h"] - pi["rls_slices"] + new
+            csc_height = pi["in_h"] - pi["rls_slices"] // B + new
         if weight_reuse:
             reuse_bits[1] = 1
     if first:
@@ -641,10 +714,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if first and "data_partial" in kind:
             # a taller tensor: this layer fetches the top lines, the next one the rest
             extra = int(rng.integers(1, 6))
-            data = _values(rng, (C, H + extra, W), prec, dmode)
+            data = _values(rng, (B,) * (B > 1) + (C, H + extra, W), prec, dmode)
             fetch_rows = (0, H)
         else:
-            data = _values(rng, (C, H, W), prec, dmode)
+            data = _values(rng, (B,) * (B > 1) + (C, H, W), prec, dmode)
     if saturating:
         data = np.full((C, H, W), -128)
     # the CDMA input convertor on int8 feature data (kept slices were converted by the
@@ -661,9 +734,9 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if in_h + pad[2] + pad[3] < span_h:
         pad = (pad[0], pad[1], pad[2], span_h - in_h - pad[2])
     if first and "data_partial" in kind:
-        rls = int(rng.integers(1, H + 1))
+        rls = int(rng.integers(1, H + 1)) * B        # whole lines of every batch
     elif not reuse_bits[2]:
-        rls = int(rng.integers(1, in_h + 1))
+        rls = int(rng.integers(1, in_h * B + 1))
 
     # weights
     emit_weights, weight_base, weights = True, None, None
@@ -686,10 +759,11 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if second and (data_reuse or weight_reuse):
         banks = prev["info"]["banks"]
     else:
-        dmin, wmin = min_banks(cfg, H, entries, wbytes)
+        dmin, wmin = min_banks(cfg, H * B, entries, wbytes)
         if first and "data_partial" in kind:
             # layer 2 holds (H - rls) kept + new lines: reserve for the worst case (rls = 1)
-            dmin = max(dmin, ceil_div((data.shape[1] - 1) * entries, cfg.cbuf_entry_depth))
+            dmin = max(dmin, ceil_div((data.shape[-2] - 1) * B * entries,
+                                      cfg.cbuf_entry_depth))
         total = cfg.cbuf_banks - int(compress)      # the last bank holds a compressed mask
         if dmin + wmin > total:
             raise _Redraw()
@@ -722,7 +796,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if prec == 0 and rng.random() < 0.3:       # junk in the unused high byte
             pad_value = (pad_value & 0xFF) | (int(rng.integers(0, 256)) << 8)
     layer = conv_layer(
-        cfg, W=W, H=H if data is None else data.shape[1], C=C, K=K, kh=kh, kw=kw,
+        cfg, W=W, H=H if data is None else data.shape[-2], C=C, K=K, kh=kh, kw=kw,
         stride=stride, dilation=dilation, pad=pad, pad_value=pad_value, clip=clip, prec=prec,
         data=data, weights=weights, line_extra=line_extra, surf_extra=surf_extra,
         grain=grain, banks=banks, data_ram=_ram(cfg, rng) if emit_feature else
@@ -732,7 +806,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         emit_feature=emit_feature, weight_base=weight_base, emit_weights=emit_weights,
         reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya,
         cvt=cvt, compress=compress,
-        weight_bytes=prev["info"]["wbytes"] if weight_reuse else None)
+        weight_bytes=prev["info"]["wbytes"] if weight_reuse else None,
+        batches=B, batch_extra=batch_extra)
     layer["info"]["cvt_sd"] = dsd
     return layer
 
@@ -1000,6 +1075,75 @@ def _m_weight_reuse_released(cfg, layers):
     return "CDMA.D_MISC_CFG.WEIGHT_REUSE"
 
 
+def _batched_base(cfg, layers):
+    """The base layer with two batches (builds with batching; None elsewhere)."""
+    if not cfg.batching:
+        return None
+    rng = np.random.default_rng(8)
+    data = rng.integers(-20, 21, (2, 11, 5, 6))
+    weights = rng.integers(-5, 6, (9, 11, 3, 2))
+    layers[0] = conv_layer(cfg, W=6, H=5, C=11, K=9, kh=3, kw=2, pad=(1, 0, 1, 1),
+                           pad_value=3, data=data, weights=weights, batches=2)
+    return layers[0]
+
+
+def _m_batches_over_max(cfg, layers):
+    if not cfg.batching or cfg.max_batch >= 32:     # BATCHES (5 bits) counts up to 32
+        return None
+    for b in ("CDMA", "CSC", "CACC"):
+        _mutate(cfg, layers[0], b, "D_BATCH_NUMBER", BATCHES=cfg.max_batch)
+    return "CDMA.D_BATCH_NUMBER.BATCHES"
+
+
+def _m_batches_disagree(cfg, layers):
+    if _batched_base(cfg, layers) is None:
+        return None
+    _mutate(cfg, layers[0], "CACC", "D_BATCH_NUMBER", BATCHES=0)
+    return "CACC.D_BATCH_NUMBER.BATCHES"
+
+
+def _m_batch_stride_overlap(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    atom = cfg.memory_atom
+    # two surfaces per batch (11 channels, 8-byte atoms) or one (32-byte atoms)
+    need = -(-11 // atom) * layer["regs"]["CDMA"]["D_SURF_STRIDE"]
+    layer["regs"]["CDMA"]["D_BATCH_STRIDE"] = need - atom
+    return "CDMA.D_BATCH_STRIDE.BATCH_STRIDE"
+
+
+def _m_batch_sdp_mismatch(cfg, layers):
+    if _batched_base(cfg, layers) is None:
+        return None
+    _mutate(cfg, layers[0], "SDP", "D_FEATURE_MODE_CFG", BATCH_NUMBER=0)
+    return "SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER"
+
+
+def _m_batch_dst_overlap(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    layer["regs"]["SDP"]["D_DST_BATCH_STRIDE"] = cfg.memory_atom
+    return "SDP.D_DST_BATCH_STRIDE"
+
+
+def _m_batch_cacc_pairs(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    layer["regs"]["CACC"]["D_DATAOUT_ADDR"] += cfg.memory_atom
+    return "CACC.D_DATAOUT_ADDR.DATAOUT_ADDR"
+
+
+def _m_batch_release(cfg, layers):
+    layer = _batched_base(cfg, layers)
+    if layer is None:
+        return None
+    _mutate(cfg, layer, "CSC", "D_RELEASE", RLS_SLICES=2 * layer["info"]["in_h"])
+    return "CSC.D_RELEASE.RLS_SLICES"
+
+
 #: name -> mutation(cfg, layers) -> the field the golden model's message must name (None:
 #: not applicable to this build). Two-layer mutations append the offending second layer.
 INVALID_MUTATIONS = {
@@ -1016,6 +1160,11 @@ INVALID_MUTATIONS = {
     "partial_reuse_overflow": _m_partial_reuse_overflow,
     "weight_reuse_released": _m_weight_reuse_released,
     "kept_weights_overflow": _m_kept_weights_overflow,
+    # builds with batching
+    "batches_over_max": _m_batches_over_max, "batches_disagree": _m_batches_disagree,
+    "batch_stride_overlap": _m_batch_stride_overlap,
+    "batch_sdp_mismatch": _m_batch_sdp_mismatch, "batch_dst_overlap": _m_batch_dst_overlap,
+    "batch_release": _m_batch_release, "batch_cacc_pairs": _m_batch_cacc_pairs,
 }
 
 

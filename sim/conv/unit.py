@@ -14,7 +14,7 @@ from sim.core import Launch, UnitModel, Wait
 from .cacc import deliver
 from .cdma import CbufState, load_cbuf
 from .cmac import convolve
-from .program import decode
+from .program import check_batch_delivery, decode
 
 __all__ = ["ConvUnit", "run_conv"]
 
@@ -25,6 +25,8 @@ def run_conv(core, state: CbufState):
     """Run the convolution of the consumer groups; returns (int32 cube [B, K, Ho, Wo],
     hardware-written fields of the conv blocks)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
+    if p.batches > 1:
+        check_batch_delivery(core.cfg, p, core.view("CACC"), core.view("SDP"))
     cube, weights = load_cbuf(core, core.cfg, p, state)
     out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
     written = {
@@ -70,10 +72,9 @@ class ConvUnit(UnitModel):
 
         def run():
             out, written = run_conv(core, self.state)
-            if out.shape[0] != 1:
-                raise ValueError(f"CDMA.D_BATCH_NUMBER.BATCHES={out.shape[0] - 1}: batched "
-                                 "convolution into SDP is not modelled yet")
-            sdp_written = sdp_unit.run_layer(core, pdp, flying_input=out[0])
+            # one batch flies in as [K, Ho, Wo], several as [B, K, Ho, Wo] (SDP's batch mode)
+            sdp_written = sdp_unit.run_layer(core, pdp,
+                                             flying_input=out[0] if out.shape[0] == 1 else out)
             # SDP_RDMA's counters count only when it took part (operands from memory)
             written.update({b: f for b, f in sdp_written.items() if b in blocks})
             return written

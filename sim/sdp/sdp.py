@@ -39,7 +39,8 @@ gives 0.
 
 Memory layout: feature cubes are surfaces of ``memory_atom / bytes_per_element`` channels;
 each line is ``W`` atoms, lines ``LINE_STRIDE`` apart, surfaces ``SURFACE_STRIDE`` apart. A
-1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused).
+1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused;
+batched output excepted: each batch's 1x1 cube is written with the strides).
 Operand data for BS/BN/EW has ``components x data_size`` bytes per element (ALU and MUL
 components interleaved, ALU first when both are used): per kernel it is one contiguous
 ``surfaces x (channels per surface) x bytes`` block, per element it is a cube of lines of
@@ -382,8 +383,9 @@ class SdpResult:
     the corresponding register at its previous value. All counts include the channel padding
     of the last surface, which the datapath processes like real data.
     """
-    output: np.ndarray                 #: [C, H, W] int64 output values (int8/int16 range)
-    padded_output: np.ndarray          #: [C rounded up to a surface, H, W]
+    output: np.ndarray                 #: [C, H, W] int64 output values (int8/int16 range);
+    #: [B, C, H, W] for a batched layer
+    padded_output: np.ndarray          #: [C rounded up to a surface, H, W] ([B, ...] batched)
     to_pdp: bool = False               #: output went to PDP (nothing written to memory)
     wrote_memory: bool = False
     dst_extent: tuple = None           #: (first byte address, end address) written, or None
@@ -492,6 +494,7 @@ class _Program:
     bn: XStage
     ew: YStage
     eql: bool
+    batches: int
     #: (stage, "alu"/"mul") -> ("reg", value) or ("dma", dma name)
     operands: dict = field(default_factory=dict)
     dmas: dict = field(default_factory=dict)
@@ -527,11 +530,17 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
             _err(f"{S}.D_FEATURE_MODE_CFG.WINOGRAD=ON",
                  "Winograd output only arrives from the accumulator (needs FLYING_MODE=ON)")
         raise NotImplementedError("SDP Winograd (4x4 output tile) mode is not modelled yet")
-    if fm.BATCH_NUMBER:
+    batches = fm.BATCH_NUMBER + 1
+    if batches > 1:
+        where = f"{S}.D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1}"
         if not cfg.batching:
-            _err(f"{S}.D_FEATURE_MODE_CFG.BATCH_NUMBER={fm.BATCH_NUMBER}",
-                 "this build has no batching (must be 0)")
-        raise NotImplementedError("SDP batch mode is not modelled yet")
+            _err(where, "this build has no batching (must be 0)")
+        if batches > cfg.max_batch:
+            _err(where, f"this build takes at most {cfg.max_batch} batches (max_batch)")
+        if not flying:
+            _err(where, "batches only arrive from the accumulator (needs FLYING_MODE=ON)")
+        if to_pdp:
+            _err(where, "batched output is written to memory (needs OUTPUT_DST=MEM)")
     if to_pdp and not cfg.pdp:
         _err(f"{S}.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP", "this build has no PDP")
 
@@ -609,9 +618,13 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _err(f"{S}.D_DP_EW_CFG.EW_LUT_BYPASS=NO", "this build has no SDP LUT")
     eql = ew_on and not ew.alu_bypass and ew.alu_algo == ALU_EQL
 
+    if eql and batches > 1:
+        _err(f"{S}.D_DP_EW_CFG.EW_ALU_ALGO=EQL",
+             f"equal mode writes no output: not allowed with batches "
+             f"(D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1})")
     prog = _Program(flying=flying, to_pdp=to_pdp, width=width, height=height, channel=channel,
                     in_prec=in_prec, proc_prec=proc, out_prec=out, bs_on=bs_on, bn_on=bn_on,
-                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql)
+                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql, batches=batches)
 
     # -- operand sources and their DMAs ---------------------------------------------------
     stages = (("BS", bs_on, bs), ("BN", bn_on, bn), ("EW", ew_on, ew))
@@ -688,6 +701,10 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
              f"must match {S}.D_FEATURE_MODE_CFG.FLYING_MODE={'ON' if flying else 'OFF'}")
     if rfm.WINOGRAD != fm.WINOGRAD and rdma_active:
         _err(f"{R}.D_FEATURE_MODE_CFG.WINOGRAD", f"must match {S}.D_FEATURE_MODE_CFG.WINOGRAD")
+    if rdma_active and batches > 1 and rfm.BATCH_NUMBER != batches - 1:
+        _err(f"{R}.D_FEATURE_MODE_CFG.BATCH_NUMBER={rfm.BATCH_NUMBER}",
+             f"must equal {S}.D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1} (the operand "
+             "read DMAs repeat their data for every batch)")
     if rdma_active:
         for reg, fld, v in (("D_DATA_CUBE_WIDTH", "WIDTH", width),
                             ("D_DATA_CUBE_HEIGHT", "HEIGHT", height),
@@ -722,14 +739,25 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _check_aligned(cfg, surf, f"{S}.D_DST_SURFACE_STRIDE")
         atom = cfg.memory_atom
         surfaces = -(-channel // (atom // _BYTES[out]))
-        if not (width == 1 and height == 1):
+        # a 1x1 cube of one batch is written as one run of atoms; batched output always
+        # follows the strides (NVDLA's WDMA packs 1x1 cubes only without batches)
+        if not (width == 1 and height == 1) or batches > 1:
             if height > 1 and line < width * atom:
                 _err(f"{S}.D_DST_LINE_STRIDE={line:#x}",
                      f"lines of {width} atoms ({width * atom} bytes) would overlap")
             if surfaces > 1 and surf < (height - 1) * line + width * atom:
                 _err(f"{S}.D_DST_SURFACE_STRIDE={surf:#x}",
                      f"surfaces of {height} lines x stride {line:#x} would overlap")
-        prog.dst = (ram, base, line, surf)
+        batch = 0
+        if batches > 1:
+            batch = _byte_field(sdp, "D_DST_BATCH_STRIDE", "DST_BATCH_STRIDE")
+            _check_aligned(cfg, batch, f"{S}.D_DST_BATCH_STRIDE")
+            extent = (surfaces - 1) * surf + (height - 1) * line + width * atom
+            if batch < extent:
+                _err(f"{S}.D_DST_BATCH_STRIDE={batch:#x}",
+                     f"batches would overlap: one batch's output spans {extent:#x} bytes "
+                     f"({surfaces} surface(s) x {height} line(s) x {width} atoms)")
+        prog.dst = (ram, base, line, surf, batch)
 
     prog.cvt = (sign_extend(sdp.D_CVT_OFFSET.CVT_OFFSET, 32),
                 sign_extend(sdp.D_CVT_SCALE.CVT_SCALE, 16), sdp.D_CVT_SHIFT.CVT_SHIFT)
@@ -827,11 +855,17 @@ def _read_operand(cfg, prog, dma, mem, sram, atom):
 # =========================================================================================
 # The layer
 # =========================================================================================
-def check_flying_cube(cfg, sdp, shape) -> None:
+def check_flying_cube(cfg, sdp, shape, batches: int | None = None) -> None:
     """Raise :class:`SdpProgramError` unless the cube a convolution delivers (``shape`` =
     channels, height, width: CACC's ``D_DATAOUT_SIZE``) is SDP's flying cube (``sdp``, SDP's
     register view): the same width and height, and as many channels as SDP's or SDP's rounded
-    up to whole atoms of its processing precision."""
+    up to whole atoms of its processing precision. With ``batches`` (CACC's batch count) SDP's
+    ``D_FEATURE_MODE_CFG.BATCH_NUMBER`` must count the same batches."""
+    if batches is not None and sdp.D_FEATURE_MODE_CFG.BATCH_NUMBER + 1 != batches:
+        raise SdpProgramError(
+            f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER={sdp.D_FEATURE_MODE_CFG.BATCH_NUMBER}: the "
+            f"convolution delivers {batches} batch(es) (CACC.D_BATCH_NUMBER.BATCHES="
+            f"{batches - 1}); SDP must take as many")
     W = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
     H = sdp.D_DATA_CUBE_HEIGHT.HEIGHT + 1
     C = sdp.D_DATA_CUBE_CHANNEL.CHANNEL + 1
@@ -854,12 +888,20 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     mem           memory of RAM type MC (DBBIF); also used for CV when ``sram`` is None
     lut           the LUT RAMs (a zero LUT if None)
     flying_input  int32 cube [C, H, W] (or [C rounded up to a surface, H, W]) from the
-                  accumulator, for FLYING_MODE=ON
+                  accumulator, for FLYING_MODE=ON; [B, C, H, W] for a batched layer
+                  (``D_FEATURE_MODE_CFG.BATCH_NUMBER`` = B - 1)
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
     Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (fp16, Winograd, batch,
+    NotImplementedError for valid modes this model does not cover yet (fp16, Winograd,
     int8<->int16 conversion).
+
+    Batch mode (flying only, output to memory): every batch's cube goes through the same
+    datapath with the same operands (the read DMAs' per-element data is shared by all
+    batches, as NVDLA's SDP reuses it), the counters sum over the batches, and batch ``b`` is
+    written at ``DST_BASE + b x DST_BATCH_STRIDE`` with the line and surface strides (a 1x1
+    cube too: only a single batch is written as one run of atoms). ``output`` and
+    ``padded_output`` are then [B, C, H, W].
     """
     prog = _decode(cfg, rdma, sdp, flying_input)
     atom = cfg.memory_atom
@@ -871,13 +913,18 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     one_by_one = W == 1 and H == 1
 
     # -- input ---------------------------------------------------------------------------
+    B = prog.batches
     if prog.flying:
         data = np.asarray(flying_input, dtype=np.int64)
-        if data.ndim != 3:
-            raise ValueError(f"flying_input must be [C, H, W], got {list(data.shape)}")
-        check_flying_cube(cfg, sdp, data.shape)
-        if data.shape[0] != c_pad:
-            data = np.concatenate([data, np.zeros((c_pad - C, H, W), dtype=np.int64)])
+        if data.ndim not in (3, 4):
+            raise ValueError(f"flying_input must be [C, H, W] or [B, C, H, W], got "
+                             f"{list(data.shape)}")
+        check_flying_cube(cfg, sdp, data.shape[-3:],
+                          batches=data.shape[0] if data.ndim == 4 else 1)
+        data = data.reshape(B, *data.shape[-3:])
+        if data.shape[1] != c_pad:
+            data = np.concatenate([data, np.zeros((B, c_pad - C, H, W), dtype=np.int64)],
+                                  axis=1)
         data = wrap_signed(data, 32)
     else:
         ram, base, line, surf = prog.src
@@ -886,7 +933,7 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         addrs = _surface_addresses(base, line, surf, surfaces, H, W, atom, one_by_one)
         _check_address_space(cfg, addrs, "SDP_RDMA.D_SRC_BASE_ADDR_LOW", base)
         raw = _pick_memory(ram, mem, sram).gather(addrs).reshape(surfaces, H, W, in_group, nbytes)
-        data = _to_channels(_decode_values(raw, nbytes))
+        data = _to_channels(_decode_values(raw, nbytes))[None]
 
     # -- operands ------------------------------------------------------------------------
     fetched = {}
@@ -932,7 +979,13 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     else:
         padded, sat = output_convert(x, *prog.cvt, out_bits)
 
-    result = SdpResult(output=padded[:C].copy(), padded_output=padded, to_pdp=prog.to_pdp)
+    if B == 1:
+        padded = padded[0]
+        result = SdpResult(output=padded[:C].copy(), padded_output=padded,
+                           to_pdp=prog.to_pdp)
+    else:
+        result = SdpResult(output=padded[:, :C].copy(), padded_output=padded,
+                           to_pdp=prog.to_pdp)
     result.status_unequal = int(np.any((padded & ((1 << out_bits) - 1)) != 0))
     if prog.perf_sat:
         result.out_saturation = 0 if sat is None else int(sat.sum())
@@ -946,12 +999,15 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
 
     # -- output --------------------------------------------------------------------------
     if prog.dst is not None:
-        ram, base, line, surf = prog.dst
+        ram, base, line, surf, batch = prog.dst
         nbytes = _BYTES[prog.out_prec]
         surfaces = c_pad // out_group
-        addrs = _surface_addresses(base, line, surf, surfaces, H, W, atom, one_by_one)
+        cubes = padded.reshape(B, *padded.shape[-3:])
+        addrs = np.stack([_surface_addresses(base + b * batch, line, surf, surfaces, H, W,
+                                             atom, one_by_one and B == 1) for b in range(B)])
         _check_address_space(cfg, addrs, "SDP.D_DST_BASE_ADDR_LOW", base)
-        values = _encode_values(_from_channels(padded, out_group), nbytes)
+        values = np.stack([_encode_values(_from_channels(c, out_group), nbytes)
+                           for c in cubes])
         _pick_memory(ram, mem, sram).scatter(addrs.reshape(-1), values.reshape(-1))
         result.wrote_memory = True
         result.dst_extent = (int(addrs.min()), int(addrs.max()) + 1)
