@@ -608,7 +608,7 @@ def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
 
 
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
-                   reuse: str = "none", compress: bool = False) -> dict:
+                   reuse: str = "none", compress: bool = False, batch_share: float = 0.5) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
@@ -659,7 +659,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     B, batch_extra = 1, 0
     if second and data_reuse:
         B, batch_extra = prev["info"]["batches"], prev["info"]["batch_extra"]
-    elif cfg.batching and not saturating and rng.random() < 0.5:
+    elif cfg.batching and not saturating and rng.random() < batch_share:
         depth = cfg.cbuf_entry_depth
         if second and weight_reuse:
             avail = prev["info"]["banks"][0] * depth
@@ -816,15 +816,18 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
                "data_partial+weight")
 
 
-def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False):
+def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
     if kind == "none":
-        return [random_program(cfg, rng, max_macs, 0, compress=compress),
-                random_program(cfg, rng, max_macs, 1, compress=compress)]
-    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind, compress=compress)
+        return [random_program(cfg, rng, max_macs, 0, compress=compress,
+                               batch_share=batch_share),
+                random_program(cfg, rng, max_macs, 1, compress=compress,
+                               batch_share=batch_share)]
+    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind, compress=compress,
+                           batch_share=batch_share)
     return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind,
-                                  compress=compress)]
+                                  compress=compress, batch_share=batch_share)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -873,18 +876,23 @@ def _golden_crcs(cfg, path, n):
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
-                        prefix: str = "conv_random", compress_share: float = 0.0) -> list:
+                        prefix: str = "conv_random", compress_share: float = 0.0,
+                        batch_share: float = 0.5) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
-    ``compress_share`` of the programs (builds with weight compression) use compressed weights.
+    ``compress_share`` of the programs (builds with weight compression) use compressed weights;
+    on builds with batching, ``batch_share`` of the layers (drawn anew, not data-reusing) run
+    several batches (0: none, e.g. for an RTL without batching; the random stream is the same).
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
     def draw(rng):
         compress = cfg.weight_compression and compress_share and rng.random() < compress_share
         if rng.random() < two_layer_share:
-            return random_pair(cfg, rng, max_macs, compress=bool(compress))
-        return [random_program(cfg, rng, max_macs, 0, compress=bool(compress))]
+            return random_pair(cfg, rng, max_macs, compress=bool(compress),
+                               batch_share=batch_share)
+        return [random_program(cfg, rng, max_macs, 0, compress=bool(compress),
+                               batch_share=batch_share)]
     paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace,
                                    golden_core)
     _REJECTS[:] = rejected
