@@ -33,8 +33,9 @@ from sim.core import GoldenCore  # noqa: E402
 from sim.trace import parse_trace  # noqa: E402
 from sim.trace_run import run_golden  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..",
-                      "shared", "nvdla", "traces")
+SHARED = os.path.join(os.environ.get("NVDLA_SHARED") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared"),
+    "nvdla", "traces")                      # as tests/conftest.py: $NVDLA_SHARED wins
 
 
 def layer_programs(path, cfg):
