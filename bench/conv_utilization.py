@@ -1,9 +1,12 @@
 """MAC utilization of the convolution pipeline: layer cycles against the MAC and DBBIF bounds.
 
     python bench/conv_utilization.py [--config nv_small] [--traces DIR] [--synthetic]
+    python bench/conv_utilization.py --config nv_large --synthetic
 
 For every direct-convolution layer it runs (NVDLA's public ``dc_*`` traces of ``--traces``,
-and with ``--synthetic`` a few generated layer shapes), the RTL engine (Verilator, memory
+by default those of the build's name under ``../shared/nvdla/traces`` when they exist: the
+nv_small traces only fit nv_small's CBUF and MAC geometry; and with ``--synthetic`` a few
+generated layer shapes, scaled to the build's Atomic-C and Atomic-K), the RTL engine (Verilator, memory
 without back-pressure, 1-8 cycles of latency) measures the layer cycles as NVDLA's reference
 does: from the final ``D_OP_ENABLE`` write to the interrupt. Printed per layer:
 
@@ -30,8 +33,9 @@ from sim.core import GoldenCore  # noqa: E402
 from sim.trace import parse_trace  # noqa: E402
 from sim.trace_run import run_golden  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..",
-                      "shared", "nvdla", "traces")
+SHARED = os.path.join(os.environ.get("NVDLA_SHARED") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared"),
+    "nvdla", "traces")                      # as tests/conftest.py: $NVDLA_SHARED wins
 
 
 def layer_programs(path, cfg):
@@ -98,13 +102,16 @@ def synthetic(cfg, directory):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="nv_small")
-    ap.add_argument("--traces", default=os.path.join(SHARED, "nv_small"))
+    ap.add_argument("--traces", default=None,
+                    help="directory of dc_* traces (default: the build's own, if any)")
     ap.add_argument("--synthetic", action="store_true")
     ap.add_argument("--reference", default=os.path.join(SHARED,
                                                          "nv_small_reference_cycles.tsv"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
+    if args.traces is None:
+        args.traces = os.path.join(SHARED, cfg.name)
     paths = sorted(glob.glob(os.path.join(args.traces, "dc_*"))) if args.traces and \
         os.path.isdir(args.traces) else []
     tmp = tempfile.mkdtemp(prefix="conv-util-")

@@ -9,7 +9,11 @@ under random AXI back-pressure (30 % busy) and latency (1-24 cycles).
 
 Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 random programs
 of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
-atoms per CBUF entry; 2 shards of 50).
+atoms per CBUF entry; 2 shards of 50). Slow (``-m slow``): 100 on nv_large (Atomic-C 64 x
+Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF, SRAMIF, 64-bit
+addresses; 2 shards of 50 with the generator's defaults, reuse pairs included): its first
+build takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core
+machine), a shard about 4 minutes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .conftest import TRACES, assert_all_pass, playback
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_256 = NvdlaConfig.preset("nv_small_256")
+NV_LARGE = NvdlaConfig.preset("nv_large")
 DC = TRACES / "nv_small"
 # Public dc_* traces in batches of roughly equal layer cycles (reference: 315k, 296k, 217k,
 # 77k, 48k, 36k, 19k, 18k, 0.2k).
@@ -59,11 +64,14 @@ def test_public_dc_traces_rtl(batch):
 
 SHARDS = [(NV_SMALL, seed, 60) for seed in range(5)] + \
     [(NV_SMALL_256, 100 + seed, 50) for seed in range(2)]
+#: nv_large: a build of about 20 minutes, so only in the slow suite
+LARGE_SHARDS = [(NV_LARGE, 200 + seed, 50) for seed in range(2)]
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg, seed, count", SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+@pytest.mark.parametrize("cfg, seed, count", [
+    *SHARDS, *(pytest.param(*s, marks=pytest.mark.slow) for s in LARGE_SHARDS)],
+    ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS + LARGE_SHARDS])
 def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),

@@ -46,14 +46,18 @@ def _decode(raw: np.ndarray, nbytes: int) -> np.ndarray:
     return np.where(v >= (1 << (bits - 1)), v - (1 << bits), v)
 
 
-def _check_space(cfg, addrs: np.ndarray, where: str):
-    if addrs.size and int(addrs.max()) >= (1 << cfg.address_width):
+def _check_space(cfg, base: int, offsets: np.ndarray, where: str):
+    """``base`` + every offset inside the address space, in Python integers: on a 64-bit
+    build a base near the top would overflow the int64 address arrays."""
+    if offsets.size and base + int(offsets.max()) >= (1 << cfg.address_width):
         raise ConvProgramError(f"{where}: the surface ends past the {cfg.address_width}-bit "
                                "address space")
 
 
-def feature_addresses(p: ConvProgram, atom: int) -> np.ndarray:
-    """Byte addresses [B, H, W, S, atom] of the fetched input (S = surfaces)."""
+def feature_addresses(p: ConvProgram, atom: int, base: int | None = None) -> np.ndarray:
+    """Byte addresses [B, H, W, S, atom] of the fetched input (S = surfaces), from ``base``
+    (default ``p.base``; 0 gives the offsets)."""
+    base = p.base if base is None else base
     nbytes = 2 if p.in_precision else 1
     per_atom = atom // nbytes            # elements of one memory atom
     S = ceil_div(p.channels, per_atom)
@@ -64,14 +68,14 @@ def feature_addresses(p: ConvProgram, atom: int) -> np.ndarray:
     k = np.arange(atom, dtype=np.int64)[None, None, None, None, :]
     if p.line_packed and p.surf_packed and p.width == 1 and p.height == 1:
         # one run of atoms per batch
-        return p.base + b * p.batch_stride + s * atom + k + 0 * (x + y)
+        return base + b * p.batch_stride + s * atom + k + 0 * (x + y)
     if p.line_packed:
         # a grain of lines is one run of width x grain atoms from the grain's first line
         y0 = (y // p.grain) * p.grain
         line = y0 * p.line_stride + (y - y0) * p.width * atom
     else:
         line = y * p.line_stride
-    return p.base + b * p.batch_stride + line + s * p.surf_stride + x * atom + k
+    return base + b * p.batch_stride + line + s * p.surf_stride + x * atom + k
 
 
 def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
@@ -79,8 +83,10 @@ def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
     precision, channels rounded up to whole memory atoms (the tail is whatever memory holds;
     the sequencer masks channels past DATAIN_CHANNEL_EXT)."""
     atom = cfg.memory_atom
-    addrs = feature_addresses(p, atom)
-    _check_space(cfg, addrs, f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}")
+    offsets = feature_addresses(p, atom, base=0)
+    _check_space(cfg, p.base, offsets,
+                 f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}")
+    addrs = p.base + offsets
     raw = mem.gather(addrs.reshape(-1)).reshape(addrs.shape)
     nbytes = 2 if p.in_precision else 1
     B, H, W, S, _ = raw.shape
@@ -96,8 +102,10 @@ def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
 def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
     """Weights int64 [K, C, R, S] from the direct-convolution weight surface."""
     nbytes = p.element_bytes
-    addrs = p.weight_base + np.arange(p.weight_bytes, dtype=np.int64)
-    _check_space(cfg, addrs, f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={p.weight_base:#x}")
+    offsets = np.arange(p.weight_bytes, dtype=np.int64)
+    _check_space(cfg, p.weight_base, offsets,
+                 f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={p.weight_base:#x}")
+    addrs = p.weight_base + offsets
     raw = mem.gather(addrs)
     if p.compression is not None:
         raw = _decompress(cfg, p, mem, raw)
@@ -117,10 +125,11 @@ def _decompress(cfg, p: ConvProgram, mem, comp: np.ndarray) -> np.ndarray:
     (:mod:`sim.formats.sparse`). Surfaces that disagree name the register that points at
     the one at fault."""
     c = p.compression
-    wgs_addrs = c.wgs_base + np.arange(4 * len(c.groups), dtype=np.int64)
-    wmb_addrs = c.wmb_base + np.arange(c.wmb_bytes, dtype=np.int64)
-    _check_space(cfg, wgs_addrs, f"CDMA.D_WGS_ADDR_LOW.WGS_ADDR_LOW={c.wgs_base:#x}")
-    _check_space(cfg, wmb_addrs, f"CDMA.D_WMB_ADDR_LOW.WMB_ADDR_LOW={c.wmb_base:#x}")
+    wgs_off = np.arange(4 * len(c.groups), dtype=np.int64)
+    wmb_off = np.arange(c.wmb_bytes, dtype=np.int64)
+    _check_space(cfg, c.wgs_base, wgs_off, f"CDMA.D_WGS_ADDR_LOW.WGS_ADDR_LOW={c.wgs_base:#x}")
+    _check_space(cfg, c.wmb_base, wmb_off, f"CDMA.D_WMB_ADDR_LOW.WMB_ADDR_LOW={c.wmb_base:#x}")
+    wgs_addrs, wmb_addrs = c.wgs_base + wgs_off, c.wmb_base + wmb_off
     wgs, wmb = mem.gather(wgs_addrs), mem.gather(wmb_addrs)
     try:
         data = decompress_weights((wgs, wmb, comp), c.groups, p.name)

@@ -35,8 +35,10 @@ from .program import INT8, ConvProgram, ConvProgramError, uv_x_offset_bytes
 __all__ = ["image_codes", "convert_image", "fetch_image", "image_weight_index"]
 
 
-def _check_space(cfg, addrs: np.ndarray, where: str):
-    if addrs.size and int(addrs.max()) >= (1 << cfg.address_width):
+def _check_space(cfg, base: int, offsets: np.ndarray, where: str):
+    """``base`` + every offset inside the address space, in Python integers (a base near the
+    top of a 64-bit space would overflow the int64 address arrays)."""
+    if offsets.size and base + int(offsets.max()) >= (1 << cfg.address_width):
         raise ConvProgramError(f"{where}: the surface ends past the {cfg.address_width}-bit "
                                "address space")
 
@@ -53,14 +55,16 @@ def image_codes(cfg, p: ConvProgram, mem) -> np.ndarray:
     for plane in range(f.planes):
         bpp = f.bytes_per_pixel[plane]
         if plane == 0:
-            start = p.base + y * p.line_stride + (img.x_offset + i) * bpp
+            base = p.base
+            start = y * p.line_stride + (img.x_offset + i) * bpp
             where = f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}"
         else:
-            start = (img.base1 + y * img.uv_line_stride + uv_x_offset_bytes(f, img.x_offset, atom)
-                     + i * bpp)
+            base = img.base1
+            start = y * img.uv_line_stride + uv_x_offset_bytes(f, img.x_offset, atom) + i * bpp
             where = f"CDMA.D_DAIN_ADDR_LOW_1.DATAIN_ADDR_LOW_1={img.base1:#x}"
-        addrs = start[..., None] + np.arange(bpp, dtype=np.int64)
-        _check_space(cfg, addrs, where)
+        offsets = start[..., None] + np.arange(bpp, dtype=np.int64)
+        _check_space(cfg, base, offsets, where)
+        addrs = base + offsets
         raw = mem.gather(addrs.reshape(-1)).reshape(H, W, bpp).astype(np.uint64)
         word = np.zeros((H, W), np.uint64)
         for b in range(bpp):                      # little-endian pixel word
