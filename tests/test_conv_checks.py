@@ -628,7 +628,25 @@ def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
     finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
     only layer) and nothing is written: the output window, a band of 68 KiB around it and all
     loaded images keep their contents; a valid layer before it (two-layer rules) passes."""
-    programs = _invalid_rule_programs(cfg)
+    _playback_writes_nothing(tmp_path, cfg, _invalid_rule_programs(cfg))
+
+
+@pytest.mark.rtl
+def test_invalid_int16_programs_playback_write_nothing(tmp_path, monkeypatch):
+    """nv_small_int16: every rule class on an int16 layer (the mutations the golden model
+    rejects) and the int16 mutations finish without writing, as on nv_small."""
+    cfg = NV_SMALL_INT16
+    named = _int16_programs(cfg, monkeypatch)
+    monkeypatch.undo()
+    programs = {n: (layers, None) for n, layers in named.items()
+                if not golden_verdicts(cfg, layers)[-1][0]}
+    assert len(programs) >= len(named) - 2, sorted(set(named) - set(programs))
+    _playback_writes_nothing(tmp_path, cfg, programs)
+
+
+def _playback_writes_nothing(tmp_path, cfg, programs):
+    """Run {name: (layers, field)} (the last layer invalid) on the playback engine with the
+    checks of :func:`_no_write_trace`, and a valid control that must be caught writing."""
     paths = []
     for name, (layers, fld) in programs.items():
         path = _no_write_trace(cfg, str(tmp_path), f"conv_nowrite_{name}", layers)

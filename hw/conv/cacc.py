@@ -1,4 +1,5 @@
-"""CACC: the convolution accumulator (int8, spec "Convolution Accumulator").
+"""CACC: the convolution accumulator (int8; int16 on builds with it; spec
+"Convolution Accumulator").
 
 Assembles CMAC's partial sums into the layer's output values and delivers them to the SDP
 (golden model :func:`sim.conv.cacc.deliver`; contract :mod:`hw.conv.common`).
@@ -168,11 +169,11 @@ class Cacc(wiring.Component):
         n = ak // t
         head = res_layout(q.r_data)
         idx = Signal(range(max(n, 2)))
-        final = Signal()
         if self._i16:
+            final = Signal()
             m.d.comb += final.eq(idx == Mux(self.int16, n // 2 - 1, n - 1))
         else:
-            m.d.comb += final.eq(idx == n - 1)
+            final = idx == n - 1
         m.d.comb += self.out.valid.eq(q.r_rdy)
         with m.Switch(idx):
             for i in range(n):

@@ -1,6 +1,6 @@
-"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8,
-batch 1 (spec "Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout
-:mod:`hw.conv.common`).
+"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8 (and
+int16 feature input on builds with it), batch 1 (spec "Convolution DMA"; golden model
+:mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
 
 It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
 CSC how far both have arrived.

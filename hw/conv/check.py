@@ -1,6 +1,6 @@
 """ConvCheck: the layer-start check of a direct-convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
-this int8, batch-1 RTL).
+this batch-1 RTL: int8, and int16 where :func:`~hw.conv.common.conv_int16` holds).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
 cycles later with ``ok``. The products the rules need go through small shift-and-add
@@ -23,8 +23,9 @@ Rules (any one fails the program)
       where :func:`~hw.conv.common.conv_int16` holds, which also take a feature-input layer
       whose ten precision fields are all INT16 (FP16 fails everywhere; ``CVT_EN`` is not a
       rule for int8: NVDLA's own int8 traces set it). RTL restrictions on those builds, where
-      the golden model would run the program: an int16 layer with ``CVT_EN`` (the convertor
-      here is int8), an int16 image layer, an int16 layer flying into an int8 SDP layer or an
+      the golden model would run the program: an int16 layer with ``CVT_EN`` and an
+      ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here is int8 to int8),
+      an int16 image layer, an int16 layer flying into an int8 SDP layer or an
       int8 layer into an int16 one (Cacc delivers the surfaces of its own precision), and
       ``DATA_REUSE`` of slices kept by a layer of the other precision;
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when

@@ -1,4 +1,5 @@
-"""CMAC: the convolution multiply-accumulate array (int8, spec "Convolution MAC").
+"""CMAC: the convolution multiply-accumulate array (int8; int16 on builds with it; spec
+"Convolution MAC").
 
 Atomic-K MAC cells of Atomic-C int8 multipliers each. Every data atom from Csc (Atomic-C
 channels of one output position) is multiplied with the Atomic-K kernels' Atomic-C weights of

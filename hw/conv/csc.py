@@ -1,5 +1,5 @@
-"""CSC: the convolution sequence controller (int8 direct convolution, batch 1; spec
-"Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
+"""CSC: the convolution sequence controller (int8 direct convolution, int16 on builds with
+it, batch 1; spec "Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
 
 The CSC reads the input slices and the weights that Cdma has put into the CBUF and feeds the
 MAC array, in exactly the sequence of the contract in :mod:`hw.conv.common`::
@@ -320,44 +320,43 @@ class Csc(wiring.Component):
         s1_u = Signal(uop_l)
         m.d.sync += s1_v.eq(issue)
 
+        if i16b:
+            # int16: half d_h of the group: its entry, its bytes, the position's tags
+            rem_b = Signal(cl_bits)
+            m.d.comb += rem_b.eq(d_cleft - Mux(d_h, AC, 0))
+            seq = [s1_goff.eq(d_goff + Mux(d_h, W, 0)),
+                   s1_crip.eq(Mux(last_j & h_last & ~img, crip, 0)),
+                   s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
+                   s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
+                   s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h), s1_tag.pos.eq(pos),
+                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last & h_last)]
+        else:
+            seq = [s1_goff.eq(d_goff),
+                   s1_crip.eq(Mux(last_j & ~img, crip, 0)),
+                   s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
+                   s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
+                   s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
+                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last)]
         with m.If(issue):
             m.d.sync += [
-                s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0),
-                s1_tag.pos.eq(pos),
+                s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), *seq,
                 s1_u.rd.eq(~pad_line & ~hit0), s1_u.e.eq(Mux(two, e0, e0 + 1)),
                 s1_u.off.eq(bx[:lbw]), s1_u.pshift.eq(times_small(WC, part)),
                 s1_u.pad.eq(pad_line), s1_u.pdone.eq(~two), s1_u.adone.eq(atom_done),
             ]
-        if i16b:
-            rem_b = Signal(cl_bits)
-            m.d.comb += rem_b.eq(d_cleft - Mux(d_h, AC, 0))
-            with m.If(issue):
-                m.d.sync += [
-                    s1_goff.eq(d_goff + Mux(d_h, W, 0)),
-                    s1_crip.eq(Mux(last_j & h_last & ~img, crip, 0)),
-                    s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
-                    s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
-                    s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h),
-                    s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last & h_last)]
-        else:
-            with m.If(issue):
-                m.d.sync += [
-                    s1_goff.eq(d_goff),
-                    s1_crip.eq(Mux(last_j & ~img, crip, 0)),
-                    s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
-                    s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
-                    s1_tag.last.eq(blk_last),
-                    s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last)]
         with m.If(go):
             m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
-                         d_h.eq(0),
                          d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0), sh_v.eq(0),
                          part.eq(0), sub.eq(0)]
+            if i16b:
+                m.d.sync += d_h.eq(0)
             restart_group()
-        with m.Elif(issue_atom & ~h_last):
-            m.d.sync += d_h.eq(1)                   # int16: the group's second half next
+        if i16b:
+            with m.Elif(issue_atom & ~h_last):
+                m.d.sync += d_h.eq(1)               # int16: the group's second half next
         with m.Elif(issue_atom):
-            m.d.sync += d_h.eq(0)
+            if i16b:
+                m.d.sync += d_h.eq(0)
             with m.If(~pos_last):
                 m.d.sync += pos.eq(pos + 1)
                 step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
