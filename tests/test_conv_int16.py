@@ -209,3 +209,31 @@ def test_cacc_int16_and_int8_layers():
     expect = [e for _, ex, _ in layers for e in ex]
     assert sink.got == expect
     assert ctl.sats == [sat for _, _, sat in layers] and any(ctl.sats)
+
+
+# -- the pipeline with shared "cripple" entries ----------------------------------------------
+def test_pipeline_int16_shared_entries(monkeypatch):
+    """Atomic-C 32 with int16 (nv_small_256 + int16: four memory atoms per CBUF entry, so int16
+    channel tails share entries between 2 or 4 positions): random int16 and int8 layers and
+    reuse pairs through the whole pipeline in Amaranth simulation against the golden model
+    (tests/test_conv_pipeline.run_layers; the int16 build of the RTL suites has one atom per
+    entry)."""
+    import hw.conv.conv
+    from arch.config import NvdlaConfig
+    from sim.conv.random_programs import _Redraw, random_pair, random_program
+    from tests import test_conv_pipeline as tp
+    monkeypatch.setattr(hw.conv.conv, "Cbuf", tp._cbuf)
+    cfg = NvdlaConfig.preset("nv_small_256").replace(name="nv_small_256_int16",
+                                                     data_types=frozenset({"int8", "int16"}))
+    # int16 layers of 8, 3, 4 and 7 channels: tails of 2 memory atoms (an entry shared by
+    # 2 positions) and of 1 atom (shared by 4)
+    rng = np.random.default_rng(4)
+    layers = []
+    while len(layers) < 6:
+        try:
+            layers += random_pair(cfg, rng, 6_000) if rng.random() < 0.4 else \
+                [random_program(cfg, rng, 6_000)]
+        except _Redraw:
+            continue
+    assert [la["info"]["C"] for la in layers if la["info"]["prec"]] == [8, 3, 4, 7]
+    tp.run_layers(cfg, layers, seed=4)
