@@ -7,18 +7,20 @@ golden model's rules, and the core rejecting them without memory traffic.
   (:func:`sim.conv.program.decode`, then the CBUF reuse rules of
   :func:`sim.conv.cdma.load_cbuf`, and the flying cube's
   :func:`sim.sdp.sdp.check_flying_cube`); on int8-only builds, so the RTL's int8 restriction is
-  the golden model's too. The RTL-only restriction (INT16 on an int16 build) is checked on
-  its own.
+  the golden model's too. On nv_small_int16 the same for the mutations applied to an int16
+  layer, int16-specific mutations and random int16 / int8 programs; the RTL-only int16
+  restrictions (:mod:`hw.conv.check`) are checked on their own.
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
   and no CDMA read (any AXI write lies in a valid layer's output window, any CDMA read in a
   valid layer's input images) -- and the golden model rejects the same program; a handful of
   valid random programs still pass.
-* The playback engine (nv_small, nv_small_256): one invalid program per rule class (the
-  mutation lists above) finishes with its interrupt while its output window, a 68 KiB band
-  around it and every loaded image keep their contents
-  (:func:`test_invalid_programs_playback_write_nothing`).
+* The playback engine (nv_small, nv_small_256; and nv_small_int16 with int16 layers): one
+  invalid program per rule class (the mutation lists above) finishes with its interrupt while
+  its output window, a 68 KiB band around it and every loaded image keep their contents
+  (:func:`test_invalid_programs_playback_write_nothing`,
+  :func:`test_invalid_int16_programs_playback_write_nothing`).
 """
 
 from __future__ import annotations
