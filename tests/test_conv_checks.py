@@ -7,20 +7,23 @@ golden model's rules, and the core rejecting them without memory traffic.
   (:func:`sim.conv.program.decode`, then the CBUF reuse rules of
   :func:`sim.conv.cdma.load_cbuf`, and the flying cube's
   :func:`sim.sdp.sdp.check_flying_cube`); on int8-only builds, so the RTL's int8 restriction is
-  the golden model's too. The RTL-only restrictions are INT16 on an int16 build (checked on
-  its own) and batches (nv_large's random programs batch half their layers, which the RTL
-  rejects: there the golden verdict of a batched layer is "rejected").
+  the golden model's too. On nv_small_int16 the same for the mutations applied to an int16
+  layer, int16-specific mutations and random int16 / int8 programs; the RTL-only int16
+  restrictions (:mod:`hw.conv.check`) are checked on their own, as are batches (nv_large's
+  random programs batch half their layers, which the RTL rejects: there the golden verdict of
+  a batched layer is "rejected").
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
   and no CDMA read (any AXI write lies in a valid layer's output window, any CDMA read in a
   valid layer's input images) -- and the golden model rejects the same program; a handful of
   valid random programs still pass.
-* The playback engine (nv_small, nv_small_256; nv_large in the slow suite, its build takes
-  about 20 minutes): one invalid program per rule class (the
+* The playback engine (nv_small, nv_small_256; nv_small_int16 with int16 layers; nv_large in
+  the slow suite, its build takes about 20 minutes): one invalid program per rule class (the
   mutation lists above) finishes with its interrupt while its output window, a 68 KiB band
   around it and every loaded image keep their contents
-  (:func:`test_invalid_programs_playback_write_nothing`).
+  (:func:`test_invalid_programs_playback_write_nothing`,
+  :func:`test_invalid_int16_programs_playback_write_nothing`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from sim.sdp.sdp import SdpProgramError, check_flying_cube
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable
 from tb.sdp_unit import flying_cube, view_value
+
+from .conftest import NV_SMALL_INT16
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -340,19 +345,96 @@ def test_check_compares_the_flying_cube():
     assert rtl_verdicts(cfg, programs) == [[False]] * 3 + [[True], [True]]
 
 
-def test_int16_is_rejected_on_int16_builds():
-    """This int8 RTL rejects INT16 programs even on a build that lists int16 (nv_full with
-    bank-row CBUF entries; nv_full itself counts NVDLA v1's two-column entries, which this RTL
-    does not implement: it rejects every program there)."""
+def test_int16_on_int16_builds():
+    """A build with int16 and bank-row CBUF entries (nv_small_int16, nv_full with bank-row
+    entries) takes int16 layers; the RTL-only restrictions there are rejected (an int16 layer
+    with the input convertor, an int16 layer into an int8 SDP layer and an int8 one into an
+    int16 SDP layer, data reuse of slices kept by a layer of the other precision), and nv_full
+    itself (two-column entries) still rejects every program."""
     rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
-    i16 = [rp._base_layer(rows)]
-    for b in BLOCKS:
-        _set(rows, i16[0], b, "D_MISC_CFG", PROC_PRECISION=1)
-    for b in ("CDMA", "CSC"):
-        _set(rows, i16[0], b, "D_MISC_CFG", IN_PRECISION=1)
-    base = [rp._base_layer(rows)]
-    assert rtl_verdicts(rows, [i16, base]) == [[False], [True]]
+    assert rtl_verdicts(rows, [[rp._base_layer(rows, prec=1)], [rp._base_layer(rows)]]) == \
+        [[True], [True]]
     assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)]]) == [[False]]
+    cfg = NV_SMALL_INT16
+    progs = {}
+    progs["int16"] = [rp._base_layer(cfg, prec=1)]
+    cvt = [rp._base_layer(cfg, prec=1)]
+    _set(cfg, cvt[0], "CDMA", "D_CVT_CFG", CVT_EN=1)
+    progs["int16_cvt"] = cvt
+    for name, prec, sdp_prec in (("int16_into_int8_sdp", 1, 0), ("int8_into_int16_sdp", 0, 1)):
+        layers = [rp._base_layer(cfg, prec=prec)]
+        _set(cfg, layers[0], "SDP", "D_DATA_FORMAT", PROC_PRECISION=sdp_prec,
+             OUT_PRECISION=sdp_prec)
+        progs[name] = layers
+    # int8 C = 16 and int16 C = 8: the same entries per slice (the other reuse rules pass)
+    first = rp._base_layer(cfg, C=16, reuse=(0, 0, 1, 0))
+    second = rp._base_layer(cfg, slot=1, prec=1, C=8, banks=first["info"]["banks"],
+                            reuse=(1, 0, 0, 0), emit_feature=False,
+                            feature_base=first["info"]["feature_base"])
+    progs["int16_reuses_int8_data"] = [first, second]
+    got = dict(zip(progs, rtl_verdicts(cfg, list(progs.values()))))
+    assert got == {"int16": [True], "int16_cvt": [False], "int16_into_int8_sdp": [False],
+                   "int8_into_int16_sdp": [False], "int16_reuses_int8_data": [True, False]}, got
+
+
+def _int16_mutations(cfg):
+    """name -> mutation(cfg, layers) of the int16 base layer that the golden model rejects for
+    int16 reasons: int8 counts where int16 ones are due, precisions that disagree."""
+    def fields(block, reg, **f):
+        return lambda cfg, layers: _set(cfg, layers[0], block, reg, **f)
+
+    def both(reg, f):
+        def g(cfg, layers):
+            for b in ("CDMA", "CSC"):
+                _set(cfg, layers[0], b, reg, **f(layers[0]))
+        return g
+    C, W, K, kh, kw = 11, 6, 9, 3, 2                       # rp._base_layer's geometry
+    atom = cfg.memory_atom
+    return {
+        "int16_in_int8": both("D_MISC_CFG", lambda _: {"IN_PRECISION": 0}),
+        "int16_cacc_int8": fields("CACC", "D_MISC_CFG", PROC_PRECISION=0),
+        "int16_csc_in_int8": fields("CSC", "D_MISC_CFG", IN_PRECISION=0),
+        "int16_entries_of_int8": both("D_ENTRY_PER_SLICE", lambda _: {
+            "ENTRIES": W * -(-C // atom) - 1}),
+        "int16_bpk_of_int8": fields("CDMA", "D_WEIGHT_SIZE_0",
+                                    BYTE_PER_KERNEL=C * kh * kw - 1),
+        "int16_weight_bytes_of_int8": lambda cfg, layers: [
+            layers[0]["regs"][b].__setitem__("D_WEIGHT_BYTES", -(-K * C * kh * kw // 128) * 128)
+            for b in ("CDMA", "CSC")],
+    }
+
+
+def _int16_programs(cfg, monkeypatch):
+    """{name: layers}: every mutation of :func:`_mutated_programs` applied to the int16 base
+    layer, and :func:`_int16_mutations`."""
+    base = rp._base_layer
+    monkeypatch.setattr(rp, "_base_layer",
+                        lambda cfg, slot=0, **over: base(cfg, slot, **{"prec": 1, **over}))
+    out = {f"i16_{k}": v for k, v in _mutated_programs(cfg).items()}
+    for name, mutate in _int16_mutations(cfg).items():
+        layers = [rp._base_layer(cfg)]
+        mutate(cfg, layers)
+        out[name] = layers
+    return out
+
+
+def test_check_matches_golden_rules_int16(monkeypatch):
+    """nv_small_int16: the mutations on an int16 layer, the int16 mutations and random int16 /
+    int8 layers and pairs: the check's verdict is the golden model's."""
+    cfg = NV_SMALL_INT16
+    named = _int16_programs(cfg, monkeypatch)
+    monkeypatch.undo()
+    randoms = _random_programs(cfg, 6, 40)
+    programs = list(named.values()) + randoms
+    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    got = rtl_verdicts(cfg, programs)
+    bad = []
+    for name, layers, rtl in zip(names, programs, got):
+        gold = golden_verdicts(cfg, layers)
+        if [ok for ok, _ in gold] != rtl:
+            bad.append(f"{name}: golden {gold}, rtl {rtl}")
+    assert not bad, "\n".join(bad)
+    assert all(not all(r) for n, r in zip(names, got) if n.startswith("int16_"))
 
 
 # -- the core: invalid traces finish without memory traffic, valid ones still pass --------
@@ -566,7 +648,25 @@ def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
     finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
     only layer) and nothing is written: the output window, a band of 68 KiB around it and all
     loaded images keep their contents; a valid layer before it (two-layer rules) passes."""
-    programs = _invalid_rule_programs(cfg)
+    _playback_writes_nothing(tmp_path, cfg, _invalid_rule_programs(cfg))
+
+
+@pytest.mark.rtl
+def test_invalid_int16_programs_playback_write_nothing(tmp_path, monkeypatch):
+    """nv_small_int16: every rule class on an int16 layer (the mutations the golden model
+    rejects) and the int16 mutations finish without writing, as on nv_small."""
+    cfg = NV_SMALL_INT16
+    named = _int16_programs(cfg, monkeypatch)
+    monkeypatch.undo()
+    programs = {n: (layers, None) for n, layers in named.items()
+                if not golden_verdicts(cfg, layers)[-1][0]}
+    assert len(programs) >= len(named) - 2, sorted(set(named) - set(programs))
+    _playback_writes_nothing(tmp_path, cfg, programs)
+
+
+def _playback_writes_nothing(tmp_path, cfg, programs):
+    """Run {name: (layers, field)} (the last layer invalid) on the playback engine with the
+    checks of :func:`_no_write_trace`, and a valid control that must be caught writing."""
     paths = []
     for name, (layers, fld) in programs.items():
         path = _no_write_trace(cfg, str(tmp_path), f"conv_nowrite_{name}", layers)

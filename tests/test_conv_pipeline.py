@@ -68,10 +68,11 @@ class Bench(Elaboratable):
         return m
 
 
-def expected_stream(cfg, out):
+def expected_stream(cfg, out, precision=0):
     """[(lane values)] of one layer's CACC output ([K, Ho, Wo] int32) in SDP's input order;
-    lanes of kernels past K are None (not checked)."""
-    AK, T = cfg.atomic_k, cfg.sdp_bs_throughput
+    lanes of kernels past K are None (not checked). int16 (``precision`` 1): kernel groups of
+    Atomic-K / 2."""
+    AK, T = cfg.atomic_k // (2 if precision else 1), cfg.sdp_bs_throughput
     K, Ho, Wo = out.shape
     seq = []
     for g in range(-(-K // AK)):
@@ -120,7 +121,7 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, out_read
             p = decode(cfg, *views)
             cube, weights = load_cbuf(core, cfg, p, state)
             out, _ = deliver(convolve(p, cube, weights), p.clip_truncate)
-            exp = expected_stream(cfg, out[0])
+            exp = expected_stream(cfg, out[0], p.precision)
             for b in BLOCKS:
                 nm = b.lower()
                 port = getattr(conv, f"{nm}_regs")

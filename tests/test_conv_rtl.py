@@ -9,11 +9,12 @@ under random AXI back-pressure (30 % busy) and latency (1-24 cycles).
 
 Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 random programs
 of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
-atoms per CBUF entry; 2 shards of 50). Slow (``-m slow``): 100 on nv_large (Atomic-C 64 x
-Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF, SRAMIF, 64-bit
-addresses; 2 shards of 50 with the generator's defaults, reuse pairs included): its first
-build takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core
-machine), a shard about 4 minutes.
+atoms per CBUF entry; 2 shards of 50), 60 on nv_small_int16 (int16 and int8 layers mixed,
+reuse pairs included; 200 more in the slow suite). Slow (``-m slow``) also: 100 on nv_large
+(Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
+SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, no batches): its first build
+takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core machine), a
+shard about 4 minutes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.conv.random_programs import write_random_traces
 
-from .conftest import TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_256 = NvdlaConfig.preset("nv_small_256")
@@ -77,6 +78,21 @@ def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
                                 batch_share=0)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)
+
+
+INT16_SHARDS = [pytest.param(NV_SMALL_INT16, 300, 60, id="nv_small_int16-seed300"),
+                pytest.param(NV_SMALL_INT16, 301, 200, id="nv_small_int16-seed301",
+                             marks=pytest.mark.slow)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", INT16_SHARDS)
+def test_random_int16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """int16 convolution on the int16 build (random_programs draws int16 or int8 per layer
+    or reuse pair), RTL against the golden model under back-pressure and latency."""
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
 
 

@@ -1,4 +1,5 @@
-"""CACC: the convolution accumulator (int8, spec "Convolution Accumulator").
+"""CACC: the convolution accumulator (int8; int16 on builds with it; spec
+"Convolution Accumulator").
 
 Assembles CMAC's partial sums into the layer's output values and delivers them to the SDP
 (golden model :func:`sim.conv.cacc.deliver`; contract :mod:`hw.conv.common`).
@@ -31,6 +32,12 @@ so back-pressure on ``out`` stalls ``psum`` without loss)::
     psum --> [read assembly row] --> [add; write back or complete] --> [round-shift]
          --> [saturate, count] --> FIFO --> T lanes per cycle --> out
 
+int16 layers (builds where :func:`~hw.conv.common.conv_int16` holds; ``int16`` in, the
+layer's precision): the psums carry ``AK / 2`` kernels' sums (a kernel group of int16), kept in
+the same :data:`~hw.conv.common.ACC_BITS` = 48 bits (NVDLA's int16 accumulators), truncated
+and saturated to int32 as int8; each position leaves as ``AK / 2 / T`` transfers (an int16 SDP
+surface is ``memory_atom / 2 = AK / 2`` channels).
+
 One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches the FIFO 4 cycles
 after its transfer, and ``out`` 2 cycles later (the FIFO's latency) when the FIFO was empty.
 ``clear`` (layer start) empties the pipeline and FIFO and zeroes ``sat_count``; no psum is
@@ -43,7 +50,7 @@ from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import ACC_BITS, conv_out_layout, max_stripe, psum_layout
+from .common import ACC_BITS, conv_int16, conv_out_layout, max_stripe, psum_layout
 
 __all__ = ["Cacc"]
 
@@ -66,7 +73,12 @@ class Cacc(wiring.Component):
             raise ValueError(f"{cfg.name}: sdp_bs_throughput={self._t} must divide "
                              f"atomic_k={self._ak}")
         self._depth = max_stripe(cfg)
-        super().__init__({
+        self._i16 = conv_int16(cfg)
+        if self._i16 and (self._ak // 2) % self._t:
+            raise ValueError(f"{cfg.name}: sdp_bs_throughput={self._t} must divide "
+                             f"atomic_k / 2 = {self._ak // 2} (int16 kernel groups)")
+        extra = {"int16": In(1)} if self._i16 else {}
+        super().__init__({**extra,
             "psum": In(stream.Signature(psum_layout(cfg))),
             "out": Out(stream.Signature(conv_out_layout(cfg))),
             "truncate": In(5),
@@ -134,7 +146,10 @@ class Cacc(wiring.Component):
         sat = Signal(ak)
         for k in range(ak):
             hi, lo = t3[k] > _I32_MAX, t3[k] < _I32_MIN
-            m.d.comb += sat[k].eq(hi | lo)
+            if self._i16 and k >= ak // 2:         # no kernel of an int16 group
+                m.d.comb += sat[k].eq((hi | lo) & ~self.int16)
+            else:
+                m.d.comb += sat[k].eq(hi | lo)
             with m.If(hi):
                 m.d.comb += res.data[k].eq(_I32_MAX)
             with m.Elif(lo):
@@ -154,7 +169,11 @@ class Cacc(wiring.Component):
         n = ak // t
         head = res_layout(q.r_data)
         idx = Signal(range(max(n, 2)))
-        final = idx == n - 1
+        if self._i16:
+            final = Signal()
+            m.d.comb += final.eq(idx == Mux(self.int16, n // 2 - 1, n - 1))
+        else:
+            final = idx == n - 1
         m.d.comb += self.out.valid.eq(q.r_rdy)
         with m.Switch(idx):
             for i in range(n):

@@ -1,6 +1,6 @@
-"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8,
-batch 1 (spec "Convolution DMA"; golden model :mod:`sim.conv.cdma`; CBUF layout
-:mod:`hw.conv.common`).
+"""The convolution DMA (CDMA) for direct convolution with feature or image input, int8 (and
+int16 feature input on builds with it), batch 1 (spec "Convolution DMA"; golden model
+:mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
 
 It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
 CSC how far both have arrived.
@@ -14,7 +14,9 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
-    atoms), one masked CBUF write per atom. With ``D_CVT_CFG.CVT_EN`` every byte of the atom
+    atoms), one masked CBUF write per atom. An int16 layer (builds where
+    :func:`~hw.conv.common.conv_int16` holds) is fetched as the int8 cube of ``2 x C`` byte
+    channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every byte of the atom
     (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
     the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages, one
     atom per cycle); the CSC's pad values are not converted.
@@ -97,7 +99,7 @@ from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
 from .cdma_img import ImageFetch
-from .common import cbuf_write_layout
+from .common import cbuf_write_layout, conv_int16
 from .convertor import AtomConvertor
 
 __all__ = ["Cdma", "csc_fields_layout"]
@@ -169,6 +171,11 @@ class Cdma(wiring.Component):
         m.d.comb += [width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH + 1),
                      height.eq(R.D_DATAIN_SIZE_0.DATAIN_HEIGHT + 1),
                      surfs.eq((R.D_DATAIN_SIZE_1.DATAIN_CHANNEL >> ash) + 1)]
+        if conv_int16(cfg):
+            # int16 layers: 2-byte elements, the line is the int8 layout of 2 x C bytes
+            with m.If(misc.PROC_PRECISION == 1):
+                m.d.comb += surfs.eq((Cat(Const(1, 1), R.D_DATAIN_SIZE_1.DATAIN_CHANNEL)
+                                      >> ash) + 1)
         base = Signal(aw)
         wbase = Signal(aw)
         m.d.comb += [base.eq(address("D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",

@@ -1,6 +1,6 @@
 """ConvCheck: the layer-start check of a direct-convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
-this int8, batch-1 RTL).
+this batch-1 RTL: int8, and int16 where :func:`~hw.conv.common.conv_int16` holds).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
 cycles later with ``ok``. The products the rules need go through small shift-and-add
@@ -19,9 +19,15 @@ Rules (any one fails the program)
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
       ``WEIGHT_CHANNEL_EXT`` = channels, the width spans) are off for an image, dilation
       is ignored;
-    * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- the RTL computes
-      int8 only, so INT16 / FP16 fail here even on builds that list them (``CVT_EN`` is not
-      a rule: NVDLA's own int8 traces set it);
+    * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- except on builds
+      where :func:`~hw.conv.common.conv_int16` holds, which also take a feature-input layer
+      whose ten precision fields are all INT16 (FP16 fails everywhere; ``CVT_EN`` is not a
+      rule for int8: NVDLA's own int8 traces set it). RTL restrictions on those builds, where
+      the golden model would run the program: an int16 layer with ``CVT_EN`` and an
+      ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here is int8 to int8),
+      an int16 image layer, an int16 layer flying into an int8 SDP layer or an
+      int8 layer into an int16 one (Cacc delivers the surfaces of its own precision), and
+      ``DATA_REUSE`` of slices kept by a layer of the other precision;
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
       ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
       lines that overlap (``LINE_STRIDE < W x atom``) and surfaces that overlap (``S > 1``
@@ -65,7 +71,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem import dma_fields
 from ..regfile import fields_layout
-from .common import sdp_cube_layout
+from .common import conv_int16, sdp_cube_layout
 from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
@@ -121,10 +127,24 @@ class ConvCheck(wiring.Component):
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
 
         # -- modes and precision ---------------------------------------------------------
-        for v in (D, C, A, B, K):
-            errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
-        errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
-                 ~img & (C.D_MISC_CFG.IN_PRECISION != 0),
+        i16b = conv_int16(cfg)
+        i16 = Signal()                                      # an int16 layer (i16b builds)
+        if i16b:
+            m.d.comb += i16.eq(D.D_MISC_CFG.PROC_PRECISION == 1)
+            for v in (D, C, A, B, K):
+                errs += [v.D_MISC_CFG.CONV_MODE != 0,
+                         v.D_MISC_CFG.PROC_PRECISION != D.D_MISC_CFG.PROC_PRECISION]
+            errs += [D.D_MISC_CFG.PROC_PRECISION > 1,
+                     i16 & img, i16 & (D.D_CVT_CFG.CVT_EN != 0),
+                     ~img & (D.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
+                     ~img & (C.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
+                     self.sdp.int16 != i16]
+        else:
+            for v in (D, C, A, B, K):
+                errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
+            errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
+                     ~img & (C.D_MISC_CFG.IN_PRECISION != 0)]
+        errs += [
                  D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0,
                  D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
                  K.D_BATCH_NUMBER.BATCHES != 0]
@@ -135,6 +155,10 @@ class ConvCheck(wiring.Component):
         width, height, surfs = Signal(14), Signal(14), Signal(14)
         m.d.comb += [width.eq(wm1 + 1), height.eq(hm1 + 1),
                      surfs.eq((D.D_DATAIN_SIZE_1.DATAIN_CHANNEL >> ash) + 1)]
+        if i16b:                                            # 2-byte elements
+            with m.If(i16):
+                m.d.comb += surfs.eq((Cat(Const(1, 1), D.D_DATAIN_SIZE_1.DATAIN_CHANNEL)
+                                      >> ash) + 1)
         base = address(D, "CDMA", "D_DAIN_ADDR_LOW_0", "DATAIN_ADDR_LOW_0",
                        "D_DAIN_ADDR_HIGH_0", "DATAIN_ADDR_HIGH_0")
         ls = byte_value(D, "CDMA", "D_LINE_STRIDE", "LINE_STRIDE")
@@ -236,6 +260,8 @@ class ConvCheck(wiring.Component):
         cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
                        cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
                        C.D_POST_Y_EXTENSION.Y_EXTENSION)
+        if i16b:                                            # and the precision
+            cur_wkey = Cat(cur_wkey, i16)
         w_key = Signal(len(cur_wkey))
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == D.D_BANK.DATA_BANK)
@@ -253,6 +279,13 @@ class ConvCheck(wiring.Component):
         # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
         errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
                     & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
+        if i16b:
+            # kept slices of the other precision (the golden model would reinterpret values)
+            key_i16 = Signal()
+            with m.If(self.end):
+                m.d.sync += key_i16.eq(i16)
+            errs.append(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+                        & (key_i16 != i16))
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
@@ -302,6 +335,10 @@ class ConvCheck(wiring.Component):
         p_wt = product("p_wt", kernels, bpk, 19)             # BYTE_PER_KERNEL x K
         group_k = Signal(range(cfg.atomic_k + 1))
         m.d.comb += group_k.eq(Mux(kernels > cfg.atomic_k, cfg.atomic_k, kernels))
+        if i16b:                                            # int16 kernel groups: AK / 2
+            with m.If(i16):
+                m.d.comb += group_k.eq(Mux(kernels > cfg.atomic_k // 2, cfg.atomic_k // 2,
+                                           kernels))
         p_group = product("p_group", group_k, bpk, 19)       # one kernel group's bytes
 
         # entries per slice: whole x W plus the cripple group's entries
@@ -324,7 +361,7 @@ class ConvCheck(wiring.Component):
         late += [~img & (entries != eps),
                  ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
                  p_data > (dbanks * DEPTH),
-                 p_bpk != bpk,
+                 (Mux(i16, p_bpk << 1, p_bpk) if i16b else p_bpk) != bpk,
                  wbytes < p_wt,
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),

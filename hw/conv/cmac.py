@@ -1,4 +1,5 @@
-"""CMAC: the convolution multiply-accumulate array (int8, spec "Convolution MAC").
+"""CMAC: the convolution multiply-accumulate array (int8; int16 on builds with it; spec
+"Convolution MAC").
 
 Atomic-K MAC cells of Atomic-C int8 multipliers each. Every data atom from Csc (Atomic-C
 channels of one output position) is multiplied with the Atomic-K kernels' Atomic-C weights of
@@ -22,17 +23,28 @@ steady state)::
     dat --> [atom register] --> [products: data x active, DSP-shaped  a*b registered]
         --> [adder tree, 2 levels per stage] ... --> psum (registered)
 
+int16 (builds where :func:`~hw.conv.common.conv_int16` holds; ``int16`` in, the layer's
+precision): a ``dat`` atom holds ``AC / 2`` int16 channels (bytes ``2c, 2c + 1``) of half
+``half`` of the channel group, the weights ``AK / 2`` kernels x ``AC`` int16 channels (row
+``2*kk + h`` of the load: kernel ``kk``'s half ``h``), and::
+
+    sums[kk] = sum_c d16[c] * w16[kk][half*AC/2 + c]      (kk < AK/2; sums past AK/2 are 0)
+
+The ``AK/2 x AC/2`` multipliers of kernels ``< AK/2`` and channels ``< AC/2`` are 16 x 16
+bits (their int8 products too, on sign-extended operands), the others stay 8 x 8 and give 0 in
+int16 layers; int8-only builds generate the int8 array alone.
+
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
 nv_small, 5 on nv_large); :attr:`Cmac.latency`.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import dat_layout, psum_bits, psum_layout, wt_layout
+from .common import conv_int16, dat_layout, psum_bits, psum_layout, wt_layout
 
 __all__ = ["Cmac"]
 
@@ -55,7 +67,9 @@ class Cmac(wiring.Component):
         self._pb = psum_bits(cfg)
         self._levels = (self._ac - 1).bit_length()
         self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
-        super().__init__({
+        self._i16 = conv_int16(cfg)
+        extra = {"int16": In(1)} if self._i16 else {}
+        super().__init__({**extra,
             "dat": In(stream.Signature(dat_layout(cfg))),
             "wt": In(stream.Signature(wt_layout(cfg))),
             "psum": Out(stream.Signature(psum_layout(cfg))),
@@ -100,6 +114,10 @@ class Cmac(wiring.Component):
         a_valid = Signal()
         a_data = Signal.like(self.dat.payload.data)
         a_tags = {t: Signal.like(self.dat.payload[t], name=f"a_{t}") for t in tags}
+        a_half = Signal()
+        if self._i16:
+            with m.If(adv):
+                m.d.sync += a_half.eq(self.dat.payload.half)
         with m.If(adv):
             m.d.sync += a_valid.eq(take)
             m.d.sync += a_data.eq(self.dat.payload.data)
@@ -110,13 +128,33 @@ class Cmac(wiring.Component):
         valid, tg = a_valid, a_tags
         b_valid = Signal()
         b_tags = {t: Signal.like(a_tags[t], name=f"b_{t}") for t in tags}
-        prods = [[Signal(signed(16), name=f"p_{k}_{c}") for c in range(ac)] for k in range(ak)]
+        def wide(k, c):                 # a 16 x 16 multiplier (int16 builds)
+            return self._i16 and k < ak // 2 and c < ac // 2
+
+        prods = [[Signal(signed(32 if wide(k, c) else 16), name=f"p_{k}_{c}")
+                  for c in range(ac)] for k in range(ak)]
         with m.If(adv):
             m.d.sync += b_valid.eq(a_valid)
             m.d.sync += [b_tags[t].eq(a_tags[t]) for t in tags]
             for k in range(ak):
                 for c in range(ac):
-                    m.d.sync += prods[k][c].eq(a_data[c] * active.data[k][c])
+                    if wide(k, c):
+                        d16 = Cat(a_data[2 * c], a_data[2 * c + 1]).as_signed()
+                        w16 = Mux(a_half,
+                                  Cat(active.data[2 * k + 1][2 * c],
+                                      active.data[2 * k + 1][2 * c + 1]),
+                                  Cat(active.data[2 * k][2 * c],
+                                      active.data[2 * k][2 * c + 1])).as_signed()
+                        x = Signal(signed(16), name=f"x_{k}_{c}")
+                        y = Signal(signed(16), name=f"y_{k}_{c}")
+                        m.d.comb += [x.eq(Mux(self.int16, d16, a_data[c])),
+                                     y.eq(Mux(self.int16, w16, active.data[k][c]))]
+                        m.d.sync += prods[k][c].eq(x * y)
+                    elif self._i16:
+                        m.d.sync += prods[k][c].eq(
+                            Mux(self.int16, 0, a_data[c] * active.data[k][c]))
+                    else:
+                        m.d.sync += prods[k][c].eq(a_data[c] * active.data[k][c])
         valid, tg, vals = b_valid, b_tags, prods
         stage_valids = [a_valid, b_valid]
 
@@ -131,7 +169,8 @@ class Cmac(wiring.Component):
                     row = [row[i] + row[i + 1] for i in range(0, len(row), 2)]
                 regs = []
                 for i, v in enumerate(row):
-                    r = Signal(signed(16 + level + n), name=f"t{stage}_{k}_{i}")
+                    base = 32 if self._i16 and k < ak // 2 else 16
+                    r = Signal(signed(base + level + n), name=f"t{stage}_{k}_{i}")
                     with m.If(adv):
                         m.d.sync += r.eq(v)
                     regs.append(r)

@@ -1,4 +1,5 @@
-"""What the convolution units share: sizes and the payloads between them (int8 datapath).
+"""What the convolution units share: sizes and the payloads between them (int8 datapath;
+int16 layers on builds where :func:`conv_int16` holds, see "int16 layers" below).
 
 The pipeline (spec "Convolution Pipeline"; golden model :mod:`sim.conv`)::
 
@@ -68,6 +69,25 @@ Sequence (Csc; one int8 layer, batch 1)
     those of its final block (CACC completes them), ``pos`` the position in the stripe,
     ``end`` the layer's final atom.
 
+int16 layers (builds with int16 whose CBUF entries are bank rows: :func:`conv_int16`)
+    ``PROC_PRECISION = INT16`` (per layer; the check takes IN_PRECISION = PROC_PRECISION,
+    no convertor). Elements are 2 bytes little endian, so everything in the CBUF is the
+    int8 layout of a cube with ``2 x C`` byte channels: a line takes the memory atoms of ``2 x
+    C`` bytes, an entry holds ``AC / 2`` channels. The weight surface follows the golden
+    model (:func:`sim.formats.weight.dc_weight_offsets` with ``group_k = AK / 2``, ``cube_c
+    = AC``): kernel groups of ``AK / 2`` kernels, channel groups of ``AC`` int16 channels
+    (``2 x AC`` bytes, two entries of a position). The Csc sequence is the int8 one over
+    such groups with one more, innermost loop: each position of a block sends two ``dat``
+    atoms (``half`` 0 and 1: the channel group's first and second ``AC / 2`` channels, one
+    entry each; only half 0 when the group has at most ``AC / 2`` channels). ``swap`` and
+    ``first`` are on half 0, ``last`` and ``end`` on the position's final half. A weight load
+    carries ``AK / 2`` kernels x ``AC`` int16 channels in the same bits: kernel ``kk``'s
+    channels ``h*AC/2 .. h*AC/2 + AC/2 - 1`` are row ``2*kk + h`` of ``data``, channel
+    ``h*AC/2 + c`` at bytes ``2c, 2c + 1``. Cmac's sums ``0 .. AK/2 - 1`` are the kernels'
+    (exact: ``AC / 2`` int16 products, :func:`psum_bits`), Cacc keeps them in
+    :data:`ACC_BITS` (NVDLA's 48-bit int16 accumulators) and delivers ``AK / 2`` channels per
+    position: an int16 kernel group is one int16 SDP surface (``memory_atom / 2`` channels).
+
 CACC -> SDP
     Completed stripes leave in order; each position's AK sums, truncated and saturated to
     int32, go out T lanes at a time (channels ``i*T .. i*T+T-1`` of the group). Kernel group
@@ -81,11 +101,18 @@ from __future__ import annotations
 from amaranth.hdl import signed
 from amaranth.lib import data
 
-__all__ = ["max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
+__all__ = ["conv_int16", "max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
 ACC_BITS = 48
+
+
+def conv_int16(cfg) -> bool:
+    """The convolution RTL computes int16 layers on this build: ``data_types`` has int16 and
+    the CBUF entries are bank rows (NVDLA v1's two-column entries, nv_full, are not this
+    RTL's). Otherwise it is the int8 pipeline, generated exactly as before."""
+    return "int16" in cfg.data_types and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width
 
 
 def max_stripe(cfg) -> int:
@@ -95,8 +122,13 @@ def max_stripe(cfg) -> int:
 
 
 def psum_bits(cfg) -> int:
-    """Width of one CMAC partial sum: Atomic-C int8 x int8 products, exact."""
-    return 16 + (cfg.atomic_c - 1).bit_length() + 1
+    """Width of one CMAC partial sum: Atomic-C int8 x int8 products, exact; with int16
+    (:func:`conv_int16`) at least the exact sum of Atomic-C / 2 int16 x int16 products (each
+    in ``[-2**30 + 2**15, 2**30]``)."""
+    bits = 16 + (cfg.atomic_c - 1).bit_length() + 1
+    if conv_int16(cfg):
+        bits = max(bits, 32 + (max(cfg.atomic_c // 2, 1) - 1).bit_length())
+    return bits
 
 
 def cbuf_write_layout(cfg) -> data.StructLayout:
@@ -116,10 +148,13 @@ def cbuf_read_signature(cfg):
 
 
 def dat_layout(cfg) -> data.StructLayout:
-    """Csc -> Cmac data atom (see the module docstring)."""
-    return data.StructLayout({
-        "data": data.ArrayLayout(signed(8), cfg.atomic_c),
-        "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1})
+    """Csc -> Cmac data atom (see the module docstring); ``half`` (int16 builds only): which
+    half of an int16 channel group the atom's ``AC / 2`` int16 channels are."""
+    fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c),
+              "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
+    if conv_int16(cfg):
+        fields["half"] = 1
+    return data.StructLayout(fields)
 
 
 def wt_layout(cfg) -> data.StructLayout:

@@ -1,5 +1,5 @@
-"""CSC: the convolution sequence controller (int8 direct convolution, batch 1; spec
-"Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
+"""CSC: the convolution sequence controller (int8 direct convolution, int16 on builds with
+it, batch 1; spec "Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
 
 The CSC reads the input slices and the weights that Cdma has put into the CBUF and feeds the
 MAC array, in exactly the sequence of the contract in :mod:`hw.conv.common`::
@@ -63,6 +63,14 @@ is kept, so consecutive atoms usually need one read). With ``D_POST_Y_EXTENSION`
 holds ``p`` kernel lines (the rows of a row group; the last group keeps ``R % p``), one part
 per line, and the weight loads follow the same row groups.
 
+int16 layers (builds where :func:`~hw.conv.common.conv_int16` holds, ``PROC_PRECISION =
+INT16``): the sequence of :mod:`hw.conv.common`'s "int16 layers": the channel loop counts
+bytes (``2 x C``, groups of ``2 x AC`` bytes), kernel groups are ``AK / 2`` kernels, each
+output position of a block is one atom per half of the channel group (``half`` 0 / 1, one
+entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lanes, high byte
+on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``: kernel
+``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 """
@@ -76,7 +84,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, dat_layout, max_stripe, wt_layout
+from .common import cbuf_read_signature, conv_int16, dat_layout, max_stripe, wt_layout
 from .image import times_small
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
@@ -151,6 +159,18 @@ class Csc(wiring.Component):
         pl = R.D_ZERO_PADDING.PAD_LEFT
         pt = R.D_ZERO_PADDING.PAD_TOP
         pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
+        # int16 layers (conv_int16 builds): channels counted in bytes, groups of 2 x AC bytes
+        i16b = conv_int16(self._cfg)
+        i16 = Signal()
+        cl_bits = 14
+        if i16b:
+            m.d.comb += i16.eq(R.D_MISC_CFG.PROC_PRECISION == 1)
+            cl_bits = 15
+            C = Mux(i16, C << 1, C)
+            G = Mux(i16, 2 * AC, AC)                # channel group bytes
+            KG = Mux(i16, max(AK // 2, 1), AK)      # kernels per group
+        else:
+            G, KG = AC, AK
 
         # image input (the CBUF line is the padded pixel line, C bytes per pixel): the channel
         # loop runs over the pre-extended kernel line (WEIGHT_CHANNEL_EXT + 1 = S x C bytes), x
@@ -210,7 +230,8 @@ class Csc(wiring.Component):
         oy, ox = Signal(14), Signal(14)
         iyb, ixb = Signal(signed(cw)), Signal(signed(cw))   # oy*sy - pt, ox*sx - pl
         pos = Signal(range(ms))
-        d_cleft = Signal(14)                # channels from this channel group on
+        d_cleft = Signal(cl_bits)           # channels (int16: bytes) from this group on
+        d_h = Signal()                      # int16: the half of the channel group
         d_goff = Signal(range(NE + 1))      # j x W
         d_r, d_s = Signal(5), Signal(5)
         d_ry, d_sxo = Signal(10), Signal(10)    # r*dy, s*dx
@@ -218,11 +239,15 @@ class Csc(wiring.Component):
         d_len = Signal(range(ms + 1))
         m.d.comb += d_len.eq(stripe_len(d_rem))
         blk_first = (d_goff == 0) & (d_r == 0) & (d_s == 0)
-        last_j = d_cleft <= AC
+        last_j = d_cleft <= G
+        if i16b:
+            h_last = ~(i16 & (d_cleft > AC)) | d_h      # the position's final atom
+        else:
+            h_last = Const(1)
         blk_last = last_j & (d_r == R_m1) & (d_s == S_m1)
         pos_last = pos == d_len - 1
         stripe_last = d_rem == d_len
-        group_last = d_kleft <= AK
+        group_last = d_kleft <= KG
         iy0 = Signal(signed(cw))
         ix0 = Signal(signed(cw))
         m.d.comb += [iy0.eq(iyb + d_ry), ix0.eq(ixb + d_sxo)]
@@ -287,21 +312,34 @@ class Csc(wiring.Component):
         s1_goff = Signal.like(d_goff)
         s1_crip = Signal(2)
         s1_cj = Signal(range(AC + 1))
-        tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1})
+        tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1,
+                                   **({"half": 1} if i16b else {})})
         s1_tag = Signal(tag_l)
         uop_l = data.StructLayout({"rd": 1, "e": 16, "off": range(BW), "pshift": range(AC + 1),
                                    "pad": 1, "pdone": 1, "adone": 1})
         s1_u = Signal(uop_l)
         m.d.sync += s1_v.eq(issue)
 
+        if i16b:
+            # int16: half d_h of the group: its entry, its bytes, the position's tags
+            rem_b = Signal(cl_bits)
+            m.d.comb += rem_b.eq(d_cleft - Mux(d_h, AC, 0))
+            seq = [s1_goff.eq(d_goff + Mux(d_h, W, 0)),
+                   s1_crip.eq(Mux(last_j & h_last & ~img, crip, 0)),
+                   s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
+                   s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
+                   s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h), s1_tag.pos.eq(pos),
+                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last & h_last)]
+        else:
+            seq = [s1_goff.eq(d_goff),
+                   s1_crip.eq(Mux(last_j & ~img, crip, 0)),
+                   s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
+                   s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
+                   s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
+                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last)]
         with m.If(issue):
             m.d.sync += [
-                s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), s1_goff.eq(d_goff),
-                s1_crip.eq(Mux(last_j & ~img, crip, 0)),
-                s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
-                s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
-                s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
-                s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last),
+                s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), *seq,
                 s1_u.rd.eq(~pad_line & ~hit0), s1_u.e.eq(Mux(two, e0, e0 + 1)),
                 s1_u.off.eq(bx[:lbw]), s1_u.pshift.eq(times_small(WC, part)),
                 s1_u.pad.eq(pad_line), s1_u.pdone.eq(~two), s1_u.adone.eq(atom_done),
@@ -310,8 +348,15 @@ class Csc(wiring.Component):
             m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
                          d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0), sh_v.eq(0),
                          part.eq(0), sub.eq(0)]
+            if i16b:
+                m.d.sync += d_h.eq(0)
             restart_group()
+        if i16b:
+            with m.Elif(issue_atom & ~h_last):
+                m.d.sync += d_h.eq(1)               # int16: the group's second half next
         with m.Elif(issue_atom):
+            if i16b:
+                m.d.sync += d_h.eq(0)
             with m.If(~pos_last):
                 m.d.sync += pos.eq(pos + 1)
                 step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
@@ -327,8 +372,10 @@ class Csc(wiring.Component):
                     with m.Else():
                         m.d.sync += [d_r.eq(0), d_ry.eq(0)]
                         with m.If(~last_j):
-                            m.d.sync += [d_cleft.eq(d_cleft - AC),
-                                         d_goff.eq(d_goff + Mux(img, AC, W))]
+                            m.d.sync += [d_cleft.eq(d_cleft - G),
+                                         d_goff.eq(d_goff + Mux(img, AC,
+                                                                Mux(i16, W << 1, W) if i16b
+                                                                else W))]
                         with m.Else():
                             m.d.sync += [d_cleft.eq(C_seq), d_goff.eq(0)]
                 with m.If(~blk_last):
@@ -339,7 +386,7 @@ class Csc(wiring.Component):
                     step(oy, ox, iyb, ixb, so_y, so_x, so_iyb, so_ixb)
                     step(oy, ox, iyb, ixb, oy, ox, iyb, ixb)
                 with m.Elif(~group_last):
-                    m.d.sync += d_kleft.eq(d_kleft - AK)
+                    m.d.sync += d_kleft.eq(d_kleft - KG)
                     restart_group()
                 with m.Else():
                     m.d.sync += d_run.eq(0)
@@ -415,11 +462,16 @@ class Csc(wiring.Component):
         atom = Signal(dat_layout(self._cfg))
         for c in range(AC):
             byte = lanes[c * 8:(c + 1) * 8]
+            pad_c = pad
+            if i16b and c % 2:              # int16: the pad value's high byte on odd lanes
+                pad_c = Mux(i16, R.D_ZERO_PADDING_VALUE.PAD_VALUE[8:16], pad)
             m.d.comb += atom.data[c].eq(Mux(img, img_atom[c * 8:(c + 1) * 8],
-                                            Mux(c < s3_cj, Mux(s3_in, byte, pad), 0)))
+                                            Mux(c < s3_cj, Mux(s3_in, byte, pad_c), 0)))
         m.d.comb += [atom.swap.eq(s3_tag.swap), atom.first.eq(s3_tag.first),
                      atom.last.eq(s3_tag.last), atom.pos.eq(s3_tag.pos),
                      atom.end.eq(s3_tag.end)]
+        if i16b:
+            m.d.comb += atom.half.eq(s3_tag.half)
 
         m.submodules.fifo = fifo = SyncFIFO(width=len(atom.as_value()), depth=FIFO_DEPTH)
         take = self.dat.valid & self.dat.ready
@@ -439,7 +491,7 @@ class Csc(wiring.Component):
         lbw = _log2(BW)
         w_kleft = Signal(14)
         w_rem = Signal(28)
-        w_cleft = Signal(14)
+        w_cleft = Signal(cl_bits)
         w_r, w_s = Signal(5), Signal(5)
         w_b, w_gb = Signal(32), Signal(32)          # byte offsets in the weight surface
         w_p, w_gp = Signal(range(NE)), Signal(range(NE))   # entry ring positions
@@ -452,15 +504,15 @@ class Csc(wiring.Component):
             m.d.sync += w_valid.eq(0)
 
         kg = Signal(range(AK + 1))
-        cj = Signal(range(AC + 1))
+        cj = Signal(range(2 * AC + 1 if i16b else AC + 1))     # the block's bytes per kernel
         w_len = Signal(range(ms + 1))
         w_ry = Signal(10)                           # w_r x lines per row group
         w_rows = Signal(signed(12))
         m.d.comb += w_rows.eq(Rk - w_ry)
         rows_w = Mux(w_rows < (Const(1, 3) << pe), w_rows, Const(1, 3) << pe)[:3]
-        m.d.comb += [kg.eq(Mux(w_kleft < AK, w_kleft, AK)),
+        m.d.comb += [kg.eq(Mux(w_kleft < KG, w_kleft, KG)),
                      cj.eq(Mux(post, times_small(WC, rows_w),
-                               Mux(w_cleft < AC, w_cleft, AC))),
+                               Mux(w_cleft < G, w_cleft, G))),
                      w_len.eq(stripe_len(w_rem))]
         need = Signal(33)
         m.d.comb += need.eq(w_b + kg * cj)
@@ -474,13 +526,20 @@ class Csc(wiring.Component):
         hi = self.wt_rd.data
         win = Cat(w_lo, hi)
         shifted = win.bit_select(Cat(Const(0, 3), o), BW * 8)
-        real = w_kk < kg
+        if i16b:
+            # int16: row w_kk is kernel w_kk // 2's half w_kk % 2 (at most AC bytes of it)
+            real = Mux(i16, (w_kk >> 1) < kg, w_kk < kg)
+            rlen = Signal(range(AC + 1))
+            m.d.comb += rlen.eq(Mux(i16 & w_kk[0], Mux(cj > AC, cj - AC, 0),
+                                    Mux(cj > AC, AC, cj)))
+        else:
+            real, rlen = w_kk < kg, cj
         row = Signal(BW * 8)
         for c in range(AC):
             m.d.comb += row[c * 8:(c + 1) * 8].eq(
-                Mux(real & (c < cj), shifted[c * 8:(c + 1) * 8], 0))
+                Mux(real & (c < rlen), shifted[c * 8:(c + 1) * 8], 0))
         b_next = Signal(32)
-        m.d.comb += b_next.eq(w_b + Mux(real, cj, 0))
+        m.d.comb += b_next.eq(w_b + Mux(real, rlen, 0))
         adv = (b_next >> lbw) != (w_b >> lbw)
         p_next = Signal.like(w_p)
         m.d.comb += p_next.eq(Mux(adv, wrap1(w_p), w_p))
@@ -509,7 +568,7 @@ class Csc(wiring.Component):
                 with m.If(w_kk == AK - 1):
                     m.d.sync += w_valid.eq(1)
                     m.next = "WAIT"
-                    w_blk_last = (w_cleft <= AC) & (w_r == R_m1) & (w_s == S_m1)
+                    w_blk_last = (w_cleft <= G) & (w_r == R_m1) & (w_s == S_m1)
                     with m.If(w_s != S_m1):
                         m.d.sync += w_s.eq(w_s + 1)
                     with m.Else():
@@ -518,7 +577,7 @@ class Csc(wiring.Component):
                             m.d.sync += [w_r.eq(w_r + 1), w_ry.eq(w_ry + dy)]
                         with m.Else():
                             m.d.sync += [w_r.eq(0), w_ry.eq(0)]
-                            m.d.sync += w_cleft.eq(Mux(w_cleft <= AC, C_seq, w_cleft - AC))
+                            m.d.sync += w_cleft.eq(Mux(w_cleft <= G, C_seq, w_cleft - G))
                     with m.If(w_blk_last):
                         with m.If(w_rem != w_len):
                             # next stripe of this group: its weights again from the start
@@ -527,7 +586,7 @@ class Csc(wiring.Component):
                         with m.Else():
                             m.d.sync += [self.wt_released.eq(b_next), w_gb.eq(b_next),
                                          w_gp.eq(p_next), w_rem.eq(n_out),
-                                         w_kleft.eq(w_kleft - AK)]
-                            with m.If(w_kleft <= AK):
+                                         w_kleft.eq(w_kleft - KG)]
+                            with m.If(w_kleft <= KG):
                                 m.next = "IDLE"
         return m
