@@ -120,12 +120,22 @@ class ConvCheck(wiring.Component):
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
 
+        # weight format: compressed only on builds with weight compression (hw.conv.wdecomp);
+        # builds without it generate none of the compressed rules
+        comp = cfg.weight_compression
+        if comp:
+            compressed = Signal()
+            m.d.comb += compressed.eq(D.D_WEIGHT_FORMAT.WEIGHT_FORMAT)
+            fmt_errs = [C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != D.D_WEIGHT_FORMAT.WEIGHT_FORMAT]
+        else:
+            fmt_errs = [D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0]
+
         # -- modes and precision ---------------------------------------------------------
         for v in (D, C, A, B, K):
             errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
         errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
                  ~img & (C.D_MISC_CFG.IN_PRECISION != 0),
-                 D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0,
+                 *fmt_errs,
                  D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
                  K.D_BATCH_NUMBER.BATCHES != 0]
 
@@ -232,10 +242,16 @@ class ConvCheck(wiring.Component):
         w_any = Signal()                                     # a layer ended (reuse record)
         key_fmt = Signal()
         key_img = Signal()                                   # kept slices are an image's
-        # bytes, kernels, kw, kh, channels; image: weight channels, post-extension
-        cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
-                       cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
-                       C.D_POST_Y_EXTENSION.Y_EXTENSION)
+        # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
+        # the format and the mask bytes
+        wkey = [wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
+                cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
+                C.D_POST_Y_EXTENSION.Y_EXTENSION]
+        if comp:
+            wmb_bytes = Signal(33)
+            m.d.comb += wmb_bytes.eq(byte_value(D, "CDMA", "D_WMB_BYTES", "WMB_BYTES"))
+            wkey += [compressed, Mux(compressed, wmb_bytes, 0)]
+        cur_wkey = Cat(*wkey)
         w_key = Signal(len(cur_wkey))
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == D.D_BANK.DATA_BANK)
@@ -325,7 +341,7 @@ class ConvCheck(wiring.Component):
                  ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
                  p_data > (dbanks * DEPTH),
                  p_bpk != bpk,
-                 wbytes < p_wt,
+                 (~compressed & (wbytes < p_wt)) if comp else (wbytes < p_wt),
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
                  ~img & (surfs > 1) & (ss < p_lines),
@@ -337,6 +353,29 @@ class ConvCheck(wiring.Component):
                                     base + p_lines - ls + p_surfs + (width << ash)))
         late += [~img & ~full_reuse & (feat_end > (1 << aw)),
                  ~w_reuse & (wbase + wbytes > (1 << aw))]
+
+        # -- compressed weights (golden: sim.conv.program._compression) ---------------------
+        if comp:
+            bank = DEPTH * BW
+            wgs_base = address(D, "CDMA", "D_WGS_ADDR_LOW", "WGS_ADDR_LOW", "D_WGS_ADDR_HIGH",
+                               "WGS_ADDR_HIGH")
+            wmb_base = address(D, "CDMA", "D_WMB_ADDR_LOW", "WMB_ADDR_LOW", "D_WMB_ADDR_HIGH",
+                               "WMB_ADDR_HIGH")
+            gk = cfg.atomic_k
+            assert gk & (gk - 1) == 0
+            groups = Signal(14)                              # kernel groups (int8)
+            m.d.comb += groups.eq((kernels + gk - 1) >> (gk - 1).bit_length())
+            need_wmb = Signal(33)                            # a bit per element, 128-byte units
+            m.d.comb += need_wmb.eq(((p_wt + 1023) >> 10) << 7)
+            errs += [compressed & (wbytes == 0),
+                     compressed & (byte_value(C, "CSC", "D_WMB_BYTES", "WMB_BYTES") != wmb_bytes),
+                     compressed & misaligned(wgs_base), compressed & misaligned(wmb_base),
+                     compressed & (dbanks + wbanks > cfg.cbuf_banks - 1),
+                     compressed & D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wmb_bytes > bank)]
+            late += [compressed & (wmb_bytes != need_wmb),
+                     compressed & D.D_MISC_CFG.SKIP_WEIGHT_RLS & (p_wt > wbanks * bank),
+                     compressed & ~w_reuse & (wgs_base + (groups << 2) > (1 << aw)),
+                     compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw))]
 
         # -- image input ------------------------------------------------------------------
         _, img_errs, img_late = image_rules(
