@@ -79,6 +79,19 @@ def _big(cfg):
     return rp.conv_layer(cfg, data=data, weights=w, clip=6, compress=True, banks=(1, 3), **spec)
 
 
+def _wide(C):
+    """16 kernels of 8 x 8 x C on an 8 x 8 input: a mask larger than one bank (4 KiB)."""
+    def make(cfg):
+        rng = np.random.default_rng(8)
+        spec = dict(W=8, H=8, C=C, K=16, kh=8, kw=8, prec=0)
+        data = rng.integers(-128, 128, (C, 8, 8))
+        w = rng.integers(-128, 128, (16, C, 8, 8))
+        w[rng.random(w.shape) < 0.97] = 0
+        return [rp.conv_layer(cfg, data=data, weights=w, clip=6, compress=True,
+                              banks=(1, 9), **spec)]
+    return make
+
+
 def _group_too_large(cfg, layers):
     """One uncompressed kernel group (4608 bytes) over one weight bank (4096)."""
     layers[:] = [_big(cfg)]
@@ -112,6 +125,8 @@ MUTATIONS = {
     "wmb_past_space": (_word("CDMA", "D_WMB_ADDR_LOW", (1 << 32) - 0x8400_0000 - 64), None),
     "kept_too_large": (_kept_too_large, None),
     "group_too_large": (_group_too_large, None),
+    # NVDLA: a mask over its bank streams a group at a time: 32768 bits > 8 x (4096 - 128)
+    "wmb_group_too_large": (None, _wide(64)),
     "reuse_c_then_u": (None, _reuse_pair(True, False)),
     "reuse_u_then_c": (None, _reuse_pair(False, True)),
 }
@@ -121,6 +136,7 @@ CONTROLS = {
     "kept": (_skip_weight_rls, None),
     "reuse_c_then_c": (None, _reuse_pair(True, True)),
     "big_fits": (lambda cfg, layers: layers.__setitem__(0, _big(cfg)), None),
+    "wmb_group_fits": (None, _wide(62)),                         # 31744 bits: just fits
 }
 
 
@@ -256,6 +272,18 @@ def test_invalid_compressed_programs_playback(tmp_path):
         res = rp.run_trace_golden(path, CFG)
         assert not res.passed and "CDMA.D_W" in res.message, (name, res.message)
         paths.append(path)
-    results = playback(paths, CFG, max_cycles=200_000, busy=0.3, latency=(1, 24), seed=3)
+    # controls: the valid programs beside the rules (golden CRCs), and a run-time trace whose
+    # upper band starts at the output window (the layer's own writes must show there)
+    for name, layers in _programs(CONTROLS).items():
+        crcs, err = rp._golden_crcs(CFG, rp.write_trace(d, f"wc_ok_{name}", layers),
+                                    len(layers))
+        assert err is None, (name, err)
+        paths.append(rp.write_trace(d, f"wc_ok_{name}", layers, crcs))
+    layers = [_base()]
+    layers[0]["window"] = (layers[0]["window"][0], 0, layers[0]["window"][2])
+    paths.append(_runtime_trace(d, "wc_runtime_control", layers))
+    results = playback(paths, CFG, max_cycles=400_000, busy=0.3, latency=(1, 24), seed=3)
     assert len(results) == len(paths) and n_rules >= 10
-    assert_all_pass(results, len(paths))
+    ctl = results.pop()
+    assert not ctl.passed and "check_crc" in ctl.message, ctl.message
+    assert_all_pass(results, len(paths) - 1)

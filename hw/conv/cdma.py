@@ -32,6 +32,17 @@ Weights (:func:`sim.conv.cdma.fetch_weights`)
     room for them: a byte ``i`` is requested only when ``i < wt_released + weight ring bytes``,
     so weights larger than the weight banks stream through the ring as the CSC releases them.
 
+Compressed weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``; builds with
+``weight_compression`` only, :mod:`hw.conv.wdecomp`)
+    The weight client reads the WMB and the ``WEIGHT_BYTES`` packed non-zero bytes instead, and
+    the decompressor expands them into the uncompressed byte stream (``BYTE_PER_KERNEL`` x
+    kernels bytes, rounded up to whole atoms), placed exactly as an uncompressed surface: the
+    CSC and CMAC see the same CBUF. The ring limit applies to the expanded bytes (an atom is
+    written only when ``written + atom <= wt_released + ring bytes``). Kept compressed
+    weights are reused by their expanded byte count. WGS is not read (the mask places every
+    byte); surfaces that disagree with each other finish with the weights the mask and the
+    compressed bytes give (missing bytes 0).
+
 Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
     At ``end`` the CDMA keeps, for the next layer, the slices not released
     (``SKIP_DATA_RLS``: all ``DATAIN_HEIGHT_EXT + 1`` the CSC used; otherwise those after the

@@ -13,7 +13,8 @@ Rules (any one fails the program)
       2 x ``cbuf_bank_width``: NVDLA v1's nv_full) rejects every program: this RTL's CBUF
       entries are bank rows;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
-      ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
+      ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
+      CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC);
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
       (the golden decode's image rules); the feature-only rules below (surface stride,
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
@@ -41,10 +42,19 @@ Rules (any one fails the program)
     * CBUF: ``ENTRY_PER_SLICE`` (CDMA and CSC) = the entries a line takes; data + weight banks
       <= the build's; the slices held at once (kept + fetched, at least ``in_h``) x entries <=
       data banks x depth; one kernel group's bytes <= the weight banks;
-    * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``;
-      ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights past the address
-      space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more ``WEIGHT_BYTES`` than the
-      weight banks hold;
+    * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``
+      (uncompressed); ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights
+      past the address space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more
+      ``WEIGHT_BYTES`` than the weight banks hold;
+    * compressed weights (builds with ``weight_compression``; golden
+      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; ``WMB_BYTES`` (CDMA) !=
+      one bit per weight element rounded up to 128 bytes, CSC's != CDMA's; WGS / WMB base not
+      atom aligned; WGS (4 bytes per kernel group) or WMB past the address space (not on weight
+      reuse); data + weight banks > banks - 1 (the last bank is the mask's); with
+      ``SKIP_WEIGHT_RLS``: ``WMB_BYTES`` > one bank, or ``BYTE_PER_KERNEL x K`` > the weight
+      banks (this core keeps them expanded); a mask over one bank whose kernel group has more
+      bits than the bank less 128 bytes (NVDLA's CDMA); the uncompressed group rule above
+      holds for compressed weights too (they are expanded into the CBUF);
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;
@@ -54,7 +64,7 @@ Rules (any one fails the program)
       bank split but another width or entries per slice; partial reuse with another number of
       atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
       reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
-      other weight geometry or bank split; ``WEIGHT_REUSE`` after a layer with the same bank
+      other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a layer with the same bank
       split and input format that released its weights (an invalid configuration for NVDLA's
       CDMA).
 """
@@ -375,7 +385,9 @@ class ConvCheck(wiring.Component):
             late += [compressed & (wmb_bytes != need_wmb),
                      compressed & D.D_MISC_CFG.SKIP_WEIGHT_RLS & (p_wt > wbanks * bank),
                      compressed & ~w_reuse & (wgs_base + (groups << 2) > (1 << aw)),
-                     compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw))]
+                     compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw)),
+                     # NVDLA: a mask larger than its bank streams a kernel group at a time
+                     compressed & (wmb_bytes > bank) & (p_group > 8 * (bank - 128))]
 
         # -- image input ------------------------------------------------------------------
         _, img_errs, img_late = image_rules(

@@ -211,6 +211,13 @@ def _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank, weigh
     if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wmb_bytes > bank:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"a kept weight mask must fit its CBUF bank: WMB_BYTES {wmb_bytes} > {bank}")
+    # NVDLA's CDMA ("Run out of weight buffer: WMB"): a mask larger than its bank streams
+    # through it a kernel group at a time, 128 bytes of the bank kept free
+    if wmb_bytes > bank and max(groups) > 8 * (bank - WEIGHT_BYTES_ALIGN):
+        _err(f"CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL={bpk - 1}",
+             f"the mask of one kernel group ({max(groups)} bits) must fit the mask bank less "
+             f"{WEIGHT_BYTES_ALIGN} bytes ({8 * (bank - WEIGHT_BYTES_ALIGN)} bits) when the "
+             f"whole mask (WMB_BYTES {wmb_bytes}) does not fit it")
     return Compression(bases[0], bases[1], wmb_bytes, groups)
 
 
