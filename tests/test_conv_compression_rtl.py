@@ -10,7 +10,8 @@ WMB and the packed non-zero weights through its weight client and expands them i
   pairs), bit for bit against the golden model under random AXI back-pressure and latency
   (default shard of 50, slow shard of 150); invalid compressed programs finish without any
   write; WGS / WMB surfaces that disagree with the weights (the golden model's run-time
-  errors) finish and write nothing outside the output window.
+  errors) finish and write nothing outside the output window; image layers (pre-extended
+  weights) with compressed weights match the golden model.
 """
 
 from __future__ import annotations
@@ -287,3 +288,60 @@ def test_invalid_compressed_programs_playback(tmp_path):
     ctl = results.pop()
     assert not ctl.passed and "check_crc" in ctl.message, ctl.message
     assert_all_pass(results, len(paths) - 1)
+
+
+# -- image input with compressed weights ----------------------------------------------------------
+def _compress_image_layer(cfg, layer, rng):
+    """Sparsify and compress the (pre-extended) weight surface of an image layer in place."""
+    from arch.registers import register_map
+    from sim.formats.common import ceil_div
+    from sim.formats.sparse import compress_weights
+    from sim.sdp.random_programs import Regs
+    info = layer["info"]
+    i = next(k for k, (a, _, _) in enumerate(layer["images"]) if a == info["weight_base"])
+    wbase, wdata, wram = layer["images"][i]
+    cdma = Regs(register_map(cfg)["CDMA"])
+    cdma.words = layer["regs"]["CDMA"]
+    bpk = (layer["regs"]["CDMA"]["D_WEIGHT_SIZE_0"] & 0x3FFFF) + 1
+    K = info["K"]
+    wdata = wdata.copy()
+    wdata[rng.random(wdata.size) < float(rng.choice([0.3, 0.7, 0.95]))] = 0
+    wdata[:bpk * K][0] |= 1
+    groups = [min(cfg.atomic_k, K - g) * bpk for g in range(0, K, cfg.atomic_k)]
+    cw = compress_weights(wdata[:bpk * K], groups, "int8")
+    slot_off = wbase - rp._BASES["weight"]
+    wmb_base, wgs_base = rp._BASES["wmb"] + slot_off, rp._BASES["wgs"] + slot_off
+    layer["images"][i:i + 1] = [(wbase, cw.weights, wram), (wmb_base, cw.wmb, wram),
+                                (wgs_base, cw.wgs, wram)]
+    d, w = info["banks"]
+    for b in ("CDMA", "CSC"):
+        set_fields(cfg, layer, b, "D_WEIGHT_FORMAT", WEIGHT_FORMAT=1)
+        set_fields(cfg, layer, b, "D_BANK", DATA_BANK=d - 1, WEIGHT_BANK=min(w, cfg.cbuf_banks - 1 - d) - 1)
+        r = Regs(register_map(cfg)[b])
+        r.words = layer["regs"][b]
+        r.addr("D_WEIGHT_BYTES", cw.weights.size)
+        r.addr("D_WMB_BYTES", ceil_div(bpk * K, 1024) * 128)
+    cdma.addr("D_WMB_ADDR_LOW", wmb_base)
+    cdma.addr("D_WGS_ADDR_LOW", wgs_base)
+
+
+@pytest.mark.rtl
+def test_image_layers_with_compressed_weights(tmp_path):
+    """Image input (pre-extended weights, every format of the build) with the weights made
+    sparse and compressed: bit for bit with the golden model."""
+    from sim.conv.image_programs import image_formats_of, random_image_layer
+    rng = np.random.default_rng(12)
+    d = str(tmp_path)
+    paths = []
+    fmts = image_formats_of(CFG)
+    while len(paths) < 8:
+        layer = random_image_layer(CFG, rng, 60_000, fmt=fmts[len(paths) % len(fmts)])
+        if layer["info"]["banks"][0] > 28:
+            continue
+        _compress_image_layer(CFG, layer, rng)
+        name = f"wc_img_{len(paths)}"
+        crcs, err = rp._golden_crcs(CFG, rp.write_trace(d, name, [layer]), 1)
+        if crcs is None:
+            continue
+        paths.append(rp.write_trace(d, name, [layer], crcs))
+    _check(paths, len(paths), 12)
