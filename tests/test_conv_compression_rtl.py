@@ -8,7 +8,8 @@ WMB and the packed non-zero weights through its weight client and expands them i
   ``tests/test_conv_compression.py`` INVALID and further ones).
 * The playback engine: random programs, half of them compressed (single layers and reuse
   pairs), bit for bit against the golden model under random AXI back-pressure and latency
-  (default shard of 50, slow shard of 150); invalid compressed programs finish without any
+  (default shard of 50; slow: 150 more, and 60 on nv_small_256 + compression, four atoms per
+  CBUF entry); invalid compressed programs finish without any
   write; WGS / WMB surfaces that disagree with the weights (the golden model's run-time
   errors) finish and write nothing outside the output window; image layers (pre-extended
   weights) with compressed weights match the golden model.
@@ -195,9 +196,23 @@ def test_random_compressed_programs_rtl_matches_golden(tmp_path, seed, count):
     _check(paths, count, seed)
 
 
-def _check(paths, count, seed):
-    assert_all_pass(playback(paths, CFG, max_cycles=1_000_000, seed=seed, busy=0.3,
+def _check(paths, count, seed, cfg=CFG):
+    assert_all_pass(playback(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3,
                              latency=(1, 24)), count)
+
+
+NV_SMALL_256_WC = NvdlaConfig.preset("nv_small_256").replace(name="nv_small_256_wc",
+                                                             weight_compression=True)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_random_compressed_programs_rtl_nv_small_256(tmp_path):
+    """Four memory atoms per CBUF entry (Atomic-C 32): the expanded atoms fill an entry's lanes
+    in turn."""
+    paths = rp.write_random_traces(NV_SMALL_256_WC, str(tmp_path), 60, seed=400,
+                                   max_macs=200_000, compress_share=0.5)
+    _check(paths, 60, 4, NV_SMALL_256_WC)
 
 
 _BAND = 0x1000
