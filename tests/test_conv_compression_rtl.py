@@ -331,7 +331,8 @@ def _compress_image_layer(cfg, layer, rng):
     d, w = info["banks"]
     for b in ("CDMA", "CSC"):
         set_fields(cfg, layer, b, "D_WEIGHT_FORMAT", WEIGHT_FORMAT=1)
-        set_fields(cfg, layer, b, "D_BANK", DATA_BANK=d - 1, WEIGHT_BANK=min(w, cfg.cbuf_banks - 1 - d) - 1)
+        set_fields(cfg, layer, b, "D_BANK", DATA_BANK=d - 1,
+                   WEIGHT_BANK=min(w, cfg.cbuf_banks - 1 - d) - 1)
         r = Regs(register_map(cfg)[b])
         r.words = layer["regs"][b]
         r.addr("D_WEIGHT_BYTES", cw.weights.size)

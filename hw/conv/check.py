@@ -47,7 +47,8 @@ Rules (any one fails the program)
       past the address space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more
       ``WEIGHT_BYTES`` than the weight banks hold;
     * compressed weights (builds with ``weight_compression``; golden
-      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; ``WMB_BYTES`` (CDMA) !=
+      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; a precision other than
+      INT8 (an RTL restriction: the expansion is per byte); ``WMB_BYTES`` (CDMA) !=
       one bit per weight element rounded up to 128 bytes, CSC's != CDMA's; WGS / WMB base not
       atom aligned; WGS (4 bytes per kernel group) or WMB past the address space (not on weight
       reuse); data + weight banks > banks - 1 (the last bank is the mask's); with
@@ -64,9 +65,9 @@ Rules (any one fails the program)
       bank split but another width or entries per slice; partial reuse with another number of
       atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
       reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
-      other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a layer with the same bank
-      split and input format that released its weights (an invalid configuration for NVDLA's
-      CDMA).
+      other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a
+      layer with the same bank split and input format that released its weights (an invalid
+      configuration for NVDLA's CDMA).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -378,6 +379,10 @@ class ConvCheck(wiring.Component):
             need_wmb = Signal(33)                            # a bit per element, 128-byte units
             m.d.comb += need_wmb.eq(((p_wt + 1023) >> 10) << 7)
             errs += [compressed & (wbytes == 0),
+                     # the expansion is per byte (int8 elements): compressed int16 would need
+                     # a mask bit per two bytes; rejected here whatever int16 the build has
+                     compressed & ((D.D_MISC_CFG.PROC_PRECISION != 0)
+                                   | (C.D_MISC_CFG.PROC_PRECISION != 0)),
                      compressed & (byte_value(C, "CSC", "D_WMB_BYTES", "WMB_BYTES") != wmb_bytes),
                      compressed & misaligned(wgs_base), compressed & misaligned(wmb_base),
                      compressed & (dbanks + wbanks > cfg.cbuf_banks - 1),

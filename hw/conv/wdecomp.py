@@ -32,7 +32,7 @@ commands), ``atoms`` (in, the serialized response atoms), ``o`` (out, uncompress
 ``last`` on the final one), ``busy`` (out: commands, responses or output still pending).
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out

@@ -580,10 +580,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     # keeps compressed groups in the CBUF: there only their WGS size must fit, checked at the
     # fetch below)
     if group_bytes > wcap:
+        how = " uncompressed (compressed weights are expanded into the CBUF)" if compressed else ""
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
-             f"one kernel group needs {group_bytes} bytes"
-             f"{' uncompressed (compressed weights are expanded into the CBUF)' if compressed else ''}"
-             f"; {weight_bank} weight bank(s) hold {wcap}")
+             f"one kernel group needs {group_bytes} bytes{how}; {weight_bank} weight bank(s) "
+             f"hold {wcap}")
     if compressed and cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and bpk * kernels > wcap:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
