@@ -34,6 +34,17 @@ Weights (:func:`sim.conv.cdma.fetch_weights`)
     room for them: a byte ``i`` is requested only when ``i < wt_released + weight ring bytes``,
     so weights larger than the weight banks stream through the ring as the CSC releases them.
 
+Compressed weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``; builds with
+``weight_compression`` only, :mod:`hw.conv.wdecomp`)
+    The weight client reads the WMB and the ``WEIGHT_BYTES`` packed non-zero bytes instead, and
+    the decompressor expands them into the uncompressed byte stream (``BYTE_PER_KERNEL`` x
+    kernels bytes, rounded up to whole atoms), placed exactly as an uncompressed surface: the
+    CSC and CMAC see the same CBUF. The ring limit applies to the expanded bytes (an atom is
+    written only when ``written + atom <= wt_released + ring bytes``). Kept compressed
+    weights are reused by their expanded byte count. WGS is not read (the mask places every
+    byte); surfaces that disagree with each other finish with the weights the mask and the
+    compressed bytes give (missing bytes 0).
+
 Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
     At ``end`` the CDMA keeps, for the next layer, the slices not released
     (``SKIP_DATA_RLS``: all ``DATAIN_HEIGHT_EXT + 1`` the CSC used; otherwise those after the
@@ -101,6 +112,7 @@ from ..regfile import fields_layout
 from .cdma_img import ImageFetch
 from .common import cbuf_write_layout, conv_int16
 from .convertor import AtomConvertor
+from .wdecomp import WeightDecompressor
 
 __all__ = ["Cdma", "csc_fields_layout"]
 
@@ -228,6 +240,20 @@ class Cdma(wiring.Component):
         wiring.connect(m, flipped(self.rd_wt), wt_reader.dma)
         wiring.connect(m, dat_reader.data, dat_ser.i)
         wiring.connect(m, wt_reader.data, wt_ser.i)
+        comp = cfg.weight_compression                    # compressed weights (hw.conv.wdecomp)
+        if comp:
+            compressed = Signal()
+            m.submodules.wdec = wdec = WeightDecompressor(g)
+            m.d.comb += [
+                compressed.eq(R.D_WEIGHT_FORMAT.WEIGHT_FORMAT),
+                wdec.wmb_base.eq(address("D_WMB_ADDR_LOW", "WMB_ADDR_LOW", "D_WMB_ADDR_HIGH",
+                                         "WMB_ADDR_HIGH")),
+                wdec.wt_base.eq(wbase), wdec.wt_bytes.eq(wbytes),
+                wdec.bpk.eq(R.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1),
+                wdec.kernels.eq(R.D_WEIGHT_SIZE_1.WEIGHT_KERNEL + 1),
+                wdec.ram_type.eq(R.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE),
+                wdec.atoms.payload.eq(wt_ser.o.payload),
+            ]
         # image input (hw.conv.cdma_img): the data reader and the data writes are its
         m.submodules.img = imgf = ImageFetch(cfg)
         is_img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
@@ -251,6 +277,9 @@ class Cdma(wiring.Component):
         key_img = Signal()                               # the kept slices are an image's
         w_kept = Signal()
         w_kept_bytes = Signal(33)
+        if comp:
+            w_wr = Signal(34)                            # weight bytes written (compressed)
+            w_kept_total = Signal(34)                    # ... by the layer that kept them
 
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == R.D_BANK.DATA_BANK)
@@ -327,6 +356,8 @@ class Cdma(wiring.Component):
                          key_width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH),
                          key_eps.eq(eps), key_img.eq(is_img), kept_end.eq(acc_need),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
+            if comp:
+                m.d.sync += w_kept_total.eq(w_wr)
             with m.If(misc.SKIP_DATA_RLS):
                 m.d.sync += [kept_base.eq(self.dat_base), kept_count.eq(need), kept_all.eq(1)]
             with m.Else():
@@ -380,15 +411,22 @@ class Cdma(wiring.Component):
         m.d.comb += n_req.eq(Mux(space >= chunk, chunk, space))
         wcmd = wt_reader.cmd
         wc = wcmd.payload
+        u_valid = Signal() if comp else wcmd.valid       # the uncompressed surface's commands
+        u_cond = (w_fetch & (running | ending) & (w_iss < n_atoms) & ~space[-1]
+                  & (space != 0))
         m.d.comb += [
-            wcmd.valid.eq(w_fetch & (running | ending) & (w_iss < n_atoms) & ~space[-1]
-                          & (space != 0)),
+            u_valid.eq((u_cond & ~compressed) if comp else u_cond),
             wc.base.eq(w_addr), wc.ram_type.eq(R.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE),
             wc.line_atoms.eq(n_req - 1), wc.lines.eq(0), wc.surfaces.eq(0),
             wc.batches.eq(0), wc.line_stride.eq(0), wc.surface_stride.eq(0),
             wc.batch_stride.eq(0),
         ]
-        with m.If(wcmd.valid & wcmd.ready):
+        if comp:
+            m.d.comb += wcmd.valid.eq(u_valid)
+            with m.If(compressed):
+                m.d.comb += [wcmd.valid.eq(wdec.cmd.valid), wcmd.payload.eq(wdec.cmd.payload)]
+            m.d.comb += wdec.cmd.ready.eq(wcmd.ready & compressed)
+        with m.If(u_valid & wcmd.ready):
             m.d.sync += [w_iss.eq(w_iss + n_req), w_addr.eq(w_addr + (n_req << ash))]
 
         # -- feature data: atom placement ---------------------------------------------------
@@ -424,12 +462,27 @@ class Cdma(wiring.Component):
         wlane = Signal(max(pb, 1))
         wrem = Signal(34)                                # bytes not yet written
         wlast = Signal()
-        m.d.comb += wlast.eq(wrem <= ATOM)
         wmask_atom = Signal(ATOM)
+        m.d.comb += wlast.eq(wrem <= ATOM)
         m.d.comb += wmask_atom.eq(Cat(*[wrem > i for i in range(ATOM)]))
+        # the weight atom stream placed in the ring: the fetched surface, or (compressed) the
+        # decompressor's output, taken while the ring has room for it
+        if not comp:
+            ws_valid, ws_ready, ws_data = wt_ser.o.valid, wt_ser.o.ready, wt_ser.o.payload.data
+        else:
+            ws_valid, ws_ready, ws_data = Signal(), Signal(), Signal(ATOM * 8)
+            m.d.comb += [ws_valid.eq(wt_ser.o.valid), ws_data.eq(wt_ser.o.payload.data),
+                         wt_ser.o.ready.eq(ws_ready)]
+            with m.If(compressed):
+                m.d.comb += [
+                    ws_valid.eq(wdec.o.valid & (ending | (w_wr + ATOM <= room))),
+                    ws_data.eq(wdec.o.payload.data), wdec.o.ready.eq(ws_ready),
+                    wt_ser.o.ready.eq(wdec.atoms.ready), wdec.atoms.valid.eq(wt_ser.o.valid),
+                    wlast.eq(wdec.o.payload.last), wmask_atom.eq((1 << ATOM) - 1),
+                ]
 
         # -- the CBUF write port: data and weights alternate --------------------------------
-        ds, ws = dcv.o, wt_ser.o
+        ds = dcv.o
         prio = Signal()                                  # 1: weights first
         take_d = Signal()
         take_w = Signal()
@@ -437,9 +490,9 @@ class Cdma(wiring.Component):
         d_valid = Signal()
         m.d.comb += [
             d_valid.eq(Mux(is_img, iw.valid, ds.valid & d_active)),
-            take_d.eq(d_valid & ~(ws.valid & w_active & prio)),
-            take_w.eq(ws.valid & w_active & ~take_d),
-            ds.ready.eq(take_d & ~is_img), ws.ready.eq(take_w),
+            take_d.eq(d_valid & ~(ws_valid & w_active & prio)),
+            take_w.eq(ws_valid & w_active & ~take_d),
+            ds.ready.eq(take_d & ~is_img), ws_ready.eq(take_w),
             dat_ser.o.ready.eq(Mux(is_img, imgf.atoms.ready, dcv.i.ready)),
             dcv.i.valid.eq(dat_ser.o.valid & ~is_img), dcv.i.payload.eq(dat_ser.o.payload),
             imgf.atoms.valid.eq(dat_ser.o.valid & is_img),
@@ -489,11 +542,15 @@ class Cdma(wiring.Component):
                 with m.Else():
                     m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
         with m.If(take_w):
-            m.d.sync += [wr.addr.eq(n_dat + wpos), wr.data.eq(Cat(*[ws.payload.data] * P)),
+            m.d.sync += [wr.addr.eq(n_dat + wpos), wr.data.eq(Cat(*[ws_data] * P)),
                          wr.mask.eq((wmask_atom << (wlane << ash)) if P > 1 else wmask_atom),
                          wr_wt.eq(1), wr_wlast.eq(wlast),
                          wr_wbytes.eq(wbytes - Mux(wlast, 0, wrem - ATOM)),
                          wrem.eq(Mux(wlast, 0, wrem - ATOM))]
+            if comp:
+                m.d.sync += w_wr.eq(w_wr + ATOM)
+                with m.If(compressed):
+                    m.d.sync += wr_wbytes.eq(w_wr + ATOM)
             if P > 1:
                 m.d.sync += wlane.eq(wlane + 1)
                 with m.If(wlane == P - 1):
@@ -511,8 +568,8 @@ class Cdma(wiring.Component):
             m.d.sync += self.wt_bytes.eq(wr_wbytes)
         with m.If(self.end):             # nothing is announced to the next layer before DECIDE
             m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
-        m.d.comb += fetching.eq((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy
-                                | dcv.busy)
+        busy_any = ((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy | dcv.busy)
+        m.d.comb += fetching.eq((busy_any | wdec.busy) if comp else busy_any)
 
         # -- layer end: the fetch is complete, nothing more to request ---------------------
         with m.If(finish):
@@ -535,6 +592,13 @@ class Cdma(wiring.Component):
                 wrem.eq(wbytes), self.wt_bytes.eq(Mux(w_reuse, wbytes, 0)),
                 self.dat_done.eq(full_reuse), self.wt_done.eq(w_reuse | (wbytes == 0)),
             ]
+            if comp:
+                # reused compressed weights: the uncompressed bytes their layer wrote
+                m.d.sync += w_wr.eq(Mux(w_reuse, w_kept_total, 0))
+                with m.If(compressed & w_reuse):
+                    m.d.sync += self.wt_bytes.eq(w_kept_total)
+        if comp:
+            m.d.comb += wdec.start.eq(decide & compressed & ~w_reuse)
 
         # -- counters --------------------------------------------------------------------------
         st = self.status

@@ -13,7 +13,8 @@ Rules (any one fails the program)
       2 x ``cbuf_bank_width``: NVDLA v1's nv_full) rejects every program: this RTL's CBUF
       entries are bank rows;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
-      ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC); ``BATCHES != 0`` (CDMA, CSC, CACC);
+      ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
+      CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC);
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
       (the golden decode's image rules); the feature-only rules below (surface stride,
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
@@ -47,10 +48,20 @@ Rules (any one fails the program)
     * CBUF: ``ENTRY_PER_SLICE`` (CDMA and CSC) = the entries a line takes; data + weight banks
       <= the build's; the slices held at once (kept + fetched, at least ``in_h``) x entries <=
       data banks x depth; one kernel group's bytes <= the weight banks;
-    * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``;
-      ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights past the address
-      space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more ``WEIGHT_BYTES`` than the
-      weight banks hold;
+    * weights: ``BYTE_PER_KERNEL + 1 = kw x kh x C``; ``WEIGHT_BYTES >= BYTE_PER_KERNEL x K``
+      (uncompressed); ``WEIGHT_BYTES`` a multiple of 128; atom-aligned weight base; weights
+      past the address space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more
+      ``WEIGHT_BYTES`` than the weight banks hold;
+    * compressed weights (builds with ``weight_compression``; golden
+      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; a precision other than
+      INT8 (an RTL restriction: the expansion is per byte); ``WMB_BYTES`` (CDMA) !=
+      one bit per weight element rounded up to 128 bytes, CSC's != CDMA's; WGS / WMB base not
+      atom aligned; WGS (4 bytes per kernel group) or WMB past the address space (not on weight
+      reuse); data + weight banks > banks - 1 (the last bank is the mask's); with
+      ``SKIP_WEIGHT_RLS``: ``WMB_BYTES`` > one bank, or ``BYTE_PER_KERNEL x K`` > the weight
+      banks (this core keeps them expanded); a mask over one bank whose kernel group has more
+      bits than the bank less 128 bytes (NVDLA's CDMA); the uncompressed group rule above
+      holds for compressed weights too (they are expanded into the CBUF);
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;
@@ -60,9 +71,9 @@ Rules (any one fails the program)
       bank split but another width or entries per slice; partial reuse with another number of
       atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
       reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
-      other weight geometry or bank split; ``WEIGHT_REUSE`` after a layer with the same bank
-      split and input format that released its weights (an invalid configuration for NVDLA's
-      CDMA).
+      other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a
+      layer with the same bank split and input format that released its weights (an invalid
+      configuration for NVDLA's CDMA).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -126,6 +137,16 @@ class ConvCheck(wiring.Component):
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
 
+        # weight format: compressed only on builds with weight compression (hw.conv.wdecomp);
+        # builds without it generate none of the compressed rules
+        comp = cfg.weight_compression
+        if comp:
+            compressed = Signal()
+            m.d.comb += compressed.eq(D.D_WEIGHT_FORMAT.WEIGHT_FORMAT)
+            fmt_errs = [C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != D.D_WEIGHT_FORMAT.WEIGHT_FORMAT]
+        else:
+            fmt_errs = [D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0]
+
         # -- modes and precision ---------------------------------------------------------
         i16b = conv_int16(cfg)
         i16 = Signal()                                      # an int16 layer (i16b builds)
@@ -144,8 +165,7 @@ class ConvCheck(wiring.Component):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
             errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != 0)]
-        errs += [
-                 D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0,
+        errs += [*fmt_errs,
                  D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
                  K.D_BATCH_NUMBER.BATCHES != 0]
 
@@ -256,12 +276,18 @@ class ConvCheck(wiring.Component):
         w_any = Signal()                                     # a layer ended (reuse record)
         key_fmt = Signal()
         key_img = Signal()                                   # kept slices are an image's
-        # bytes, kernels, kw, kh, channels; image: weight channels, post-extension
-        cur_wkey = Cat(wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
-                       cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
-                       C.D_POST_Y_EXTENSION.Y_EXTENSION)
-        if i16b:                                            # and the precision
-            cur_wkey = Cat(cur_wkey, i16)
+        # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
+        # the format and the mask bytes; int16 builds: the precision
+        wkey = [wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
+                cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
+                C.D_POST_Y_EXTENSION.Y_EXTENSION]
+        if i16b:
+            wkey += [i16]
+        if comp:
+            wmb_bytes = Signal(33)
+            m.d.comb += wmb_bytes.eq(byte_value(D, "CDMA", "D_WMB_BYTES", "WMB_BYTES"))
+            wkey += [compressed, Mux(compressed, wmb_bytes, 0)]
+        cur_wkey = Cat(*wkey)
         w_key = Signal(len(cur_wkey))
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == D.D_BANK.DATA_BANK)
@@ -362,7 +388,7 @@ class ConvCheck(wiring.Component):
                  ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
                  p_data > (dbanks * DEPTH),
                  (Mux(i16, p_bpk << 1, p_bpk) if i16b else p_bpk) != bpk,
-                 wbytes < p_wt,
+                 (~compressed & (wbytes < p_wt)) if comp else (wbytes < p_wt),
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
                  ~img & (surfs > 1) & (ss < p_lines),
@@ -374,6 +400,35 @@ class ConvCheck(wiring.Component):
                                     base + p_lines - ls + p_surfs + (width << ash)))
         late += [~img & ~full_reuse & (feat_end > (1 << aw)),
                  ~w_reuse & (wbase + wbytes > (1 << aw))]
+
+        # -- compressed weights (golden: sim.conv.program._compression) ---------------------
+        if comp:
+            bank = DEPTH * BW
+            wgs_base = address(D, "CDMA", "D_WGS_ADDR_LOW", "WGS_ADDR_LOW", "D_WGS_ADDR_HIGH",
+                               "WGS_ADDR_HIGH")
+            wmb_base = address(D, "CDMA", "D_WMB_ADDR_LOW", "WMB_ADDR_LOW", "D_WMB_ADDR_HIGH",
+                               "WMB_ADDR_HIGH")
+            gk = cfg.atomic_k
+            assert gk & (gk - 1) == 0
+            groups = Signal(14)                              # kernel groups (int8)
+            m.d.comb += groups.eq((kernels + gk - 1) >> (gk - 1).bit_length())
+            need_wmb = Signal(33)                            # a bit per element, 128-byte units
+            m.d.comb += need_wmb.eq(((p_wt + 1023) >> 10) << 7)
+            errs += [compressed & (wbytes == 0),
+                     # the expansion is per byte (int8 elements): compressed int16 would need
+                     # a mask bit per two bytes; rejected here whatever int16 the build has
+                     compressed & ((D.D_MISC_CFG.PROC_PRECISION != 0)
+                                   | (C.D_MISC_CFG.PROC_PRECISION != 0)),
+                     compressed & (byte_value(C, "CSC", "D_WMB_BYTES", "WMB_BYTES") != wmb_bytes),
+                     compressed & misaligned(wgs_base), compressed & misaligned(wmb_base),
+                     compressed & (dbanks + wbanks > cfg.cbuf_banks - 1),
+                     compressed & D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wmb_bytes > bank)]
+            late += [compressed & (wmb_bytes != need_wmb),
+                     compressed & D.D_MISC_CFG.SKIP_WEIGHT_RLS & (p_wt > wbanks * bank),
+                     compressed & ~w_reuse & (wgs_base + (groups << 2) > (1 << aw)),
+                     compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw)),
+                     # NVDLA: a mask larger than its bank streams a kernel group at a time
+                     compressed & (wmb_bytes > bank) & (p_group > 8 * (bank - 128))]
 
         # -- image input ------------------------------------------------------------------
         _, img_errs, img_late = image_rules(

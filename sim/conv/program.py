@@ -222,6 +222,13 @@ def _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank, weigh
     if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wmb_bytes > bank:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"a kept weight mask must fit its CBUF bank: WMB_BYTES {wmb_bytes} > {bank}")
+    # NVDLA's CDMA ("Run out of weight buffer: WMB"): a mask larger than its bank streams
+    # through it a kernel group at a time, 128 bytes of the bank kept free
+    if wmb_bytes > bank and max(groups) > 8 * (bank - WEIGHT_BYTES_ALIGN):
+        _err(f"CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL={bpk - 1}",
+             f"the mask of one kernel group ({max(groups)} bits) must fit the mask bank less "
+             f"{WEIGHT_BYTES_ALIGN} bytes ({8 * (bank - WEIGHT_BYTES_ALIGN)} bits) when the "
+             f"whole mask (WMB_BYTES {wmb_bytes}) does not fit it")
     return Compression(bases[0], bases[1], wmb_bytes, groups)
 
 
@@ -581,10 +588,20 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
              f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
-    if group_bytes > wcap and not compressed:   # compressed: the WGS size, at the fetch
+    # compressed weights: this core's CDMA expands them as it fetches, so the CBUF holds the
+    # uncompressed surface and the uncompressed rules on the weight banks hold too (NVDLA v1
+    # keeps compressed groups in the CBUF: there only their WGS size must fit, checked at the
+    # fetch below)
+    if group_bytes > wcap:
+        how = " uncompressed (compressed weights are expanded into the CBUF)" if compressed else ""
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
-             f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) hold "
-             f"{wcap}")
+             f"one kernel group needs {group_bytes} bytes{how}; {weight_bank} weight bank(s) "
+             f"hold {wcap}")
+    if compressed and cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and bpk * kernels > wcap:
+        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+             f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
+             f"{bpk * kernels} bytes > {weight_bank} weight bank(s) of "
+             f"{depth * cfg.cbuf_entry_bytes} bytes")
     compression = None
     if compressed:
         compression = _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank,
