@@ -41,6 +41,7 @@ from arch.registers import register_map
 from hw.conv.check import CHECK_CYCLES, ConvCheck
 from sim.conv import random_programs as rp
 from sim.conv.cdma import CbufState, load_cbuf
+from sim.conv.core_limits import check_core_limits
 from sim.conv.program import ConvProgramError, decode
 from sim.memory import SparseMemory
 from sim.random_traces import MEM
@@ -71,9 +72,7 @@ def golden_verdicts(cfg, layers):
         views = [GroupView(rmap[b], layer["regs"][b]) for b in BLOCKS]
         try:
             p = decode(cfg, *views)
-            if p.batches > 1:                        # valid, but this RTL takes one batch
-                out.append((False, "the RTL convolves one batch"))
-                continue
+            check_core_limits(cfg, p)                # what NVDLA runs but this RTL does not
             load_cbuf(core, cfg, p, state)
             if "SDP" in layer["regs"]:               # the cube flying into SDP
                 check_flying_cube(cfg, GroupView(rmap["SDP"], layer["regs"]["SDP"]),
@@ -82,6 +81,17 @@ def golden_verdicts(cfg, layers):
         except (ConvProgramError, SdpProgramError) as e:
             out.append((False, str(e)))
     return out
+
+
+def verdict_mismatches(cfg, names, programs, got):
+    """["name: golden ..., rtl ..."] for each program whose RTL verdicts (``got``, from
+    :func:`rtl_verdicts`) differ from :func:`golden_verdicts`."""
+    bad = []
+    for name, layers, rtl in zip(names, programs, got):
+        gold = golden_verdicts(cfg, layers)
+        if [ok for ok, _ in gold] != rtl:
+            bad.append(f"{name}: golden {gold}, rtl {rtl}")
+    return bad
 
 
 # -- ConvCheck in simulation ---------------------------------------------------------------------
@@ -318,11 +328,7 @@ def test_check_matches_golden_rules(cfg):
     names = list(named) + list(controls) + [f"random{i}" for i in range(len(randoms))]
     got = rtl_verdicts(cfg, programs)
     assert [got[names.index(n)] for n in controls] == [[True, True]] * len(controls)
-    bad = []
-    for name, layers, rtl in zip(names, programs, got):
-        gold = golden_verdicts(cfg, layers)
-        if [ok for ok, _ in gold] != rtl:
-            bad.append(f"{name}: golden {gold}, rtl {rtl}")
+    bad = verdict_mismatches(cfg, names, programs, got)
     assert not bad, "\n".join(bad)
     # every named mutation is invalid on every build (each rule is exercised: the overlap
     # takes two surfaces, the address-space rules the build's address width)
@@ -428,11 +434,7 @@ def test_check_matches_golden_rules_int16(monkeypatch):
     programs = list(named.values()) + randoms
     names = list(named) + [f"random{i}" for i in range(len(randoms))]
     got = rtl_verdicts(cfg, programs)
-    bad = []
-    for name, layers, rtl in zip(names, programs, got):
-        gold = golden_verdicts(cfg, layers)
-        if [ok for ok, _ in gold] != rtl:
-            bad.append(f"{name}: golden {gold}, rtl {rtl}")
+    bad = verdict_mismatches(cfg, names, programs, got)
     assert not bad, "\n".join(bad)
     assert all(not all(r) for n, r in zip(names, got) if n.startswith("int16_"))
 

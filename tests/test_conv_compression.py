@@ -216,3 +216,38 @@ def test_weight_reuse_across_formats_is_rejected(tmp_path):
                                weight_bytes=first["info"]["wbytes"], **g)
         crcs, err = _crcs(cfg, tmp_path, f"x{int(first_c)}", [first, second])
         assert crcs is None and "WEIGHT_REUSE=ENABLE" in err and "D_WEIGHT_FORMAT" in err, err
+
+
+def test_compressed_groups_need_only_their_compressed_size(tmp_path):
+    """NVDLA keeps compressed kernel groups in the CBUF: a group of 4608 bytes uncompressed
+    whose compressed size fits one 4096-byte weight bank is valid and convolves as the
+    uncompressed layer on more banks. This core's RTL expands the weights into the CBUF, so
+    :func:`check_core_limits` (not the golden model) rejects it, naming the bank field; a
+    compressed group over the banks is rejected by both, at the fetch."""
+    from arch.registers import register_map
+    from sim.conv.core_limits import check_core_limits
+    from sim.conv.program import ConvProgramError, decode
+    from sim.regs import GroupView
+    cfg = NV_SMALL.replace(name="nv_small_wc", weight_compression=True)
+    rng = np.random.default_rng(4)
+    g = dict(W=3, H=3, C=64, K=16, kh=3, kw=3, prec=0)       # groups of 8 x 576 bytes
+    data = rng.integers(-128, 128, (g["C"], g["H"], g["W"]))
+    crcs = {}
+    for zeros, compress, banks in ((0.9, True, (1, 1)), (0.9, False, (1, 3)),
+                                   (0.0, True, (1, 1))):
+        w = _sparse(np.random.default_rng(7), (g["K"], g["C"], 3, 3), 0, zeros)
+        layer = rp.conv_layer(cfg, data=data, weights=w, clip=6, compress=compress,
+                              banks=banks, **g)
+        crcs[zeros, compress], err = _crcs(cfg, tmp_path, f"z{zeros}_{compress}", [layer])
+        if zeros == 0.0:
+            assert crcs[zeros, compress] is None and "WEIGHT_BANK=0: compressed kernel group" in err
+            continue
+        assert err is None, err
+        if compress:
+            rmap = register_map(cfg)
+            views = [GroupView(rmap[b], layer["regs"][b])
+                     for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")]
+            with pytest.raises(ConvProgramError, match=r"CDMA\.D_BANK\.WEIGHT_BANK=0: "
+                               r"compressed weights are expanded.*limit of this core"):
+                check_core_limits(cfg, decode(cfg, *views))
+    assert crcs[0.9, True] == crcs[0.9, False]

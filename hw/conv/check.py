@@ -61,7 +61,9 @@ Rules (any one fails the program)
       ``SKIP_WEIGHT_RLS``: ``WMB_BYTES`` > one bank, or ``BYTE_PER_KERNEL x K`` > the weight
       banks (this core keeps them expanded); a mask over one bank whose kernel group has more
       bits than the bank less 128 bytes (NVDLA's CDMA); the uncompressed group rule above
-      holds for compressed weights too (they are expanded into the CBUF);
+      holds for compressed weights too (they are expanded into the CBUF). The two expanded
+      rules are this core's, not NVDLA's: :func:`sim.conv.core_limits.check_core_limits`
+      states them beside the golden model, which takes such programs as NVDLA does;
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;

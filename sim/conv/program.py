@@ -588,20 +588,13 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
              f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
              f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
-    # compressed weights: this core's CDMA expands them as it fetches, so the CBUF holds the
-    # uncompressed surface and the uncompressed rules on the weight banks hold too (NVDLA v1
-    # keeps compressed groups in the CBUF: there only their WGS size must fit, checked at the
-    # fetch below)
-    if group_bytes > wcap:
-        how = " uncompressed (compressed weights are expanded into the CBUF)" if compressed else ""
+    # one kernel group at a time must fit the weight banks; compressed groups are checked at
+    # the fetch, where their WGS sizes are read (this core's own rule on expanded compressed
+    # groups is in sim.conv.core_limits)
+    if not compressed and group_bytes > wcap:
         _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
-             f"one kernel group needs {group_bytes} bytes{how}; {weight_bank} weight bank(s) "
+             f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) "
              f"hold {wcap}")
-    if compressed and cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and bpk * kernels > wcap:
-        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
-             f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
-             f"{bpk * kernels} bytes > {weight_bank} weight bank(s) of "
-             f"{depth * cfg.cbuf_entry_bytes} bytes")
     compression = None
     if compressed:
         compression = _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank,

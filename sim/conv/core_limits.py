@@ -1,0 +1,46 @@
+"""This core's own limits on a convolution layer, beyond NVDLA's rules.
+
+:func:`sim.conv.program.decode` applies NVDLA's register rules: it is the golden model of
+what NVDLA v1 accepts. The convolution RTL (:mod:`hw.conv.check`) rejects a few programs
+NVDLA would run, because its datapath is built differently; the layer then finishes without
+DMA, like any invalid layer. :func:`check_core_limits` names those rules, so tests can
+predict the RTL check's verdict (``decode`` and then this) and random-program generators can
+stay inside them. Every message says it is this core's rule, not NVDLA's.
+"""
+
+from __future__ import annotations
+
+from .program import INT8, ConvProgram, ConvProgramError
+
+__all__ = ["check_core_limits"]
+
+
+def _err(where: str, rule: str):
+    raise ConvProgramError(f"{where}: {rule} (a limit of this core's RTL; NVDLA v1 runs it)")
+
+
+def check_core_limits(cfg, p: ConvProgram) -> None:
+    """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL.
+
+    * Compressed weights: this core's CDMA expands them as it fetches (:mod:`hw.conv.wdecomp`),
+      so the CBUF holds the uncompressed surface. One uncompressed kernel group must fit the
+      weight banks, and kept weights (``SKIP_WEIGHT_RLS``) are kept expanded, so the whole
+      uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
+      only their WGS sizes to fit.
+    * Batches: the RTL convolves one batch (``D_BATCH_NUMBER`` = 0).
+    """
+    wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+    if p.compression is not None:
+        group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
+        group = min(p.kernels, group_k) * p.byte_per_kernel
+        if group > wcap:
+            _err(f"CDMA.D_BANK.WEIGHT_BANK={p.weight_bank - 1}",
+                 f"compressed weights are expanded into the CBUF: one uncompressed kernel "
+                 f"group needs {group} bytes; {p.weight_bank} weight bank(s) hold {wcap}")
+        surface = p.kernels * p.byte_per_kernel
+        if p.skip_weight_rls and surface > wcap:
+            _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+                 f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
+                 f"{surface} bytes > {p.weight_bank} weight bank(s) of {wcap} bytes")
+    if p.batches > 1:
+        _err(f"CDMA.D_BATCH_NUMBER.BATCHES={p.batches - 1}", "the RTL convolves one batch")
