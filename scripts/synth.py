@@ -116,6 +116,12 @@ def add_arguments(p):
                    help="write the result as JSON to FILE (or stdout without FILE)")
     p.add_argument("--unit", default=None, choices=sorted(UNITS),
                    help="synthesize this unit alone instead of the whole core")
+    p.add_argument("--paths", type=int, default=0, metavar="N",
+                   help="ecp5: also print the N deepest register-to-register paths (an "
+                        "unplaced delay estimate by HDL signal, scripts/paths.py)")
+    p.add_argument("--netlist", default=None, metavar="FILE",
+                   help="with --paths: analyze this flattened ECP5 Yosys JSON netlist (e.g. "
+                        "nvdla board --build's) instead of synthesizing")
     p.add_argument("--analyze", default=None, metavar="DIR",
                    help="re-read a finished run's work directory instead of running Yosys")
 
@@ -176,9 +182,10 @@ def _memories(mem_stat: dict, prefix="$mem") -> dict:
     return out
 
 
-def synthesize(verilog: Path, top: str, target: str, work: Path) -> dict:
+def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) -> dict:
     """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
-    memories and how they mapped, clocks, seconds)."""
+    memories and how they mapped, clocks, seconds). ``netlist``: also write the flattened
+    mapped netlist as ``netlist.json`` (for :mod:`scripts.paths`)."""
     work.mkdir(parents=True, exist_ok=True)
     # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
     src = work / "design.v"
@@ -194,7 +201,7 @@ def synthesize(verilog: Path, top: str, target: str, work: Path) -> dict:
         "read_verilog -sv design.v",
         TARGETS[target].format(top=top),
         "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}"),
-    ]) + "\n"
+    ] + (["flatten", "write_json netlist.json"] if netlist else [])) + "\n"
     (work / "synth.ys").write_text(script)
     t0 = time.perf_counter()
     proc = subprocess.run(yosys_command() + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
@@ -273,6 +280,17 @@ def table(result) -> str:
 
 def run(args):
     from arch.config import load_config
+    if args.paths and args.target != "ecp5" and not args.netlist:
+        print("nvdla synth: --paths needs --target ecp5 (its delay model is ECP5's)",
+              file=sys.stderr)
+        return 2
+    if args.netlist:
+        from scripts.paths import critical_paths, format_paths
+        if not args.paths:
+            print("nvdla synth: --netlist is read only with --paths N", file=sys.stderr)
+            return 2
+        print(format_paths(critical_paths(args.netlist, args.paths)))
+        return 0
     if args.analyze:
         args.verilog = str(Path(args.analyze) / "design.v")
         args.out = args.analyze
@@ -300,8 +318,11 @@ def run(args):
     if args.analyze:
         result = analyze(Path(args.analyze), top, args.target)
     else:
-        result = synthesize(verilog, top, args.target, work)
+        result = synthesize(verilog, top, args.target, work, netlist=bool(args.paths))
     result["config"] = name
+    if args.paths:
+        from scripts.paths import critical_paths
+        result["paths"] = critical_paths(work / "netlist.json", args.paths)
     if args.json == "-":
         print(json.dumps(result, indent=1))
     else:
@@ -319,6 +340,10 @@ def run(args):
               f"{result['total'].get('dsp', 0)}")
         print(f"clocks: {result['clocks']}" + ("" if not result["gated_clocks"] else
                                                f"  GATED/DERIVED: {result['gated_clocks']}"))
+        if args.paths:
+            from scripts.paths import format_paths
+            print()
+            print(format_paths(result["paths"]))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
             print(f"JSON in {args.json}")
