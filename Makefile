@@ -19,7 +19,7 @@ run: setup   ## generate the nv_small core, smoke-test it, run NVDLA's SDP, conv
 	else echo "no NVDLA traces at $(TRACES)/$(CONFIG): trace run skipped"; fi
 
 test: setup  ## the test suite, in parallel (without the long suites marked slow)
-	$(PYTHON) -m pytest -n $(JOBS) -m "not slow" tests
+	$(PYTHON) -m pytest -n $(JOBS) -m "not slow" --durations=30 tests
 
 test-slow: setup  ## only the long simulation suites (hundreds of random programs per build)
 	$(PYTHON) -m pytest -n $(JOBS) -m slow tests

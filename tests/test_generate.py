@@ -14,11 +14,25 @@ SPEC_PORTS = ["csb2nvdla_valid", "csb2nvdla_ready", "csb2nvdla_addr", "csb2nvdla
               "nvdla2csb_wr_complete", "nvdla2core_interrupt", "clk", "rst"]
 
 
+#: presets whose core takes minutes to elaborate (nv_large about 3.5 min, nv_full 2.5 min on
+#: the CI machine): their Verilog is the one the RTL suites generate anyway
+#: (tb.runner.core_verilog's cache, the same NvdlaCore emitted as nvdla_core), so it is checked
+#: and linted from there; the command itself is run on the small presets
+_SHARED = {"nv_large", "nv_full"}
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_generate_and_lint(preset, tmp_path):
-    assert main(["generate", "--config", preset, "--out", str(tmp_path)]) == 0
-    text = (tmp_path / "nvdla_core.v").read_text()
     cfg = PRESETS[preset]
+    if preset in _SHARED:
+        from tb.runner import core_verilog
+        vpath = core_verilog(cfg)[0]
+    else:
+        assert main(["generate", "--config", preset, "--out", str(tmp_path)]) == 0
+        vpath = tmp_path / "nvdla_core.v"
+        assert (tmp_path / "files.f").read_text().strip().endswith("nvdla_core.v")
+        assert f"nvdla_core for {preset}" in (tmp_path / "report.txt").read_text()
+    text = vpath.read_text()
     assert "module nvdla_core(" in text
     header = text[text.index("module nvdla_core("):]
     header = header[:header.index(");")]
@@ -30,9 +44,7 @@ def test_generate_and_lint(preset, tmp_path):
         decl = f"[{width - 1}:0] nvdla_core2dbb_{ch}_{sig}"
         assert decl in text, decl
     assert ("nvdla_core2sram_ar_arvalid" in header) == cfg.sramif
-    assert (tmp_path / "files.f").read_text().strip().endswith("nvdla_core.v")
-    assert f"nvdla_core for {preset}" in (tmp_path / "report.txt").read_text()
-    ok, errors, _ = lint(tmp_path / "nvdla_core.v")
+    ok, errors, _ = lint(vpath)
     assert ok, errors[:10]
 
 
