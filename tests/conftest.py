@@ -18,6 +18,12 @@ TRACES = SHARED / "nvdla" / "traces"
 NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}))
 
+#: nv_small with the optional interfaces and SDP stages: SRAMIF (CV memory), SDP EW + LUT (the
+#: build NVDLA's EW / LUT traces assume) and BDMA. One Verilator build shared by the CV, EW /
+#: LUT and BDMA suites.
+NV_SMALL_EXT = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True)
+
 
 def playback(paths, cfg, **options):
     """Run trace directories on the playback engine (:func:`tb.playback.run_playback_batch`);

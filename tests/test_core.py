@@ -9,6 +9,7 @@ import pytest
 from arch.config import NvdlaConfig
 from arch.registers import register_map
 from sim.core import GoldenCore, Launch, UnitError, UnitModel, Wait
+from tests.conftest import NV_SMALL_EXT
 
 CFG = NvdlaConfig.preset("nv_small")
 RMAP = register_map(CFG)
@@ -314,7 +315,7 @@ def test_hardware_done_sets_status_even_when_masked():
 def test_sdp_lut_access_port():
     pytest.importorskip("sim.sdp")
     pytest.importorskip("sim.sdp.lut")
-    cfg = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
+    cfg = NV_SMALL_EXT
     core = GoldenCore(cfg)
     assert "SDP" in core.units
     acc, data = addr("SDP.S_LUT_ACCESS_CFG"), addr("SDP.S_LUT_ACCESS_DATA")

@@ -17,7 +17,7 @@ from sim.trace import parse_trace
 from sim.trace_run import ENGINES, EngineUnavailable
 from tb import trace_rtl
 
-from .conftest import TRACES
+from .conftest import NV_SMALL_EXT, TRACES
 from .test_trace_rtl import _check_synthetic, _make, _synthetic
 
 CFG = NvdlaConfig.preset("nv_small")
@@ -211,7 +211,7 @@ def test_sramif_build_runs_cv_traffic(tmp_path):
     under back-pressure and latency, bit-exactly against the golden CRCs."""
     from sim.pdp.random_programs import write_random_traces as pdp_traces
     from sim.sdp.random_programs import write_random_traces as sdp_traces
-    cfg = CFG.replace(name="nv_small_cv", sramif=True)
+    cfg = NV_SMALL_EXT
     paths = (sdp_traces(cfg, str(tmp_path / "sdp"), 20, seed=41)
              + pdp_traces(cfg, str(tmp_path / "pdp"), 20, seed=42, int8_only=True))
     results = _playback(paths, cfg, seed=7, busy=0.3, latency=(1, 24), max_cycles=400_000)

@@ -20,10 +20,10 @@ from arch.config import NvdlaConfig
 from sim.sdp.random_programs import write_invalid_traces, write_random_traces
 from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable, run_golden
+from tests.conftest import NV_SMALL_EXT
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
-NV_SMALL_EW = NV_SMALL.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True,
-                               sdp_ew_throughput=1)
+NV_SMALL_EW = NV_SMALL_EXT
 SHARDS = [(NV_SMALL, seed, 60) for seed in range(5)] + [(NV_SMALL_EW, 100, 40)]
 
 

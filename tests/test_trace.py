@@ -18,13 +18,12 @@ from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, Ord
 from sim.trace_run import EngineUnavailable, run_golden, run_trace
 from sim.units import default_units, missing_models
 
-from .conftest import TRACES
+from .conftest import NV_SMALL_EXT, TRACES
 
 CFG = NvdlaConfig.preset("nv_small")
 RMAP = register_map(CFG)
 # nv_small with the SDP Y stage (EW + LUT): the build the EW/LUT traces' CRCs assume.
-CFG_EW_LUT = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True,
-                         sdp_ew_throughput=1)
+CFG_EW_LUT = NV_SMALL_EXT
 EW_LUT_TRACES = ("sdp_3x3x32_ew_lo_lin_int8", "sdp_3x3x33_ew_int8_reg_0",
                  "sdp_3x3x33_ew_le_exp_int8")
 

@@ -21,7 +21,7 @@ from sim.trace_run import ENGINES, EngineUnavailable
 from tb import trace_rtl
 from tb.trace_rtl import RTL_UNITS, expected_to_pass, needed_units, run_rtl_batch, split_batches
 
-from .conftest import TRACES
+from .conftest import NV_SMALL_EXT, TRACES
 from .test_trace import make_trace
 
 CFG = NvdlaConfig.preset("nv_small")
@@ -286,7 +286,7 @@ def test_public_ew_lut_traces_rtl_on_an_ew_lut_build():
     """The three EW/LUT traces pass on an nv_small build with the EW stage and the LUT."""
     if not NV_SMALL.is_dir():
         pytest.skip(f"public traces not found at {NV_SMALL}")
-    cfg = CFG.replace(name="nv_small_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
+    cfg = NV_SMALL_EXT
     results = _playback([str(NV_SMALL / n) for n in EW_LUT_TRACES], cfg,
                         max_cycles=PUBLIC_MAX_CYCLES)
     bad = [f"{r.name}: {r.message}" for r in results if not r.passed]

@@ -21,14 +21,13 @@ from sim.txn import (DumpMem, ReadReg, WaitIntr, parse_plusargs, parse_txn, pars
                      txn_memory)
 from sim.txn_write import txn_dat_text, write_txn
 
-from .conftest import playback
+from .conftest import NV_SMALL_EXT, playback
 
 NV_FULL = NvdlaConfig.preset("nv_full")
 # traceplayer addresses put every surface on the DBBIF (0x8xxxxxxx) here: no SRAMIF, no BDMA
 NV_FULL_MC = NV_FULL.replace(name="nv_full_mc", sramif=False, bdma=False)
 # RTL builds: nv_small with the SRAMIF (the playback suite's build), and with BDMA too
-NV_SMALL_CV = NvdlaConfig.preset("nv_small").replace(name="nv_small_cv", sramif=True)
-NV_SMALL_BDMA = NV_SMALL_CV.replace(name="nv_small_bdma", bdma=True)
+NV_SMALL_CV = NV_SMALL_BDMA = NV_SMALL_EXT       # SRAMIF and BDMA (one shared build)
 
 
 def _random_txn(tmp_path, monkeypatch, unit, seed, cfg=NV_FULL_MC, name="txn"):
