@@ -216,12 +216,11 @@ def _naive(layer, A):
     return out
 
 
-@pytest.mark.parametrize("cfg", [NV_SMALL_RBK, NV_FULL], ids=lambda c: c.name)
-def test_random_layers_equal_a_naive_reference(cfg):
-    rng = np.random.default_rng(21)
+def _against_naive(cfg, seed, count, max_bytes):
+    rng = np.random.default_rng(seed)
     seen = set()
-    for n in range(24):
-        layer = rp.random_layer(cfg, rng, max_bytes=6000, mode=n % 3)
+    for n in range(count):
+        layer = rp.random_layer(cfg, rng, max_bytes=max_bytes, mode=n % 3)
         i = layer["info"]
         seen.add((i["mode"], i["prec"]))
         core = GoldenCore(cfg)
@@ -240,6 +239,18 @@ def test_random_layers_equal_a_naive_reference(cfg):
     assert {m for m, _ in seen} == {CONTRACT, SPLIT, MERGE}
 
 
+@pytest.mark.parametrize("cfg", [NV_SMALL_RBK, NV_FULL], ids=lambda c: c.name)
+def test_random_layers_equal_a_naive_reference(cfg):
+    _against_naive(cfg, 21, 24, 6000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cfg", [NV_SMALL_RBK, NvdlaConfig.preset("nv_large"), NV_FULL],
+                         ids=lambda c: c.name)
+def test_more_random_layers_equal_a_naive_reference(cfg):
+    _against_naive(cfg, 1234, 90, 24000)
+
+
 # -----------------------------------------------------------------------------------------
 # Random programs as traces
 # -----------------------------------------------------------------------------------------
@@ -252,6 +263,17 @@ def test_random_programs_round_trip(tmp_path, cfg, count):
         res = rp.run_trace_golden(path, cfg)
         assert res.passed, res.message
         assert res.checks and all(c.actual != zlib.crc32(bytes(c.size)) for c in res.checks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cfg", [NV_SMALL_RBK, NvdlaConfig.preset("nv_large"), NV_FULL],
+                         ids=lambda c: c.name)
+def test_more_random_programs_round_trip(tmp_path, cfg):
+    paths = rp.write_random_traces(cfg, str(tmp_path), 60, seed=99)
+    assert len(paths) == 60 and not rp.reject_log()
+    for path in paths:
+        res = rp.run_trace_golden(path, cfg)
+        assert res.passed, res.message
 
 
 def test_nvdla_trace_command_runs_rubik_on_golden(tmp_path):
