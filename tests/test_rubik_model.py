@@ -166,6 +166,30 @@ def test_contract_is_the_deconvolution_layout(cfg, prec, sx, sy):
     assert np.array_equal(view(got), view(out))
 
 
+def test_contract_hand_computed():
+    """nv_small + Rubik (8-byte atoms), int8, one surface, 2 x 1 input, deconvolution
+    strides 2 x 2: input cube (dx, dy) at 0x1000 + (2 * dy + dx) * 0x40 holds atoms whose
+    bytes are 0x{g}{w} (g = 2 * dy + dx); output line y at 0x8000 + y * 0x20 is
+    atoms (w=0,dx=0) (w=0,dx=1) (w=1,dx=0) (w=1,dx=1) of dy = y."""
+    cfg = NV_SMALL_RBK
+    core = GoldenCore(cfg)
+    for g in range(4):
+        for w in range(2):
+            core.dbb.write(0x1000 + g * 0x40 + w * 8, np.full(8, g * 16 + w, np.uint8))
+    r = rp.Regs(register_map(cfg)["RBK"])
+    r.words = _layer_regs(cfg, mode=CONTRACT, W=2, H=1, C=8, sx=2, sy=2)
+    r.addr("D_DAIN_ADDR_LOW", 0x1000)
+    r.addr("D_CONTRACT_STRIDE_0", 0x40)
+    r.addr("D_DAOUT_ADDR_LOW", 0x8000)
+    r.addr("D_DAOUT_LINE_STRIDE", 0x20)
+    r.addr("D_CONTRACT_STRIDE_1", 0x40)
+    _program_regs(cfg, core, 0, r.words)
+    assert core.run() == 1
+    out = core.dbb.read(0x8000, 0x40).reshape(2, 4, 8)
+    assert out[:, :, 0].tolist() == [[0x00, 0x10, 0x01, 0x11], [0x20, 0x30, 0x21, 0x31]]
+    assert (out == out[:, :, :1]).all()
+
+
 # -----------------------------------------------------------------------------------------
 # Random layers against a naive reference
 # -----------------------------------------------------------------------------------------
