@@ -22,6 +22,8 @@ Layers and the blocks that must all be enabled for them to start (their consumer
   as NVDLA's C model does.
 - BDMA (``sim/bdma.py``, builds with ``cfg.bdma``): not ping-pong; a ``CFG_LAUNCH0/1`` write
   makes the queued operations a batch, which runs as one step of block BDMA with its group.
+- Rubik (``sim/rubik``, builds with ``cfg.rubik``): RBK alone, one layer per enabled consumer
+  group (contract, split or merge).
 
 Contracts between the units:
 
@@ -190,6 +192,9 @@ def default_units(cfg) -> dict:
     bdma = _optional("bdma")
     if bdma is not None and cfg.bdma:
         units["BDMA"] = bdma.BdmaUnit()
+    rubik = _optional("rubik")
+    if rubik is not None and hasattr(rubik, "RubikUnit") and cfg.rubik:
+        units["RUBIK"] = rubik.RubikUnit()
     return units
 
 
