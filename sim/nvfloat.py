@@ -247,7 +247,8 @@ def fp17_from_float(x):
     ones saturate); for register values such as ``1 / kernel`` and pad values."""
     x = np.asarray(x, dtype=np.float64)
     s = np.signbit(x).astype(np.int64)
-    ax = np.minimum(np.abs(x), 2.0 ** 40)
+    ax = np.abs(x)
+    ax = np.where(np.isnan(ax) | (ax > 2.0 ** 40), 2.0 ** 40, ax)
     mant, exp = np.frexp(ax)                              # ax = mant * 2^exp, mant in [0.5, 1)
     e = exp.astype(np.int64) - 1 + _BIAS17
     q = np.round(np.ldexp(mant, 11)).astype(np.int64)     # 11 significant bits, half even

@@ -345,9 +345,9 @@ def test_decode_rules_name_field_and_rule():
     full = rp._base_layer(NV_FULL)
     for b in ("PDP", "PDP_RDMA"):
         rp._set(NV_FULL, full, b, "D_DATA_FORMAT", INPUT_DATA=2)
-    with pytest.raises(NotImplementedError, match=r"INPUT_DATA=FP16: fp16 pooling is not "
-                       r"modelled"):
-        _program(NV_FULL, full)
+    assert _program(NV_FULL, full).precision == 2             # fp16 pools on nv_full
+    with pytest.raises(PdpProgramError, match=r"INPUT_DATA=FP16: this build pools int8"):
+        _program(NV_SMALL, rp._base_layer(NV_SMALL, prec=2))
 
 
 def test_pdp_registered_only_on_builds_with_pdp():

@@ -185,7 +185,8 @@ def test_nv_full_pdp_int8_int16_rtl(tmp_path):
     DBBIF): 100 random programs with int8 and int16 layers mixed match the golden model, and
     the int16 invalid programs finish without writing. The build takes about 10 minutes."""
     cfg = NvdlaConfig.preset("nv_full")
-    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300)
+    # no fp16 layers: the RTL PDP rejects fp16 (hw/pdp/check.py), the golden model pools it
+    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300, fp16=False)
     assert _int16_programs(paths) >= 40
     invalid = [p for p, _ in write_invalid_traces(cfg, str(tmp_path / "invalid"), prec=1)]
     _check(_rtl(paths + invalid, cfg, max_cycles=1_000_000, seed=300, busy=0.3,
