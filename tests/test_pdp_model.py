@@ -320,8 +320,8 @@ def test_flying_layers_run_sdp_into_pdp(tmp_path):
 # -----------------------------------------------------------------------------------------
 # Invalid programs
 # -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_FULL, 0), (NV_FULL, 1)],
-                         ids=["nv_small", "nv_full", "nv_full-int16"])
+@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_FULL, 0), (NV_FULL, 1), (NV_FULL, 2)],
+                         ids=["nv_small", "nv_full", "nv_full-int16", "nv_full-fp16"])
 def test_invalid_programs_name_the_field(tmp_path, cfg, prec):
     cases = rp.write_invalid_traces(cfg, str(tmp_path), prec=prec)
     assert len(cases) >= 12

@@ -610,12 +610,13 @@ INVALID_MUTATIONS = {
 
 def write_invalid_traces(cfg, directory: str, prec: int = 0) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of an int8 (``prec=1``:
-    int16, named ``pdp_int16_invalid_*``) layer; each one's golden run must fail with an
-    error naming the field. Returns ``[(path, field)]``; the expected CRC is that of the
-    untouched (all-zero) output window."""
-    if prec and "int16" not in cfg.data_types:
-        raise ValueError(f"{cfg.name}: no int16 (data_types {sorted(cfg.data_types)})")
-    return write_invalid(cfg, directory, "pdp_int16" if prec else "pdp", INVALID_MUTATIONS,
+    int16, named ``pdp_int16_invalid_*``; ``prec=2``: fp16, ``pdp_fp16_invalid_*``) layer;
+    each one's golden run must fail with an error naming the field. Returns
+    ``[(path, field)]``; the expected CRC is that of the untouched (all-zero) output window."""
+    name = {0: "int8", 1: "int16", 2: "fp16"}[prec]
+    if name not in cfg.data_types:
+        raise ValueError(f"{cfg.name}: no {name} (data_types {sorted(cfg.data_types)})")
+    return write_invalid(cfg, directory, f"pdp_{name}" if prec else "pdp", INVALID_MUTATIONS,
                          lambda c: _base_layer(c, prec=prec), write_trace)
 
 
