@@ -313,3 +313,21 @@ def test_builds_without_fp16_draw_no_fp16(tmp_path):
     for p in paths:
         for f in Path(p).glob("*.cfg"):
             assert "NVDLA_PDP.D_DATA_FORMAT_0, 0x2)" not in f.read_text()
+
+
+def test_split_width_computes_the_unsplit_fp16_pooling():
+    from sim.pdp import pool_program
+    from tests.test_pdp_model import _program
+    rng = np.random.default_rng(8)
+    n = 0
+    while n < 30:
+        layer = rp.random_layer(NV_FULL, rng, prec=2)
+        info = layer["info"]
+        if info["split"] is None:
+            continue
+        p = _program(NV_FULL, layer)
+        cube = rp._fp16_data(rng, (16 * -(-info["C"] // 16), info["H"], info["W"]))
+        whole = pool_fp16(cube, p.method, info["kernel"], info["stride"], info["pad"],
+                          (p.out_width, p.out_height), p.pad_values, (p.recip_w, p.recip_h))
+        assert np.array_equal(pool_program(p, cube), whole)
+        n += 1
