@@ -61,6 +61,15 @@ NaN handling and counters (fp16 only; int layers count 0)
     exist only on the PDP_RDMA path: a flying layer reports the counts an earlier offline layer
     stored, by NVDLA's two-slot scheme (:class:`NanCounters`).
 
+How sure: the fp16/fp17 units are bit-exact to NVDLA's HLS Verilog (:mod:`sim.nvfloat`);
+max / min / average on flying input (the 1D and 2D orders, the pad additions, the
+reciprocals, NaN priority, conversions) match NVDLA's ``NV_NVDLA_PDP_core`` Verilog bit for
+bit on random layers; the input counters (last beat, two slots) match ``NV_NVDLA_PDP_nan``
+and the output counter ``NV_NVDLA_PDP_WDMA_dat`` (``tests/test_pdp_fp16_nvdla_rtl.py``,
+needs an nvdla/hw checkout). Read from the Verilog but not simulated: the NaN flush, which
+input beat is last (PDP_RDMA's split -> surface -> line -> column -> 8-byte beat order) and
+split width for fp16 (the offline path feeds the same pooling units).
+
 Split width (``SPLIT_NUM`` > 0) runs the passes of :func:`sim.pdp.program.split_passes` one
 after another on their own columns (re-read overlap included) and padding.
 
