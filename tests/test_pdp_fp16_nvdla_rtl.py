@@ -13,7 +13,7 @@ behavioural 64x116 line-buffer RAM, the clock gate bypassed).
   :func:`sim.pdp.pdp.nan_counts`' rule (every beat but the layer's last);
   ``NV_NVDLA_PDP_WDMA_dat``'s NaN output counter likewise (with and without split width).
 
-    NVDLA_HW_GIT=/work/.mirror/nvdla+hw/repo python -m pytest -m slow tests/test_pdp_fp16_nvdla_rtl.py
+    NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_pdp_fp16_nvdla_rtl.py
 
 Known gap: on some geometries (e.g. kernel 3x5, stride 2x3, padding 1/2/4/1 on a 3x4 input)
 the core's output beats do not line up with this bench's assumed order (surface -> line ->

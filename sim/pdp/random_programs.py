@@ -12,7 +12,8 @@ is wider than the line buffer takes and sometimes when it is not (2 to 5 passes,
 or skipping columns), unpacked input lines and surfaces, int8 and, on builds with them, int16
 and fp16 (fp16: :func:`_fp16_data` values with NaNs, infinities, zeros, denormals and extremes
 mixed in, ``NAN_TO_ZERO`` either way, reciprocals ``1 / kernel`` in fp17 or any 17-bit code,
-pad values N x v in fp17; builds without fp16 draw exactly as before), MC or CV (builds with an SRAMIF) for input and output. Some layers are SDP->PDP: an offline
+pad values N x v in fp17; builds without fp16 draw exactly as before), MC or CV (builds
+with an SRAMIF) for input and output. Some layers are SDP->PDP: an offline
 SDP program of :mod:`sim.sdp.random_programs` sends its output to a flying PDP layer.
 
     paths = write_random_traces(cfg, out_dir, count=100, seed=1)     # golden CRCs included
@@ -76,11 +77,11 @@ def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), m
     """One PDP layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] is the input (int values of precision ``prec``, fp16 codes for
-    ``prec=2``; offline only),
-    ``kernel``/``stride`` are (width, height), ``pad`` (left, right, top, bottom),
-    ``pad_values`` the seven PAD_VALUE_NX fields, ``recip`` (width, height) the reciprocal
-    fields (default ``2^16 // kernel``, fp16: 1 / kernel in fp17), ``split`` None or ``(SPLIT_NUM, (first, mid, last)
-    input widths, (first, mid, last) output widths)``; ``dst`` (base, line, surface) of the
+    ``prec=2``; offline only), ``kernel``/``stride`` are (width, height), ``pad`` (left,
+    right, top, bottom), ``pad_values`` the seven PAD_VALUE_NX fields, ``recip`` (width,
+    height) the reciprocal fields (default ``2^16 // kernel``, fp16: 1 / kernel in fp17),
+    ``split`` None or ``(SPLIT_NUM, (first, mid, last) input widths, (first, mid, last)
+    output widths)``; ``nan_to_zero`` the fp16 NaN flush; ``dst`` (base, line, surface) of the
     output (default packed after a guard band). ``flying`` leaves PDP_RDMA out (the input
     comes from SDP).
 
