@@ -320,8 +320,8 @@ def test_flying_layers_run_sdp_into_pdp(tmp_path):
 # -----------------------------------------------------------------------------------------
 # Invalid programs
 # -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_FULL, 0), (NV_FULL, 1)],
-                         ids=["nv_small", "nv_full", "nv_full-int16"])
+@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_FULL, 0), (NV_FULL, 1), (NV_FULL, 2)],
+                         ids=["nv_small", "nv_full", "nv_full-int16", "nv_full-fp16"])
 def test_invalid_programs_name_the_field(tmp_path, cfg, prec):
     cases = rp.write_invalid_traces(cfg, str(tmp_path), prec=prec)
     assert len(cases) >= 12
@@ -345,9 +345,9 @@ def test_decode_rules_name_field_and_rule():
     full = rp._base_layer(NV_FULL)
     for b in ("PDP", "PDP_RDMA"):
         rp._set(NV_FULL, full, b, "D_DATA_FORMAT", INPUT_DATA=2)
-    with pytest.raises(NotImplementedError, match=r"INPUT_DATA=FP16: fp16 pooling is not "
-                       r"modelled"):
-        _program(NV_FULL, full)
+    assert _program(NV_FULL, full).precision == 2             # fp16 pools on nv_full
+    with pytest.raises(PdpProgramError, match=r"INPUT_DATA=FP16: this build pools int8"):
+        _program(NV_SMALL, rp._base_layer(NV_SMALL, prec=2))
 
 
 def test_pdp_registered_only_on_builds_with_pdp():

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from sim.core import Launch, UnitModel, Wait
 
-from .pdp import pool, pool_program, round_recip, run_pdp, wrap_signed
+from .pdp import NanCounters, pool, pool_fp16, pool_program, round_recip, run_pdp, wrap_signed
 from .program import (AVERAGE, MAX, MIN, PdpProgram, PdpProgramError, Split, decode,
                       max_pass_width, out_size, split_passes)
 
-__all__ = ["PdpUnit", "check_flying_cube", "run_pdp", "pool", "pool_program", "round_recip", "wrap_signed",
+__all__ = ["PdpUnit", "check_flying_cube", "run_pdp", "pool", "pool_fp16", "pool_program",
+           "round_recip", "wrap_signed", "NanCounters",
            "PdpProgram", "PdpProgramError", "Split", "decode", "max_pass_width", "out_size",
            "split_passes", "AVERAGE", "MAX", "MIN"]
 
@@ -28,6 +29,9 @@ class PdpUnit(UnitModel):
 
     name = "PDP"
     blocks = ("PDP", "PDP_RDMA")
+
+    def install(self, core):
+        self.counters = NanCounters()        # NVDLA's input NaN/Inf slots, across layers
 
     def plan(self, core):
         if not core.has_block("PDP") or not core.enabled("PDP"):
@@ -40,7 +44,8 @@ class PdpUnit(UnitModel):
 
         def run():
             return run_pdp(core.cfg, core.view("PDP"), core.view("PDP_RDMA"), core.dbb,
-                           sram=core.sram if core.cfg.sramif else None)
+                           sram=core.sram if core.cfg.sramif else None,
+                           counters=self.counters)
 
         return Launch(("PDP", "PDP_RDMA"), run, "PDP layer")
 
@@ -51,7 +56,8 @@ class PdpUnit(UnitModel):
         pdp = core.view("PDP")
         check_flying_cube(core.cfg, core.view("SDP"), pdp)
         return run_pdp(core.cfg, pdp, None, core.dbb,
-                       sram=core.sram if core.cfg.sramif else None, flying_input=cube)
+                       sram=core.sram if core.cfg.sramif else None, flying_input=cube,
+                       counters=self.counters)
 
 
 def check_flying_cube(cfg, sdp, pdp):

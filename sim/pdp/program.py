@@ -5,7 +5,8 @@
 are those NVDLA's own PDP relies on (C model and RTL of nvdla/hw, re-stated here):
 
 - precision: ``D_DATA_FORMAT.INPUT_DATA`` one the build has (output precision = input
-  precision, data-format spec Table 32); fp16 is not modelled yet (``NotImplementedError``);
+  precision, data-format spec Table 32): int8, int16, fp16 (fp16: the pad values and the
+  reciprocals are fp17 codes, see :mod:`sim.pdp.pdp`);
 - kernel 1..8 in each direction (``KERNEL_WIDTH``/``KERNEL_HEIGHT`` codes 8..15 are
   reserved), stride 1..16, padding 0..7 on each side;
 - geometry: the kernel fits the padded input, ``CUBE_OUT_WIDTH``/``HEIGHT`` equal the number
@@ -32,7 +33,8 @@ are those NVDLA's own PDP relies on (C model and RTL of nvdla/hw, re-stated here
   and surfaces must not overlap.
 
 PDP's own ``D_SRC_*`` registers and PDP_RDMA's ``D_POOLING_PADDING_CFG`` are not used by the
-datapath (NVDLA's traces leave junk there); ``D_NAN_FLUSH_TO_ZERO`` matters for fp16 only.
+datapath (NVDLA's traces leave junk there); ``D_NAN_FLUSH_TO_ZERO`` matters for offline fp16
+layers only.
 """
 
 from __future__ import annotations
@@ -97,8 +99,9 @@ class PdpProgram:
     pad_right: int
     pad_bottom: int
     pad_values: tuple           #: raw 19-bit PAD_VALUE_1X..7X fields (index n - 1)
-    recip_w: int                #: RECIP_KERNEL_WIDTH (17 bits, 1.16 fixed point)
+    recip_w: int                #: RECIP_KERNEL_WIDTH (17 bits: int 1.16 fixed point, fp16 fp17)
     recip_h: int
+    nan_to_zero: bool           #: D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO (fp16 NaN inputs -> +0)
     splits: tuple               #: :class:`Split` per pass (one when SPLIT_NUM = 0)
     src: tuple | None           #: (ram, base, line stride, surface stride); None when flying
     dst: tuple                  #: (ram, base, line stride, surface stride)
@@ -246,9 +249,6 @@ def decode(cfg, pdp, rdma=None, flying: bool | None = None) -> PdpProgram:
              "SDP sends its output to PDP (OUTPUT_DST=PDP): must be ON_FLYING" if flying else
              "must be OFF_FLYING for input read by PDP_RDMA")
     prec = _precision(cfg, pdp, P)
-    if prec == FP16:
-        raise NotImplementedError("PDP.D_DATA_FORMAT.INPUT_DATA=FP16: fp16 pooling is not "
-                                  "modelled yet (int8 and int16 are)")
 
     width = pdp.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH + 1
     height = pdp.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1
@@ -387,7 +387,8 @@ def decode(cfg, pdp, rdma=None, flying: bool | None = None) -> PdpProgram:
         flying=flying, method=method, precision=prec, width=width, height=height,
         channel=channel, out_width=ow, out_height=oh, kernel_w=kw, kernel_h=kh, stride_w=sw,
         stride_h=sh, pad_left=pl, pad_top=pt, pad_right=pr, pad_bottom=pb,
-        pad_values=pad_values, recip_w=recip_w, recip_h=recip_h, splits=tuple(splits),
+        pad_values=pad_values, recip_w=recip_w, recip_h=recip_h,
+        nan_to_zero=bool(pdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO), splits=tuple(splits),
         src=src, dst=(dram, dbase, dline, dsurf))
 
 

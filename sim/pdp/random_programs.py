@@ -9,8 +9,11 @@ kernel size, average-pooling pad values as NVDLA's compiler writes them (``PAD_V
 the pad value) and reciprocals ``2^16 // kernel`` (sometimes any 17-bit value, exercising the
 rounding and the wrap-around of the B + 3 / B-bit steps), split-width mode whenever the output
 is wider than the line buffer takes and sometimes when it is not (2 to 5 passes, overlapping
-or skipping columns), unpacked input lines and surfaces, int8 and, on builds with it, int16,
-MC or CV (builds with an SRAMIF) for input and output. Some layers are SDP->PDP: an offline
+or skipping columns), unpacked input lines and surfaces, int8 and, on builds with them, int16
+and fp16 (fp16: :func:`_fp16_data` values with NaNs, infinities, zeros, denormals and extremes
+mixed in, ``NAN_TO_ZERO`` either way, reciprocals ``1 / kernel`` in fp17 or any 17-bit code,
+pad values N x v in fp17; builds without fp16 draw exactly as before), MC or CV (builds
+with an SRAMIF) for input and output. Some layers are SDP->PDP: an offline
 SDP program of :mod:`sim.sdp.random_programs` sends its output to a flying PDP layer.
 
     paths = write_random_traces(cfg, out_dir, count=100, seed=1)     # golden CRCs included
@@ -35,7 +38,9 @@ from arch.registers import register_map
 from sim.formats.common import align_up
 from sim.formats.feature import pack_feature
 
-from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
+from sim.nvfloat import fp16_from_float, fp17_from_float
+
+from ..random_traces import (BYTES as _INT_BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
                              Regs, crc_check, enables, finish_trace, golden_core, group_writes,
                              random_ram as _ram, run_trace_golden, set_fields as _set,
                              start_trace, write_invalid, write_random)
@@ -49,7 +54,9 @@ __all__ = ["pdp_layer", "random_layer", "random_split", "flying_layer", "write_t
            "run_trace_golden", "reject_log"]
 
 _BASES = {"src": 0x8000_0000, "dst": 0x9000_0000}
-_PNAME = {0: "int8", 1: "int16"}
+_PNAME = {0: "int8", 1: "int16", 2: "fp16"}
+_BYTES = {**_INT_BYTES, 2: 2}
+FP16 = 2
 
 
 # ------------------------------------------------------------------------------------------
@@ -66,14 +73,15 @@ def _addr64(cfg, regs, prefix, value):
 def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), method=MAX,
               prec=0, data=None, pad_values=(0,) * 7, recip=None, split=None, src_ram=1,
               dst_ram=1, slot=0, line_extra=0, surf_extra=0, dst=None, flying=False,
-              cya=0) -> dict:
+              cya=0, nan_to_zero=0) -> dict:
     """One PDP layer for ``cfg`` as register words and memory images.
 
-    ``data`` [C, H, W] is the input (int values of precision ``prec``; offline only),
-    ``kernel``/``stride`` are (width, height), ``pad`` (left, right, top, bottom),
-    ``pad_values`` the seven PAD_VALUE_NX fields, ``recip`` (width, height) the reciprocal
-    fields (default ``2^16 // kernel``), ``split`` None or ``(SPLIT_NUM, (first, mid, last)
-    input widths, (first, mid, last) output widths)``; ``dst`` (base, line, surface) of the
+    ``data`` [C, H, W] is the input (int values of precision ``prec``, fp16 codes for
+    ``prec=2``; offline only), ``kernel``/``stride`` are (width, height), ``pad`` (left,
+    right, top, bottom), ``pad_values`` the seven PAD_VALUE_NX fields, ``recip`` (width,
+    height) the reciprocal fields (default ``2^16 // kernel``, fp16: 1 / kernel in fp17),
+    ``split`` None or ``(SPLIT_NUM, (first, mid, last) input widths, (first, mid, last)
+    output widths)``; ``nan_to_zero`` the fp16 NaN flush; ``dst`` (base, line, surface) of the
     output (default packed after a guard band). ``flying`` leaves PDP_RDMA out (the input
     comes from SDP).
 
@@ -92,7 +100,8 @@ def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), m
     Wo = out_size(W, pl, pr, kw, sw)
     Ho = out_size(H, pt, pb, kh, sh)
     if recip is None:
-        recip = (0x10000 // kw, 0x10000 // kh)
+        recip = (int(fp17_from_float(1 / kw)), int(fp17_from_float(1 / kh))) if prec == FP16 \
+            else (0x10000 // kw, 0x10000 // kh)
     images = []
 
     # -- input -----------------------------------------------------------------------------
@@ -102,7 +111,10 @@ def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), m
     if not flying:
         if data is None:
             raise ValueError("pdp_layer: data is needed for an offline layer")
-        mem, _ = pack_feature(np.asarray(data), atom, _PNAME[prec], line, surf)
+        arr = np.asarray(data)
+        if prec == FP16:
+            arr = (arr.astype(np.int64) & 0xFFFF).astype(np.uint16)      # codes
+        mem, _ = pack_feature(arr, atom, _PNAME[prec], line, surf)
         images.append((src, mem, src_ram))
 
     # -- output ----------------------------------------------------------------------------
@@ -125,7 +137,7 @@ def pdp_layer(cfg, *, W, H, C, kernel=(1, 1), stride=(1, 1), pad=(0, 0, 0, 0), m
     p.set("D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=C - 1)
     p.set("D_OPERATION_MODE_CFG", POOLING_METHOD=method, FLYING_MODE=int(not flying),
           SPLIT_NUM=split_num)
-    p.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    p.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=nan_to_zero)
     p.set("D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=part_in[0] - 1,
           PARTIAL_WIDTH_IN_MID=part_in[1] - 1, PARTIAL_WIDTH_IN_LAST=part_in[2] - 1)
     p.set("D_PARTIAL_WIDTH_OUT", PARTIAL_WIDTH_OUT_FIRST=part_out[0] - 1,
@@ -250,8 +262,36 @@ def _geometry(cfg, rng, max_elems, prec, flying, shape=None):
     raise _Redraw()
 
 
+def _fp16_data(rng, shape):
+    """fp16 codes: normal values around a random scale, with NaNs (any payload, either sign),
+    infinities, signed zeros, denormals and the extremes mixed in at random rates."""
+    scale = 2.0 ** int(rng.integers(-12, 12))
+    v = fp16_from_float(np.clip(rng.normal(0, scale, shape), -65504, 65504))
+    if rng.random() < 0.5:
+        special = np.array([0x0000, 0x8000, 0x7C00, 0xFC00, 0x7BFF, 0xFBFF, 0x0001, 0x83FF,
+                            0x0400, 0x7E00, 0xFD55, 0x7C01])
+        pick = rng.random(shape) < rng.choice([0.01, 0.05, 0.2])
+        v = np.where(pick, rng.choice(special, shape), v)
+    if rng.random() < 0.1:                       # equal magnitudes: ties and cancellations
+        v = np.where(rng.random(shape) < 0.5, v, v ^ 0x8000)
+    return v
+
+
+def _pad_values_fp16(rng, method):
+    if method != AVERAGE and rng.random() < 0.7:
+        return (0,) * 7
+    if rng.random() < 0.15:                      # any 19-bit fields (low 17 bits used)
+        return tuple(int(x) for x in rng.integers(0, 1 << 19, 7))
+    v = float(np.asarray(_fp16_data(rng, ()), np.uint16).view(np.float16))
+    if rng.random() < 0.3 or not np.isfinite(v):
+        v = 0.0
+    return tuple(int(fp17_from_float(n * v)) for n in range(1, 8))
+
+
 def _pad_values(rng, prec, method):
     """PAD_VALUE_1X..7X: N x a pad value (the compiler's convention), 0 for max/min mostly."""
+    if prec == FP16:
+        return _pad_values_fp16(rng, method)
     bits = 8 * _BYTES[prec]
     if method != AVERAGE and rng.random() < 0.7:
         return (0,) * 7
@@ -262,13 +302,16 @@ def _pad_values(rng, prec, method):
 
 
 def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, prec=None,
-                 int8_only=False, **over) -> dict:
+                 int8_only=False, fp16=True, **over) -> dict:
     """One random valid PDP layer (:func:`pdp_layer` dict); ``flying`` for the PDP half of an
     SDP->PDP layer (``shape`` = (W, H, C) and ``prec`` of SDP's output); ``int8_only``: int8
-    even on builds that list int16."""
+    even on builds that list int16 or fp16; ``fp16=False``: no fp16 layers (for the RTL, which
+    rejects them), so a build draws exactly as one without fp16."""
     atom = cfg.memory_atom
     if prec is None:
-        precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
+        precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else []) + \
+            ([FP16] if "fp16" in cfg.data_types and fp16 and not int8_only and not flying
+             else [])
         prec = int(rng.choice(precs))
     W, H, C, kernel, stride, pad = _geometry(cfg, rng, max_elems, prec, flying, shape)
     method = int(rng.choice([AVERAGE, MAX, MIN], p=[0.45, 0.35, 0.2]))
@@ -282,10 +325,16 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
         split = random_split(rng, W, Wo, kw, sw, pl, pr, limit, force=Wo > limit)
     bits = 8 * _BYTES[prec]
     recip = (0x10000 // kw, 0x10000 // kh)
+    if prec == FP16:
+        recip = (int(fp17_from_float(1 / kw)), int(fp17_from_float(1 / kh)))
     if rng.random() < (0.2 if method == AVERAGE else 0.5):
         recip = (int(rng.integers(0, 1 << 17)), int(rng.integers(0, 1 << 17)))
     data = None
-    if not flying:
+    extra = {}
+    if prec == FP16:
+        data = None if flying else _fp16_data(rng, (C, H, W))
+        extra["nan_to_zero"] = int(rng.random() < 0.5)
+    elif not flying:
         lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
         if rng.random() < 0.2:           # extremes: sums near the adders' limits
             data = rng.choice([lo, hi - 1], size=(C, H, W))
@@ -300,7 +349,7 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
                 prec=prec, data=data, pad_values=_pad_values(rng, prec, method), recip=recip,
                 split=split, src_ram=_ram(cfg, rng), dst_ram=_ram(cfg, rng), slot=slot,
                 line_extra=line_extra, surf_extra=surf_extra, dst=(dbase, dline, dsurf),
-                flying=flying, cya=int(rng.integers(0, 1 << 32)))
+                flying=flying, cya=int(rng.integers(0, 1 << 32)), **extra)
     spec.update(over)
     return pdp_layer(cfg, **spec)
 
@@ -374,17 +423,20 @@ def reject_log() -> list:
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, flying_share: float = 0.2,
                         max_elems: int = 3000, prefix: str = "pdp_random",
-                        int8_only: bool = False) -> list:
+                        int8_only: bool = False, fp16: bool = True) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Deterministic by ``seed``. ``flying_share`` of the layers are SDP->PDP. A program the
     golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
-    draws int8 layers only, also on builds whose data types include int16."""
+    draws int8 layers only, also on builds whose data types include int16; ``fp16=False``
+    draws no fp16 layers on builds with fp16 (the RTL PDP rejects them): the same programs as
+    a build without fp16."""
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
         return [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
                 if rng.random() < flying_share else
-                random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only)
+                random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only,
+                             fp16=fp16)
                 for i in range(n)]
     paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace)
     _REJECTS[:] = rejected
@@ -396,13 +448,19 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
 # ------------------------------------------------------------------------------------------
 def _base_layer(cfg, **over):
     """A small fixed valid offline layer the mutations start from (average, 3x2 kernel,
-    stride 2x1, padding on all sides; ``prec=1`` for int16 data)."""
+    stride 2x1, padding on all sides; ``prec=1`` for int16 data, ``prec=2`` fp16)."""
     rng = np.random.default_rng(11)
+    fp16 = over.get("prec", 0) == FP16
     spec = dict(W=7, H=5, C=11, kernel=(3, 2), stride=(2, 1), pad=(1, 1, 1, 0),
-                method=AVERAGE, pad_values=tuple(n * 3 for n in range(1, 8)))
+                method=AVERAGE, pad_values=tuple(int(fp17_from_float(n * 0.5)) if fp16 else n * 3
+                                                 for n in range(1, 8)))
     spec.update(over)
-    half = 1 << (8 * _BYTES[spec.get("prec", 0)] - 1)
-    data = rng.integers(-half, half, (spec["C"], spec["H"], spec["W"]))
+    shape = (spec["C"], spec["H"], spec["W"])
+    if fp16:
+        data = fp16_from_float(rng.normal(0, 4, shape))
+    else:
+        half = 1 << (8 * _BYTES[spec.get("prec", 0)] - 1)
+        data = rng.integers(-half, half, shape)
     return pdp_layer(cfg, data=data, **spec)
 
 
@@ -445,7 +503,8 @@ def _m_reserved_method(cfg, layer):
 
 
 def _m_missing_precision(cfg, layer):
-    code = 1 if "int16" not in cfg.data_types else 2      # int16 absent, else fp16 (unmodelled)
+    # a precision the build lacks (int16, else fp16), else the reserved code 3
+    code = next((c for c, t in ((1, "int16"), (2, "fp16")) if t not in cfg.data_types), 3)
     for b in ("PDP", "PDP_RDMA"):
         _set(cfg, layer, b, "D_DATA_FORMAT", INPUT_DATA=code)
     return "PDP.D_DATA_FORMAT.INPUT_DATA"
@@ -552,12 +611,13 @@ INVALID_MUTATIONS = {
 
 def write_invalid_traces(cfg, directory: str, prec: int = 0) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of an int8 (``prec=1``:
-    int16, named ``pdp_int16_invalid_*``) layer; each one's golden run must fail with an
-    error naming the field. Returns ``[(path, field)]``; the expected CRC is that of the
-    untouched (all-zero) output window."""
-    if prec and "int16" not in cfg.data_types:
-        raise ValueError(f"{cfg.name}: no int16 (data_types {sorted(cfg.data_types)})")
-    return write_invalid(cfg, directory, "pdp_int16" if prec else "pdp", INVALID_MUTATIONS,
+    int16, named ``pdp_int16_invalid_*``; ``prec=2``: fp16, ``pdp_fp16_invalid_*``) layer;
+    each one's golden run must fail with an error naming the field. Returns
+    ``[(path, field)]``; the expected CRC is that of the untouched (all-zero) output window."""
+    name = {0: "int8", 1: "int16", 2: "fp16"}[prec]
+    if name not in cfg.data_types:
+        raise ValueError(f"{cfg.name}: no {name} (data_types {sorted(cfg.data_types)})")
+    return write_invalid(cfg, directory, f"pdp_{name}" if prec else "pdp", INVALID_MUTATIONS,
                          lambda c: _base_layer(c, prec=prec), write_trace)
 
 
