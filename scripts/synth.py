@@ -199,16 +199,23 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) 
         "tee -q -o memories.json stat -json",
         "design -reset",
         "read_verilog -sv design.v",
-        TARGETS[target].format(top=top),
+        # --paths: a flattened synthesis (the whole design one netlist, as a board build
+        # maps it), so the totals have no per-unit split
+        (TARGETS[target].replace(" -noflatten", "") if netlist else TARGETS[target]).format(
+            top=top),
         "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}"),
-    ] + (["flatten", "write_json netlist.json"] if netlist else [])) + "\n"
+    ] + (["write_json netlist.json"] if netlist else [])) + "\n"
     (work / "synth.ys").write_text(script)
     t0 = time.perf_counter()
     proc = subprocess.run(yosys_command() + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
                           capture_output=True, text=True, cwd=work)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise RuntimeError(f"yosys failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        logf = work / "yosys.log"
+        errors = [ln for ln in (logf.read_text().splitlines() if logf.exists() else [])
+                  if "ERROR" in ln]
+        raise RuntimeError(f"yosys failed ({proc.returncode}) in {work}: "
+                           f"{errors[-1] if errors else proc.stderr[-3000:]}")
     log = (work / "yosys.log").read_text()
     stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
     mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))

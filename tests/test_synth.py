@@ -71,7 +71,7 @@ def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
     from scripts.cli import main
     seen = {}
 
-    def fake(verilog, top, target, work):
+    def fake(verilog, top, target, work, netlist=False):
         seen.update(top=top, target=target, text=verilog.read_text())
         return {"seconds": 0, "total": {"lut": 1}, "units": {}, "memories": [],
                 "memory_problems": [], "multipliers_inferred": {}, "clocks": {},
