@@ -75,7 +75,7 @@ def golden_verdicts(cfg, layers):
             if p.batches > 1:
                 # RTL restriction: a batched layer's weights fit the weight banks
                 cap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
-                if p.weight_bytes > cap:
+                if max(p.weight_bytes, p.kernels * p.byte_per_kernel) > cap:
                     out.append((False, "the RTL's batched weights must fit the banks"))
                     continue
                 if "SDP" in layer["regs"]:

@@ -452,9 +452,12 @@ class ConvCheck(wiring.Component):
                      # every slice held at once needs an entry (avail x eps fits a product)
                      avail > cfg.cbuf_banks * DEPTH,
                      # RTL restriction (the golden model streams them): a batched layer's
-                     # weights must fit the weight banks, each batch walks them again
+                     # weights must fit the weight banks, each batch walks them again (kept
+                     # there: WEIGHT_BYTES, and compressed ones expanded)
                      batched & (wbytes > wcap_bytes)]
-            late += [batched & ~img & (bs < p_surfs + ss)]   # batches overlap
+            late += [batched & ~img & (bs < p_surfs + ss),   # batches overlap
+                     # (compressed: the CBUF holds the expanded BYTE_PER_KERNEL x K bytes)
+                     batched & (p_wt > wcap_bytes)]
             # the batched delivery: CACC's output address and strides agree with SDP's
             # modulo two memory atoms (the lines / surfaces only when there are several)
             lo = ATOM.bit_length()
