@@ -13,7 +13,7 @@ atoms per CBUF entry; 2 shards of 50), 60 on nv_small_int16 (int16 and int8 laye
 reuse pairs included, half the layers batched: that build has batching; 200 more in the slow
 suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``). Slow (``-m slow``) also: 100 on nv_large
 (Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
-SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, no batches): its first build
+SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, half the layers batched): its first build
 takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core machine), a
 shard about 4 minutes.
 """
@@ -75,10 +75,9 @@ LARGE_SHARDS = [(NV_LARGE, 200 + seed, 50) for seed in range(2)]
     *SHARDS, *(pytest.param(*s, marks=pytest.mark.slow) for s in LARGE_SHARDS)],
     ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS + LARGE_SHARDS])
 def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
-    # batch_share=0: no batches on nv_large here (tests/test_conv_batch_rtl.py has them);
-    # nv_small and nv_small_256 have no batching (their draws do not depend on it)
-    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
-                                batch_share=0)
+    # nv_large batches half its layers (the generator's default); nv_small and nv_small_256
+    # have no batching (their draws do not depend on batch_share)
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
 
