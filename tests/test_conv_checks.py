@@ -669,6 +669,8 @@ def test_invalid_int16_programs_playback_write_nothing(tmp_path, monkeypatch):
     cfg = NV_SMALL_INT16
     named = _int16_programs(cfg, monkeypatch)
     monkeypatch.undo()
+    # (an SDP rule: tests/test_conv_batch_rtl.py runs it)
+    named.pop("i16_batch_dst_overlap", None)
     programs = {n: (layers, None) for n, layers in named.items()
                 if not golden_verdicts(cfg, layers)[-1][0]}
     assert len(programs) >= len(named) - 2, sorted(set(named) - set(programs))
