@@ -194,6 +194,14 @@ class NvdlaCore(wiring.Component):
                      conv.sdp.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
                      conv.sdp.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),
                      conv.sdp.channel.eq(sd.D_DATA_CUBE_CHANNEL.CHANNEL)]
+        if cfg.batching:
+            from .mem.dma_fields import byte_value
+            lo = cfg.memory_atom.bit_length()
+            m.d.comb += [conv.sdp.batches.eq(sd.D_FEATURE_MODE_CFG.BATCH_NUMBER)] + [
+                getattr(conv.sdp, f).eq(byte_value(sd, rmap["SDP"], reg, fld)[:lo])
+                for f, reg, fld in (("base_lo", "D_DST_BASE_ADDR_LOW", "DST_BASE_ADDR_LOW"),
+                                    ("line_lo", "D_DST_LINE_STRIDE", "DST_LINE_STRIDE"),
+                                    ("surf_lo", "D_DST_SURFACE_STRIDE", "DST_SURFACE_STRIDE"))]
         m.d.comb += [rfs["CDMA"].d_status.eq(conv.cdma_status),
                      rfs["CACC"].d_status.eq(conv.cacc_status)]
         wiring.connect(m, conv.out, sdp.flying)

@@ -70,14 +70,23 @@ def view_value(layout, block, words):
     return layout.const(out)
 
 
-def flying_cube(block, words) -> dict:
+def flying_cube(block, words, cfg=None) -> dict:
     """The value of :func:`hw.conv.common.sdp_cube_layout` for an SDP register program
     (``block`` SDP's register table, ``words`` its register words): what the convolution
-    pipeline's ``sdp`` input sees of SDP's consumer group."""
+    pipeline's ``sdp`` input sees of SDP's consumer group (with ``cfg`` on a build with
+    batching: its batch count and the low bits of its destination address and strides)."""
     v = GroupView(block, words)
-    return {"int16": int(v.D_DATA_FORMAT.PROC_PRECISION == 1),
-            "width": v.D_DATA_CUBE_WIDTH.WIDTH, "height": v.D_DATA_CUBE_HEIGHT.HEIGHT,
-            "channel": v.D_DATA_CUBE_CHANNEL.CHANNEL}
+    out = {"int16": int(v.D_DATA_FORMAT.PROC_PRECISION == 1),
+           "width": v.D_DATA_CUBE_WIDTH.WIDTH, "height": v.D_DATA_CUBE_HEIGHT.HEIGHT,
+           "channel": v.D_DATA_CUBE_CHANNEL.CHANNEL}
+    if cfg is not None and cfg.batching:
+        mask = (1 << cfg.memory_atom.bit_length()) - 1
+        out["batches"] = v.D_FEATURE_MODE_CFG.BATCH_NUMBER
+        for key, reg, fld in (("base_lo", "D_DST_BASE_ADDR_LOW", "DST_BASE_ADDR_LOW"),
+                              ("line_lo", "D_DST_LINE_STRIDE", "DST_LINE_STRIDE"),
+                              ("surf_lo", "D_DST_SURFACE_STRIDE", "DST_SURFACE_STRIDE")):
+            out[key] = (v[reg][fld] << block[reg][fld].lsb) & mask
+    return out
 
 
 def field_values(view, layout):

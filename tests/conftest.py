@@ -13,10 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("NVDLA_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "nvdla" / "traces"
 
-#: nv_small with int16 beside int8 (each layer picks its precision): the one int16 build the
-#: PDP and CDP RTL suites share (one Verilator build)
+#: nv_small with int16 beside int8 (each layer picks its precision) and batching (up to 8
+#: batches): the one int16 build the conv, PDP and CDP RTL suites share and the batched
+#: convolution's (one Verilator build)
 NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_int16", data_types=frozenset({"int8", "int16"}))
+    name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
+    max_batch=8)
 
 #: nv_small with the optional interfaces and SDP stages: SRAMIF (CV memory), SDP EW + LUT (the
 #: build NVDLA's EW / LUT traces assume) and BDMA. One Verilator build shared by the CV, EW /

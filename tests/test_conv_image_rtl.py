@@ -363,7 +363,7 @@ def run_pipeline_image(cfg, layer, seed=1, max_cycles=200_000, probe=None):
         for blk in rp.CONV_BLOCKS:
             port = getattr(pipe, f"{blk.lower()}_regs")
             ctx.set(port, view_value(port.shape(), rmap[blk], layer["regs"][blk]))
-        ctx.set(pipe.sdp, flying_cube(rmap["SDP"], layer["regs"]["SDP"]))
+        ctx.set(pipe.sdp, flying_cube(rmap["SDP"], layer["regs"]["SDP"], cfg))
         ctx.set(pipe.sdp_wait, 1)
         for blk in rp.CONV_BLOCKS:
             ctx.set(getattr(pipe, f"{blk.lower()}_op_en"), 1)

@@ -128,7 +128,7 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, out_read
                 ctx.set(port, view_value(port.shape(), rmap[b], L["regs"][b]))
             for _ in range(rng.randint(0, 3)):
                 await ctx.tick()
-            ctx.set(conv.sdp, flying_cube(rmap["SDP"], L["regs"]["SDP"]))
+            ctx.set(conv.sdp, flying_cube(rmap["SDP"], L["regs"]["SDP"], cfg))
             ctx.set(conv.sdp_wait, 1)
             for b in BLOCKS:
                 ctx.set(getattr(conv, f"{b.lower()}_op_en"), 1)

@@ -1,5 +1,6 @@
 """The convolution DMA (CDMA) for direct convolution with feature or image input, int8 (and
-int16 feature input on builds with it), batch 1 (spec "Convolution DMA"; golden model
+int16 feature input on builds with it), batches on builds with batching (spec "Convolution
+DMA"; golden model
 :mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
 
 It fetches the layer's input cube and weight surface from memory into the CBUF and tells the
@@ -20,6 +21,13 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
     the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages, one
     atom per cycle); the CSC's pad values are not converted.
+
+    Batches (builds with ``batching``, ``B = D_BATCH_NUMBER.BATCHES + 1``): line ``y`` of
+    batch ``b`` is slice ``y*B + b`` (NVDLA's layout, :mod:`hw.conv.common`); the lines are
+    fetched in slice order, one command per (line, batch) from ``base + b*BATCH_STRIDE`` (the
+    1 x 1 packed run once per batch), so the slices stay consecutive in the data ring. Every
+    slice count (the slices the CSC uses, ``RLS_SLICES``, the kept slices) counts ``in_h x
+    B``; data reuse also needs the kept slices' batch count.
 
 Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
     The data reader and the data side of the CBUF write port belong to the image path: one
@@ -205,6 +213,16 @@ class Cdma(wiring.Component):
                                   & (R.D_DATAIN_SIZE_0.DATAIN_HEIGHT == 0))
         eps = Signal(16)                                 # entries per slice
         m.d.comb += eps.eq(R.D_ENTRY_PER_SLICE.ENTRIES + 1)
+        # batches (builds with batching): line y of batch b is slice y*B + b; the CDMA
+        # fetches line by line, the batches of a line in turn
+        bat = cfg.batching
+        if bat:
+            nb_m1 = R.D_BATCH_NUMBER.BATCHES
+            bstride = byte_value("D_BATCH_STRIDE", "BATCH_STRIDE")
+            slices = Signal(19)                          # H x B (the fetched slices)
+            m.d.comb += slices.eq(height * (nb_m1 + 1))
+        else:
+            slices = height
         data_banks = Signal(6)
         weight_banks = Signal(6)
         m.d.comb += [data_banks.eq(R.D_BANK.DATA_BANK + 1),
@@ -275,6 +293,8 @@ class Cdma(wiring.Component):
         key_width = Signal(13)
         key_eps = Signal(16)
         key_img = Signal()                               # the kept slices are an image's
+        if bat:
+            key_bat = Signal(5)
         w_kept = Signal()
         w_kept_bytes = Signal(33)
         if comp:
@@ -294,6 +314,10 @@ class Cdma(wiring.Component):
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept & key_match & (w_kept_bytes == wbytes)),
         ]
+        if bat:
+            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+                                   & (key_width == R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
+                                   & (key_eps == eps) & (key_bat == nb_m1))
         base_next = Signal(PW)
         m.d.comb += base_next.eq(Mux(d_reuse, kept_base, 0))
 
@@ -308,7 +332,7 @@ class Cdma(wiring.Component):
 
         # background ring arithmetic: dat_base + k * entries (k = released / used slices)
         acc_rls, acc_need = Signal(PW), Signal(PW)
-        left_rls, left_need = Signal(14), Signal(14)
+        left_rls, left_need = Signal(14), Signal(19 if cfg.batching else 14)
         with m.If(left_rls != 0):
             m.d.sync += [acc_rls.eq(wrap(acc_rls + eps, n_dat)), left_rls.eq(left_rls - 1)]
         with m.If(left_need != 0):
@@ -317,7 +341,12 @@ class Cdma(wiring.Component):
 
         need = Signal(14)
         rls = Signal(13)
-        m.d.comb += [need.eq(csc.height_ext + 1), rls.eq(csc.rls_slices + 1)]
+        if bat:                                          # slices the CSC uses: in_h x B
+            need = Signal(19)
+            m.d.comb += [need.eq((csc.height_ext + 1) * (nb_m1 + 1)),
+                         rls.eq(csc.rls_slices + 1)]
+        else:
+            m.d.comb += [need.eq(csc.height_ext + 1), rls.eq(csc.rls_slices + 1)]
         running = Signal()                               # RUN: between start and end
         ending = Signal()                                # END: completing the fetch
         fetching = Signal()                              # data or weights still to write
@@ -356,6 +385,8 @@ class Cdma(wiring.Component):
                          key_width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH),
                          key_eps.eq(eps), key_img.eq(is_img), kept_end.eq(acc_need),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
+            if bat:
+                m.d.sync += key_bat.eq(nb_m1)
             if comp:
                 m.d.sync += w_kept_total.eq(w_wr)
             with m.If(misc.SKIP_DATA_RLS):
@@ -365,7 +396,7 @@ class Cdma(wiring.Component):
                              kept_count.eq(Mux(rls >= need, 0, need - rls))]
 
         # -- feature data: command side (one cube per line) -------------------------------
-        cmd_left = Signal(14)                            # lines still to request
+        cmd_left = Signal(19 if bat else 14)             # lines still to request
         yls = Signal(aw)                                 # y * LINE_STRIDE
         g0 = Signal(aw)                                  # y0 * LINE_STRIDE
         pk = Signal(aw)                                  # (y - y0) * W * atom
@@ -381,18 +412,41 @@ class Cdma(wiring.Component):
             dc.ram_type.eq(R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE),
             dc.lines.eq(0), dc.batches.eq(0), dc.line_stride.eq(0), dc.batch_stride.eq(0),
         ]
+        if bat:
+            cb = Signal(5)                               # batch of the next command
+            boff = Signal(aw)                            # its offset: cb x BATCH_STRIDE
+            fbase = base + boff
+        else:
+            fbase = base
         with m.If(packed_1x1):
-            m.d.comb += [dc.base.eq(base), dc.line_atoms.eq(surfs - 1), dc.surfaces.eq(0),
+            m.d.comb += [dc.base.eq(fbase), dc.line_atoms.eq(surfs - 1), dc.surfaces.eq(0),
                          dc.surface_stride.eq(0)]
         with m.Else():
-            m.d.comb += [dc.base.eq(base + g0 + pk), dc.line_atoms.eq(width - 1),
+            m.d.comb += [dc.base.eq(fbase + g0 + pk), dc.line_atoms.eq(width - 1),
                          dc.surfaces.eq(surfs - 1), dc.surface_stride.eq(ss)]
-        with m.If(fvalid & fready):
-            m.d.sync += [cmd_left.eq(cmd_left - 1), yls.eq(yls + ls)]
+
+        def next_line():
+            m.d.sync += yls.eq(yls + ls)
             with m.If((gleft == 0) | ~line_packed):
                 m.d.sync += [g0.eq(yls + ls), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS)]
             with m.Else():
                 m.d.sync += [pk.eq(pk + (width << ash)), gleft.eq(gleft - 1)]
+        if not bat:
+            with m.If(fvalid & fready):
+                m.d.sync += [cmd_left.eq(cmd_left - 1), yls.eq(yls + ls)]
+                with m.If((gleft == 0) | ~line_packed):
+                    m.d.sync += [g0.eq(yls + ls), pk.eq(0),
+                                 gleft.eq(R.D_FETCH_GRAIN.GRAINS)]
+                with m.Else():
+                    m.d.sync += [pk.eq(pk + (width << ash)), gleft.eq(gleft - 1)]
+        else:
+            with m.If(fvalid & fready):
+                m.d.sync += cmd_left.eq(cmd_left - 1)
+                with m.If(cb == nb_m1):
+                    m.d.sync += [cb.eq(0), boff.eq(0)]
+                    next_line()
+                with m.Else():
+                    m.d.sync += [cb.eq(cb + 1), boff.eq(boff + bstride)]
 
         # -- weights: command side (chunks when the ring has room) ----------------------------
         chunk = max(1, _WT_CHUNK // ATOM)
@@ -431,7 +485,7 @@ class Cdma(wiring.Component):
 
         # -- feature data: atom placement ---------------------------------------------------
         d_active = Signal()
-        d_lines = Signal(14)                             # lines left - 1
+        d_lines = Signal(19 if bat else 14)              # lines left - 1
         x = Signal(14)
         xe = Signal(14)                                  # x // share
         xs = Signal(2)                                   # x % share
@@ -582,9 +636,10 @@ class Cdma(wiring.Component):
                 self.dat_base.eq(base_next), self.wt_base.eq(0),
                 self.dat_slices.eq(Mux(d_reuse, kept_count, 0)),
                 # data
-                cmd_left.eq(Mux(full_reuse | is_img, 0, Mux(packed_1x1, 1, height))),
+                cmd_left.eq(Mux(full_reuse | is_img, 0, Mux(packed_1x1, 1, height) if not bat
+                                else Mux(packed_1x1, nb_m1 + 1, slices))),
                 yls.eq(0), g0.eq(0), pk.eq(0), gleft.eq(R.D_FETCH_GRAIN.GRAINS),
-                d_active.eq(~full_reuse & ~is_img), d_lines.eq(height - 1),
+                d_active.eq(~full_reuse & ~is_img), d_lines.eq(slices - 1),
                 x.eq(0), xe.eq(0), xs.eq(0), a.eq(0), sub.eq(0), grp.eq(fpos), sb.eq(fpos),
                 # weights
                 w_fetch.eq(~w_reuse), w_iss.eq(0), w_addr.eq(wbase),
@@ -597,6 +652,9 @@ class Cdma(wiring.Component):
                 m.d.sync += w_wr.eq(Mux(w_reuse, w_kept_total, 0))
                 with m.If(compressed & w_reuse):
                     m.d.sync += self.wt_bytes.eq(w_kept_total)
+        if bat:
+            with m.If(decide):
+                m.d.sync += [cb.eq(0), boff.eq(0)]
         if comp:
             m.d.comb += wdec.start.eq(decide & compressed & ~w_reuse)
 

@@ -1,6 +1,7 @@
 """ConvCheck: the layer-start check of a direct-convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
-this batch-1 RTL: int8, and int16 where :func:`~hw.conv.common.conv_int16` holds).
+this RTL: int8, and int16 where :func:`~hw.conv.common.conv_int16` holds; batches on builds
+with ``batching``).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
 cycles later with ``ok``. The products the rules need go through small shift-and-add
@@ -14,7 +15,18 @@ Rules (any one fails the program)
       entries are bank rows;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
-      CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC);
+      CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without
+      ``batching``;
+    * batches (builds with ``batching``; golden :func:`sim.conv.program.decode` and
+      :func:`~sim.conv.program.check_batch_delivery`): ``BATCHES`` >= ``max_batch``, CSC's or
+      CACC's count != CDMA's, SDP's ``BATCH_NUMBER`` != CDMA's, batches on image input,
+      ``BATCH_STRIDE`` not atom aligned or (feature input) < ``SURF_STRIDE`` x surfaces, the
+      batched delivery (output wider than one position: CACC's ``DATAOUT_ADDR``, and with
+      several lines / surfaces its ``LINE_STRIDE`` / ``SURF_STRIDE``, equal SDP's destination
+      ones modulo two atoms); every slice count below counts ``in_h x B`` (data banks,
+      ``RLS_SLICES``, the kept slices, and data reuse needs the kept batch count); the last
+      batch inside the address space. RTL restriction (the golden model streams them): a
+      batched layer's ``WEIGHT_BYTES`` must fit the weight banks;
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
       (the golden decode's image rules); the feature-only rules below (surface stride,
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
@@ -107,7 +119,7 @@ class ConvCheck(wiring.Component):
         self._cfg, self._rmap = cfg, rmap
         members = {f"{b.lower()}_regs": In(fields_layout(rmap[b].d_registers, ("rw",)))
                    for b in _BLOCKS}
-        members.update({"sdp": In(sdp_cube_layout()),
+        members.update({"sdp": In(sdp_cube_layout(cfg)),
                         "start": In(1), "end": In(1), "done": Out(1), "ok": Out(1)})
         super().__init__(members)
 
@@ -167,9 +179,20 @@ class ConvCheck(wiring.Component):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
             errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != 0)]
-        errs += [*fmt_errs,
-                 D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
-                 K.D_BATCH_NUMBER.BATCHES != 0]
+        bat = cfg.batching
+        if bat:
+            # batches (golden: sim.conv.program.decode, check_batch_delivery): at most
+            # max_batch, one count in CDMA, CSC, CACC and SDP, feature input only
+            nb_m1 = D.D_BATCH_NUMBER.BATCHES
+            batched = Signal()
+            m.d.comb += batched.eq(nb_m1 != 0)
+            errs += [*fmt_errs, nb_m1 >= cfg.max_batch, C.D_BATCH_NUMBER.BATCHES != nb_m1,
+                     K.D_BATCH_NUMBER.BATCHES != nb_m1, img & batched,
+                     self.sdp.batches != nb_m1]
+        else:
+            errs += [*fmt_errs,
+                     D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
+                     K.D_BATCH_NUMBER.BATCHES != 0]
 
         # -- input cube --------------------------------------------------------------------
         wm1 = D.D_DATAIN_SIZE_0.DATAIN_WIDTH
@@ -265,10 +288,18 @@ class ConvCheck(wiring.Component):
                          padded.eq(n_m1 + 1 + pa + pz)]
             gate = ~img if axis == "x" else 1
             errs += [gate & (span > padded), gate & (reach > padded)]
-        errs.append(~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES >= in_h))
+        if bat:
+            # every size in slices counts in_h x B (slice y x B + b)
+            in_hb = Signal(19)
+            height_b = Signal(19)
+            m.d.comb += [in_hb.eq(in_h * (nb_m1 + 1)), height_b.eq(height * (nb_m1 + 1))]
+            errs.append(~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES >= in_hb))
+        else:
+            in_hb, height_b = in_h, height
+            errs.append(~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES >= in_h))
 
         # -- reuse state (recorded at the end of each valid layer) -------------------------------
-        kept_count = Signal(14)
+        kept_count = Signal(19 if bat else 14)
         kept_all = Signal()
         key_dbank, key_wbank = Signal(5), Signal(5)
         key_width = Signal(13)
@@ -278,6 +309,8 @@ class ConvCheck(wiring.Component):
         w_any = Signal()                                     # a layer ended (reuse record)
         key_fmt = Signal()
         key_img = Signal()                                   # kept slices are an image's
+        if bat:
+            key_bat = Signal(5)
         # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
         # the format and the mask bytes; int16 builds: the precision
         wkey = [wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
@@ -304,6 +337,9 @@ class ConvCheck(wiring.Component):
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
         ]
+        if bat:
+            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+                                   & (key_width == wm1) & (key_eps == eps) & (key_bat == nb_m1))
         # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
         errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
                     & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
@@ -317,12 +353,17 @@ class ConvCheck(wiring.Component):
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
-        avail = Signal(15)
-        m.d.comb += avail.eq(Mux(d_reuse, kept_count, 0) + Mux(full_reuse, 0, height))
-        errs.append(avail < in_h)
+        avail = Signal(20 if bat else 15)
+        m.d.comb += avail.eq(Mux(d_reuse, kept_count, 0) + Mux(full_reuse, 0, height_b))
+        errs.append(avail < in_hb)
         need = Signal(14)
         rls = Signal(13)
-        m.d.comb += [need.eq(cext0.DATAIN_HEIGHT_EXT + 1), rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
+        if bat:
+            need = in_hb
+            m.d.comb += rls.eq(C.D_RELEASE.RLS_SLICES + 1)
+        else:
+            m.d.comb += [need.eq(cext0.DATAIN_HEIGHT_EXT + 1),
+                         rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
                          key_width.eq(wm1), key_eps.eq(eps),
@@ -331,6 +372,8 @@ class ConvCheck(wiring.Component):
                                            Mux(rls >= need, 0, need - rls))),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey), w_any.eq(1),
                          key_fmt.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT)]
+            if bat:
+                m.d.sync += key_bat.eq(nb_m1)
 
         # -- products: shift-and-add, one bit of the narrow factor per cycle -----------------------
         load = self.start
@@ -398,8 +441,43 @@ class ConvCheck(wiring.Component):
         # the input and the weights inside the address space
         packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
         feat_end = Signal(aw + 20)
-        m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
-                                    base + p_lines - ls + p_surfs + (width << ash)))
+        if bat:
+            # batch b from base + b x BATCH_STRIDE
+            bs = byte_value(D, "CDMA", "D_BATCH_STRIDE", "BATCH_STRIDE")
+            p_bs = product("p_bs_b", nb_m1, bs, 32)          # BATCH_STRIDE x (B - 1)
+            m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
+                                        base + p_lines - ls + p_surfs + (width << ash))
+                                    + p_bs)
+            wcap_bytes = Signal(range(cfg.cbuf_banks * DEPTH * BW + 1))
+            m.d.comb += wcap_bytes.eq(wbanks * (DEPTH * BW))
+            errs += [batched & misaligned(bs),
+                     # every slice held at once needs an entry (avail x eps fits a product)
+                     avail > cfg.cbuf_banks * DEPTH,
+                     # RTL restriction (the golden model streams them): a batched layer's
+                     # weights must fit the weight banks, each batch walks them again (kept
+                     # there: WEIGHT_BYTES, and compressed ones expanded)
+                     batched & (wbytes > wcap_bytes)]
+            late += [batched & ~img & (bs < p_surfs + ss),   # batches overlap
+                     # (compressed: the CBUF holds the expanded BYTE_PER_KERNEL x K bytes)
+                     batched & (p_wt > wcap_bytes)]
+            # the batched delivery: CACC's output address and strides agree with SDP's
+            # modulo two memory atoms (the lines / surfaces only when there are several)
+            lo = ATOM.bit_length()
+            S_ = self.sdp
+            out_surfs_many = Mux(i16, K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL >= ATOM // 2,
+                                 K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL >= ATOM) if i16b else \
+                K.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL >= ATOM
+            wide = batched & (K.D_DATAOUT_SIZE_0.DATAOUT_WIDTH != 0)
+            errs += [
+                wide & (byte_value(K, "CACC", "D_DATAOUT_ADDR", "DATAOUT_ADDR")[:lo]
+                        != S_.base_lo),
+                wide & (K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT != 0)
+                & (byte_value(K, "CACC", "D_LINE_STRIDE", "LINE_STRIDE")[:lo] != S_.line_lo),
+                wide & out_surfs_many
+                & (byte_value(K, "CACC", "D_SURF_STRIDE", "SURF_STRIDE")[:lo] != S_.surf_lo)]
+        else:
+            m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
+                                        base + p_lines - ls + p_surfs + (width << ash)))
         late += [~img & ~full_reuse & (feat_end > (1 << aw)),
                  ~w_reuse & (wbase + wbytes > (1 << aw))]
 

@@ -60,7 +60,7 @@ Cdma -> Csc progress (:class:`hw.conv.cdma.Cdma`)
     weights larger than the ring must release them. ``end`` (pulse after the layer) lets the
     Cdma keep the unreleased slices (``RLS_SLICES``) and weights for the next layer's reuse.
 
-Sequence (Csc; one int8 layer, batch 1)
+Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output
     positions in raster order); for channel group ``j``; for kernel position ``(r, s)`` (a
     *block*): one weight load (``wt``), then one data atom per output position of the stripe
@@ -177,8 +177,15 @@ def conv_out_layout(cfg) -> data.StructLayout:
                               "last": 1})
 
 
-def sdp_cube_layout() -> data.StructLayout:
+def sdp_cube_layout(cfg=None) -> data.StructLayout:
     """What the convolution's check needs of SDP's consumer group (the flying layer waiting
     for it): its processing precision (int16: half the channels per atom) and its cube size
-    fields (``D_DATA_CUBE_WIDTH`` / ``HEIGHT`` / ``CHANNEL``, each the size minus one)."""
-    return data.StructLayout({"int16": 1, "width": 13, "height": 13, "channel": 13})
+    fields (``D_DATA_CUBE_WIDTH`` / ``HEIGHT`` / ``CHANNEL``, each the size minus one). On
+    builds with batching (``cfg.batching``) also its ``BATCH_NUMBER`` and the low
+    ``log2(atom) + 1`` bits of its destination base, line and surface stride in bytes (the
+    batched delivery rule, :func:`sim.conv.program.check_batch_delivery`)."""
+    fields = {"int16": 1, "width": 13, "height": 13, "channel": 13}
+    if cfg is not None and cfg.batching:
+        lo = cfg.memory_atom.bit_length()
+        fields.update({"batches": 5, "base_lo": lo, "line_lo": lo, "surf_lo": lo})
+    return data.StructLayout(fields)

@@ -76,7 +76,7 @@ class ConvPipeline(wiring.Component):
         members["rd_cdma_dat"] = Out(DmaReadPort(geom))
         members["rd_cdma_wt"] = Out(DmaReadPort(geom))
         members["out"] = Out(stream.Signature(conv_out_layout(cfg)))
-        members["sdp"] = In(sdp_cube_layout())
+        members["sdp"] = In(sdp_cube_layout(cfg))
         members["sdp_wait"] = In(1)
         members["sdp_reject"] = In(1)
         members["flying_abort"] = Out(1)

@@ -1,5 +1,6 @@
 """CSC: the convolution sequence controller (int8 direct convolution, int16 on builds with
-it, batch 1; spec "Convolution Sequence Controller"; golden model :mod:`sim.conv.csc`).
+it, batches on builds with batching; spec "Convolution Sequence Controller"; golden model
+:mod:`sim.conv.csc`).
 
 The CSC reads the input slices and the weights that Cdma has put into the CBUF and feeds the
 MAC array, in exactly the sequence of the contract in :mod:`hw.conv.common`::
@@ -73,6 +74,16 @@ on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``
 
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
+
+Batches (builds with ``batching``; ``B = D_BATCH_NUMBER.BATCHES + 1``): the whole sequence
+above runs once per batch, batch-major (``for batch b; for kernel group g; ...``), so the
+accumulator delivers batch 0's cube, then batch 1's, each in SDP's input order (SDP's batch
+mode writes batch ``b`` at its batch stride). Batch ``b``'s line ``iy`` is slice ``iy*B + b``
+(:mod:`hw.conv.common`): its entries start at ``iy*(B*E) + b*E`` from ``dat_base``, and an
+atom waits for ``dat_slices > iy*B + b``. The weight engine walks the weights of every
+batch from byte 0 again; a batched layer's weights all fit the weight banks (the check's
+rule), so they are released only after the last batch's last load. ``end`` is on the last
+batch's final atom.
 """
 
 from __future__ import annotations
@@ -193,6 +204,13 @@ class Csc(wiring.Component):
         n_dat = Signal(range(NE + 1))       # data region entries
         n_wt = Signal(range(NE + 1))        # weight region entries
         crip = Signal(2)                    # last channel group shared by 1 / 2 / 4 positions
+        # batches (builds with batching): the whole sequence once per batch, batch-major;
+        # slice of line iy, batch b = iy*B + b, at iy*(B*E) + b*E
+        bat = self._cfg.batching
+        if bat:
+            NB_m1 = R.D_BATCH_NUMBER.BATCHES
+            EB = Signal(range(32 * (1 << 16)))         # B x entries per slice
+            m.d.sync += EB.eq((NB_m1 + 1) * E1)
         m.d.sync += [
             n_out.eq((OW_m1 + 1) * (R.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1)),
             n_dat.eq((R.D_BANK.DATA_BANK + 1) * DEPTH),
@@ -238,6 +256,10 @@ class Csc(wiring.Component):
 
         d_len = Signal(range(ms + 1))
         m.d.comb += d_len.eq(stripe_len(d_rem))
+        if bat:
+            d_b = Signal(5)                     # batch
+            d_bE = Signal(range(NE + 1))        # b x entries per slice
+            batch_last = d_b == NB_m1
         blk_first = (d_goff == 0) & (d_r == 0) & (d_s == 0)
         last_j = d_cleft <= G
         if i16b:
@@ -248,6 +270,9 @@ class Csc(wiring.Component):
         pos_last = pos == d_len - 1
         stripe_last = d_rem == d_len
         group_last = d_kleft <= KG
+        end_tag = blk_last & pos_last & stripe_last & group_last
+        if bat:
+            end_tag = end_tag & batch_last
         iy0 = Signal(signed(cw))
         ix0 = Signal(signed(cw))
         m.d.comb += [iy0.eq(iyb + d_ry), ix0.eq(ixb + d_sxo)]
@@ -280,7 +305,14 @@ class Csc(wiring.Component):
         outstanding = Signal(range(FIFO_DEPTH + 1))
         iy_last = Signal(signed(cw))
         m.d.comb += iy_last.eq(iy0 + rows - 1)
-        slices_ok = (iy0 >= H) | (Mux(iy_last >= H, H - 1, iy_last) < self.dat_slices)
+        if bat:
+            # slice y x B + b of the atom's last line (none needed: every line is padding)
+            y_need = Signal(14)
+            m.d.comb += y_need.eq(Mux(iy_last >= H, H - 1, iy_last.as_unsigned()[:14]))
+            slices_ok = ((iy0 >= H) | (iy_last < 0)
+                         | (y_need * (NB_m1 + 1) + d_b < self.dat_slices))
+        else:
+            slices_ok = (iy0 >= H) | (Mux(iy_last >= H, H - 1, iy_last) < self.dat_slices)
         issue = Signal()
         issue_atom = Signal()
         m.d.comb += [issue.eq(d_run & (outstanding < FIFO_DEPTH) & slices_ok),
@@ -329,14 +361,18 @@ class Csc(wiring.Component):
                    s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
                    s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
                    s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h), s1_tag.pos.eq(pos),
-                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last & h_last)]
+                   s1_tag.end.eq(end_tag & h_last)]
         else:
             seq = [s1_goff.eq(d_goff),
                    s1_crip.eq(Mux(last_j & ~img, crip, 0)),
                    s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
                    s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
                    s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
-                   s1_tag.end.eq(blk_last & pos_last & stripe_last & group_last)]
+                   s1_tag.end.eq(end_tag)]
+        if bat:
+            d_bE_s1 = Signal.like(d_bE)
+            with m.If(issue):
+                m.d.sync += d_bE_s1.eq(d_bE)
         with m.If(issue):
             m.d.sync += [
                 s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), *seq,
@@ -350,6 +386,8 @@ class Csc(wiring.Component):
                          part.eq(0), sub.eq(0)]
             if i16b:
                 m.d.sync += d_h.eq(0)
+            if bat:
+                m.d.sync += [d_b.eq(0), d_bE.eq(0)]
             restart_group()
         if i16b:
             with m.Elif(issue_atom & ~h_last):
@@ -388,6 +426,11 @@ class Csc(wiring.Component):
                 with m.Elif(~group_last):
                     m.d.sync += d_kleft.eq(d_kleft - KG)
                     restart_group()
+                if bat:
+                    with m.Elif(~batch_last):
+                        # the next batch: every kernel group again on its slices
+                        m.d.sync += [d_b.eq(d_b + 1), d_bE.eq(d_bE + E1), d_kleft.eq(K)]
+                        restart_group()
                 with m.Else():
                     m.d.sync += d_run.eq(0)
 
@@ -404,7 +447,10 @@ class Csc(wiring.Component):
         iy_u = s1_iy.as_unsigned()[:14]
         ix_u = s1_ix.as_unsigned()[:14]
         slice_raw = Signal(range(2 * NE))
-        m.d.comb += slice_raw.eq(iy_u * E1 + self.dat_base)
+        if bat:
+            m.d.comb += slice_raw.eq(iy_u * EB + d_bE_s1 + self.dat_base)
+        else:
+            m.d.comb += slice_raw.eq(iy_u * E1 + self.dat_base)
         xoff = Mux(s1_crip == 1, ix_u >> 1, Mux(s1_crip == 2, ix_u >> 2, ix_u))
         m.d.sync += [
             s2_v.eq(s1_v),
@@ -496,6 +542,8 @@ class Csc(wiring.Component):
         w_b, w_gb = Signal(32), Signal(32)          # byte offsets in the weight surface
         w_p, w_gp = Signal(range(NE)), Signal(range(NE))   # entry ring positions
         w_kk = Signal(range(AK))
+        if bat:
+            w_bat = Signal(5)                       # batch of the weight sequence
         w_lo = Signal(BW * 8)
         wbuf = Signal(AK * AC * 8)
         w_valid = Signal()
@@ -552,6 +600,8 @@ class Csc(wiring.Component):
                                  w_s.eq(0), w_b.eq(0), w_gb.eq(0), w_p.eq(self.wt_base),
                                  w_gp.eq(self.wt_base), self.wt_released.eq(0),
                                  w_valid.eq(0)]
+                    if bat:
+                        m.d.sync += w_bat.eq(0)
                     m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If((~w_valid | self.wt.ready) & (need <= self.wt_bytes)):
@@ -583,10 +633,29 @@ class Csc(wiring.Component):
                             # next stripe of this group: its weights again from the start
                             m.d.sync += [w_rem.eq(w_rem - w_len), w_b.eq(w_gb),
                                          w_p.eq(w_gp)]
-                        with m.Else():
-                            m.d.sync += [self.wt_released.eq(b_next), w_gb.eq(b_next),
-                                         w_gp.eq(p_next), w_rem.eq(n_out),
-                                         w_kleft.eq(w_kleft - KG)]
-                            with m.If(w_kleft <= KG):
-                                m.next = "IDLE"
+                        if not bat:
+                            with m.Else():
+                                m.d.sync += [self.wt_released.eq(b_next), w_gb.eq(b_next),
+                                             w_gp.eq(p_next), w_rem.eq(n_out),
+                                             w_kleft.eq(w_kleft - KG)]
+                                with m.If(w_kleft <= KG):
+                                    m.next = "IDLE"
+                        else:
+                            with m.Else():
+                                m.d.sync += [w_gb.eq(b_next), w_gp.eq(p_next), w_rem.eq(n_out),
+                                             w_kleft.eq(w_kleft - KG)]
+                                # batched layers hold all their weights in the ring (the
+                                # check's rule): each batch walks them again from byte 0;
+                                # nothing is released before the last batch
+                                w_lastb = w_bat == NB_m1
+                                with m.If(w_lastb):
+                                    m.d.sync += self.wt_released.eq(b_next)
+                                with m.If(w_kleft <= KG):
+                                    with m.If(w_lastb):
+                                        m.next = "IDLE"
+                                    with m.Else():
+                                        m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K),
+                                                     w_b.eq(0), w_gb.eq(0),
+                                                     w_p.eq(self.wt_base),
+                                                     w_gp.eq(self.wt_base)]
         return m

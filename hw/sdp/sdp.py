@@ -25,6 +25,12 @@ its ``op_en`` is set), aligned with the position and channels of each flying tra
 output (memory or PDP) and completion are as offline. ``flying`` is only taken while the
 layer runs (after its checks); a flying layer waits for its data as long as it takes.
 
+Batch mode (builds with ``batching``, ``D_FEATURE_MODE_CFG.BATCH_NUMBER`` = B - 1 > 0; flying
+input only): the accumulator delivers batch 0's cube, then batch 1's, ...; the operand DMAs
+read their cube once per batch (a batch stride of 0: every batch uses the same operands) and
+the writer puts batch ``b`` at ``DST_BASE + b x DST_BATCH_STRIDE`` (cube commands with B
+batches), a 1x1 cube with its strides.
+
 Flying layers and the convolution's check (``flying_go``, ``flying_abort``)
     A flying layer that passes its own checks issues no DMA command (operand reads, output
     writes) until its producer has passed its check: it waits until ``flying_go`` (the
@@ -49,7 +55,12 @@ Invalid programs
     NotImplementedError for the modes it does not cover) issues no DMA and finishes in the
     cycle after its check (about 12 cycles). The rules (all checked, any one fails):
 
-    * SDP ``WINOGRAD`` on, ``BATCH_NUMBER != 0``, ``OUTPUT_DST = PDP`` on a build without PDP;
+    * SDP ``WINOGRAD`` on, ``OUTPUT_DST = PDP`` on a build without PDP; ``BATCH_NUMBER != 0``
+      on a build without batching; with batching: ``BATCH_NUMBER >= max_batch``, and batches
+      offline, to PDP, with EW EQL, with a taking-part RDMA whose ``BATCH_NUMBER`` differs,
+      ``DST_BATCH_STRIDE`` not atom aligned or shorter than one batch's output (``(S - 1) x
+      surface stride + (H - 1) x line stride + W atoms``; a batched 1x1 cube follows the
+      strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8 or (int16 builds) INT16, ``OUT_PRECISION``
       equal to it; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
       part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
@@ -98,6 +109,7 @@ from arch.registers import register_map
 
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
+from ..mem import dma_fields
 from ..mem.dma_fields import cube_address
 from ..conv.common import conv_out_layout
 from ..regfile import fields_layout
@@ -202,7 +214,15 @@ class Sdp(wiring.Component):
         is16 = Signal()
         m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
         prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
-        errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
+        bat = cfg.batching
+        batched = Signal()                       # batch mode (builds with batching)
+        if bat:
+            m.d.comb += batched.eq(fm.BATCH_NUMBER != 0)
+            errs += [fm.WINOGRAD, fm.BATCH_NUMBER >= cfg.max_batch, batched & ~flying,
+                     batched & to_pdp,
+                     batched & rdma_active & (rfm.BATCH_NUMBER != fm.BATCH_NUMBER)]
+        else:
+            errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
         if not cfg.pdp:
             errs.append(to_pdp)
         errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
@@ -230,9 +250,14 @@ class Sdp(wiring.Component):
         op_cfg = {}
         cubes = []                               # (name, enabled, command)
 
-        def cube(name, enabled, base, ram, packed, line_atoms_packed, line_atoms, ls, ss):
+        def cube(name, enabled, base, ram, packed, line_atoms_packed, line_atoms, ls, ss,
+                 bs=None):
             c = Signal(cube_layout(geom), name=f"cube_{name}")
             m.d.comb += [c.base.eq(base), c.ram_type.eq(ram), c.batches.eq(0)]
+            if bat and bs is not None:
+                # batch mode: the operands repeat for every batch (stride 0), the output
+                # batch b goes to DST + b x DST_BATCH_STRIDE
+                m.d.comb += [c.batches.eq(fm.BATCH_NUMBER), c.batch_stride.eq(bs)]
             with m.If(packed):
                 m.d.comb += [c.line_atoms.eq(line_atoms_packed), c.lines.eq(0),
                              c.surfaces.eq(0), c.line_stride.eq(0), c.surface_stride.eq(0)]
@@ -280,7 +305,7 @@ class Sdp(wiring.Component):
             m.d.comb += ks.eq(both + two - (is16 & two))
             packed = ~per_el | one_by_one
             cube(st, en, base, dc[f"{dname}_RAM_TYPE"], packed,
-                 ((sm1 + 1) << ks) - 1, ((wm1 + 1) << ks) - 1, ls, ss)
+                 ((sm1 + 1) << ks) - 1, ((wm1 + 1) << ks) - 1, ls, ss, bs=0)
 
         # -- input and output surfaces -----------------------------------------------------
         src_base, src_ls, src_ss = cube_address(R, rb, "SRC", aw)
@@ -297,24 +322,37 @@ class Sdp(wiring.Component):
                            | misaligned(dst_ss))]
         line_bytes = Signal(13 + ash + 1)
         m.d.comb += line_bytes.eq((wm1 + 1) << ash)
-        errs.append(writes & ~one_by_one & (hm1 != 0) & (dst_ls < line_bytes))
-        cube_dst = cube("dst", writes, dst_base, dst_ram, one_by_one, sm1, wm1, dst_ls, dst_ss)
+        if bat:
+            # a batched 1x1 cube follows the strides (only one batch is one run of atoms)
+            dst_1x1 = Signal()
+            m.d.comb += dst_1x1.eq(one_by_one & ~batched)
+            dst_bs = dma_fields.byte_value(S, sb, "D_DST_BATCH_STRIDE", "DST_BATCH_STRIDE")
+            errs += [batched & eql, writes & batched & misaligned(dst_bs)]
+        else:
+            dst_1x1, dst_bs = one_by_one, None
+        errs.append(writes & ~dst_1x1 & (hm1 != 0) & (dst_ls < line_bytes))
+        cube_dst = cube("dst", writes, dst_base, dst_ram, dst_1x1, sm1, wm1, dst_ls, dst_ss,
+                        bs=dst_bs)
 
         # -- the check sequence: one multiplier, two products per cube -------------------------
         ew_ = aw + 18
-        steps = []
-        for name, enabled, c in cubes:
-            steps += [(c.surfaces, c.surface_stride), (c.lines, c.line_stride)]
+        steps = []                               # (a, b, cube index)
+        for i, (name, enabled, c) in enumerate(cubes):
+            steps += [(c.surfaces, c.surface_stride, i, "s"), (c.lines, c.line_stride, i, "l")]
+            if bat and name == "dst":
+                steps.append((c.batches, c.batch_stride, i, "b"))
         step = Signal(range(len(steps) + 1))
         prod = Signal(13 + aw)
         sel_a = Signal(13)
         sel_b = Signal(aw)
-        for i, (a, b) in enumerate(steps):
+        for i, (a, b, _, _) in enumerate(steps):
             with m.If(step == i):
                 m.d.comb += [sel_a.eq(a), sel_b.eq(b)]
         m.d.comb += prod.eq(sel_a * sel_b)
         ends = [Signal(ew_, name=f"end_{name}") for name, _, _ in cubes]
         dst_lines = Signal(13 + aw)              # (H - 1) x destination line stride
+        if bat:
+            dst_surfs = Signal(13 + aw)          # (S - 1) x destination surface stride
         static_err = Signal()
         m.d.comb += static_err.eq(Cat(*errs).any())
 
@@ -323,7 +361,11 @@ class Sdp(wiring.Component):
             bad_range.append(enabled & (end > (1 << aw)))
         dst_surf_need = Signal(ew_)
         m.d.comb += dst_surf_need.eq(dst_lines + line_bytes)
-        overlap = writes & ~one_by_one & (sm1 != 0) & (dst_ss < dst_surf_need)
+        overlap = writes & ~dst_1x1 & (sm1 != 0) & (dst_ss < dst_surf_need)
+        if bat:
+            # batches must not overlap: one batch's output spans (S-1) x surface stride +
+            # (H-1) x line stride + W atoms
+            overlap = overlap | (writes & batched & (dst_bs < dst_surfs + dst_surf_need))
         invalid = Signal()
         m.d.comb += invalid.eq(static_err | Cat(*bad_range).any() | overlap)
 
@@ -355,7 +397,7 @@ class Sdp(wiring.Component):
         m.d.comb += [feeder.int16.eq(is16), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
                      feeder.flying.eq(flying),
                      packer.int16.eq(is16), packer.width_m1.eq(wm1),
-                     packer.packed.eq(one_by_one)]
+                     packer.packed.eq(dst_1x1)]
 
         # feeder -> datapath (fields by name), datapath configuration
         dpi = dp.i.payload
@@ -415,11 +457,13 @@ class Sdp(wiring.Component):
                     m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += step.eq(step + 1)
-                for i in range(len(steps)):
+                for i, (a, b, ci, kind) in enumerate(steps):
                     with m.If(step == i):
-                        m.d.sync += ends[i // 2].eq(ends[i // 2] + prod)
-                        if cubes[i // 2][0] == "dst" and i % 2 == 1:
+                        m.d.sync += ends[ci].eq(ends[ci] + prod)
+                        if cubes[ci][0] == "dst" and kind == "l":
                             m.d.sync += dst_lines.eq(prod)
+                        if bat and cubes[ci][0] == "dst" and kind == "s":
+                            m.d.sync += dst_surfs.eq(prod)
                 with m.If(step == len(steps) - 1):
                     m.next = "DECIDE"
             with m.State("DECIDE"):

@@ -27,7 +27,9 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       weight banks, and kept weights (``SKIP_WEIGHT_RLS``) are kept expanded, so the whole
       uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
       only their WGS sizes to fit.
-    * Batches: the RTL convolves one batch (``D_BATCH_NUMBER`` = 0).
+    * Batches: this core fetches a batched layer's weights once for all its batches, so
+      they must fit the weight banks (``WEIGHT_BYTES``, and compressed weights expanded);
+      NVDLA streams larger weights again for each batch.
     """
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
@@ -43,4 +45,9 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
                  f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
                  f"{surface} bytes > {p.weight_bank} weight bank(s) of {wcap} bytes")
     if p.batches > 1:
-        _err(f"CDMA.D_BATCH_NUMBER.BATCHES={p.batches - 1}", "the RTL convolves one batch")
+        weights = max(p.weight_bytes, p.kernels * p.byte_per_kernel)
+        if weights > wcap:
+            _err(f"CDMA.D_BATCH_NUMBER.BATCHES={p.batches - 1}",
+                 f"a batched layer's weights are fetched once for all batches and must fit "
+                 f"the weight banks: {weights} bytes > {p.weight_bank} weight bank(s) of "
+                 f"{wcap} bytes")
