@@ -17,6 +17,11 @@ TRACES = SHARED / "nvdla" / "traces"
 #: PDP and CDP RTL suites share (one Verilator build)
 NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}))
+#: nv_small_256 with two-column CBUF entries (64-byte register entries of two 32-byte bank
+#: rows, as nv_full's 128 of 2 x 64; such entries need int16 in data_types): the RTL runs its
+#: int8 feature layers
+NV_SMALL_256_2COL = NvdlaConfig.preset("nv_small_256").replace(
+    name="nv_small_256_2col", data_types=frozenset({"int8", "int16"}), cbuf_entry_width=64)
 
 
 def playback(paths, cfg, **options):
