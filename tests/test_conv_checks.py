@@ -51,7 +51,7 @@ from sim.trace import parse_trace
 from sim.trace_run import EngineUnavailable
 from tb.sdp_unit import flying_cube, view_value
 
-from .conftest import NV_SMALL_INT16
+from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -73,6 +73,13 @@ def golden_verdicts(cfg, layers):
             p = decode(cfg, *views)
             if p.batches > 1:                        # valid, but this RTL takes one batch
                 out.append((False, "the RTL convolves one batch"))
+                continue
+            if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width and (
+                    p.precision or p.in_precision or p.image is not None
+                    or ("SDP" in layer["regs"] and flying_cube(
+                        rmap["SDP"], layer["regs"]["SDP"])["int16"])):
+                # valid, but on two-column CBUF entries this RTL runs int8 feature input only
+                out.append((False, "the RTL runs int8 feature input on two-column entries"))
                 continue
             load_cbuf(core, cfg, p, state)
             if "SDP" in layer["regs"]:               # the cube flying into SDP
@@ -308,7 +315,8 @@ def _random_programs(cfg, seed, count):
     return out
 
 
-@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256, NV_LARGE], ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256, NV_LARGE, NV_SMALL_256_2COL, NV_FULL],
+                         ids=lambda c: c.name)
 def test_check_matches_golden_rules(cfg):
     named = _mutated_programs(cfg)
     randoms = _random_programs(cfg, 5, 40)
@@ -326,7 +334,12 @@ def test_check_matches_golden_rules(cfg):
     assert not bad, "\n".join(bad)
     # every named mutation is invalid on every build (each rule is exercised: the overlap
     # takes two surfaces, the address-space rules the build's address width)
-    valid = [n for n, r in zip(names, got) if n in named and all(r)]
+    # (the full register layout has no address or byte-count bits below the 32-byte atom:
+    # the alignment mutations are valid programs there, for both)
+    unexpressible = {"weight_bytes_unaligned", "unaligned_base", "unaligned_line_stride",
+                     "unaligned_surf_stride", "unaligned_weight"}
+    valid = [n for n, r in zip(names, got) if n in named and all(r)
+             and not (cfg.register_layout == "full" and n in unexpressible)]
     assert not valid, valid
 
 
@@ -350,11 +363,12 @@ def test_int16_on_int16_builds():
     entries) takes int16 layers; the RTL-only restrictions there are rejected (an int16 layer
     with the input convertor, an int16 layer into an int8 SDP layer and an int8 one into an
     int16 SDP layer, data reuse of slices kept by a layer of the other precision), and nv_full
-    itself (two-column entries) still rejects every program."""
+    itself (two-column entries) takes the int8 layer and rejects the int16 one."""
     rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
     assert rtl_verdicts(rows, [[rp._base_layer(rows, prec=1)], [rp._base_layer(rows)]]) == \
         [[True], [True]]
-    assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)]]) == [[False]]
+    assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)], [rp._base_layer(NV_FULL, prec=1)]]) \
+        == [[True], [False]]
     cfg = NV_SMALL_INT16
     progs = {}
     progs["int16"] = [rp._base_layer(cfg, prec=1)]
