@@ -294,6 +294,7 @@ def test_pipeline_random_nv_small_256():
     run_layers(cfg, layers, seed=4)
 
 
+@pytest.mark.slow
 def test_pipeline_two_column_entries_cripple():
     """Two-column CBUF entries (nv_small_256_2col: register entries of two 32-byte bank rows,
     8 memory atoms): every count of leftover atoms of a line's last entry (0..7: shared by 4
@@ -310,6 +311,7 @@ def test_pipeline_two_column_entries_cripple():
     run_layers(cfg, layers, seed=8)
 
 
+@pytest.mark.slow
 def test_pipeline_random_two_column_entries():
     """Random int8 layers and reuse pairs on two-column CBUF entries (nv_small_256_2col)."""
     from .conftest import NV_SMALL_256_2COL as cfg

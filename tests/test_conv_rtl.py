@@ -10,7 +10,9 @@ under random AXI back-pressure (30 % busy) and latency (1-24 cycles).
 Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 random programs
 of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
 atoms per CBUF entry; 2 shards of 50), 60 on nv_small_int16 (int16 and int8 layers mixed,
-reuse pairs included; 200 more in the slow suite). Slow (``-m slow``) also: 100 on nv_large
+reuse pairs included; 200 more in the slow suite), 16 cripple layers + 40 random int8
+programs on nv_small_256_2col (two-column CBUF entries: register entries of two bank rows,
+as nv_full's; 8 + 60 on nv_full itself in the slow suite). Slow (``-m slow``) also: 100 on nv_large
 (Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
 SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, no batches): its first build
 takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core machine), a

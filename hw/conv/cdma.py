@@ -14,7 +14,8 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
-    atoms), one masked CBUF write per atom. An int16 layer (builds where
+    atoms), one masked CBUF write per atom (two-column entries: the register entry's row pair,
+    :mod:`hw.conv.common`). An int16 layer (builds where
     :func:`~hw.conv.common.conv_int16` holds) is fetched as the int8 cube of ``2 x C`` byte
     channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every byte of the atom
     (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes

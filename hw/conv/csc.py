@@ -71,6 +71,11 @@ entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lan
 on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``: kernel
 ``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
 
+Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 feature input):
+slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel group
+``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared cripple
+entry: a row, or half a row, per position; :mod:`hw.conv.common`).
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 """
