@@ -25,6 +25,12 @@ NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
 #: LUT and BDMA suites.
 NV_SMALL_EXT = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True)
+#: nv_small_256 with two-column CBUF entries (64-byte register entries of two 32-byte bank
+#: rows, as nv_full's 128 of 2 x 64; such entries need int16 in data_types) and batching, as
+#: nv_full has both: the RTL runs its int8 feature layers, batched or not
+NV_SMALL_256_2COL = NvdlaConfig.preset("nv_small_256").replace(
+    name="nv_small_256_2col", data_types=frozenset({"int8", "int16"}), cbuf_entry_width=64,
+    batching=True, max_batch=8)
 
 
 def playback(paths, cfg, **options):

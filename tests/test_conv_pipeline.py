@@ -292,3 +292,35 @@ def test_pipeline_random_nv_small_256():
     cfg = load_config("nv_small_256")
     layers = _random_programs(cfg, 4, 6, max_macs=30_000)
     run_layers(cfg, layers, seed=4)
+
+
+@pytest.mark.slow
+def test_pipeline_two_column_entries_cripple():
+    """Two-column CBUF entries (nv_small_256_2col: register entries of two 32-byte bank rows,
+    8 memory atoms): every count of leftover atoms of a line's last entry (0..7: shared by 4
+    positions at 2 atoms, by 2 at 4, not shared otherwise) with odd widths, padding, strides
+    and a tall kernel, against the golden model."""
+    from .conftest import NV_SMALL_256_2COL as cfg
+    rng = np.random.default_rng(8)
+    layers = []
+    for i, C in enumerate((8, 16, 24, 32, 40, 48, 56, 64, 80, 100, 2, 96)):
+        W = 3 + i % 5
+        layers.append(_layer(cfg, rng, slot=i % 2, W=W, H=4 + i % 3, C=C, K=1 + 3 * i,
+                             kh=1 + i % 3, kw=1 + (i + 1) % 3, pad=(i % 2, 1, 1, 0),
+                             stride=(1 + i % 2, 1), pad_value=i * 29))
+    run_layers(cfg, layers, seed=8)
+
+
+@pytest.mark.slow
+def test_pipeline_random_two_column_entries():
+    """Random int8 layers and reuse pairs on two-column CBUF entries (nv_small_256_2col)."""
+    from .conftest import NV_SMALL_256_2COL as cfg
+    rng = np.random.default_rng(6)
+    layers = []
+    while len(layers) < 8:
+        try:
+            layers += random_pair(cfg, rng, 20_000, int8_only=True) if rng.random() < 0.5 \
+                else [random_program(cfg, rng, 20_000, int8_only=True)]
+        except _Redraw:
+            continue
+    run_layers(cfg, layers, seed=6)

@@ -11,7 +11,9 @@ Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 ran
 of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
 atoms per CBUF entry; 2 shards of 50), 60 on nv_small_int16 (int16 and int8 layers mixed,
 reuse pairs included, half the layers batched: that build has batching; 200 more in the slow
-suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``). Slow (``-m slow``) also: 100 on nv_large
+suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``), 16 cripple layers + 40 random
+int8 programs on nv_small_256_2col (two-column CBUF entries: register entries of two bank rows,
+as nv_full's, and batching; 8 + 60 on nv_full itself in the slow suite). Slow (``-m slow``) also: 100 on nv_large
 (Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
 SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, half the layers batched): its first build
 takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core machine), a
@@ -27,11 +29,12 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.conv.random_programs import write_random_traces
 
-from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16, TRACES, assert_all_pass, playback
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 NV_SMALL_256 = NvdlaConfig.preset("nv_small_256")
 NV_LARGE = NvdlaConfig.preset("nv_large")
+NV_FULL = NvdlaConfig.preset("nv_full")
 DC = TRACES / "nv_small"
 # Public dc_* traces in batches of roughly equal layer cycles (reference: 315k, 296k, 217k,
 # 77k, 48k, 36k, 19k, 18k, 0.2k).
@@ -80,6 +83,55 @@ def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
+
+
+#: two-column CBUF entries (register entries of two bank rows): int8 layers (int16 and image
+#: input stay rejected there); nv_full itself (a build of about 10 minutes) in the slow suite
+TWO_COLUMN_SHARDS = [pytest.param(NV_SMALL_256_2COL, 400, 40, id="nv_small_256_2col-seed400"),
+                     pytest.param(NV_FULL, 500, 60, id="nv_full-seed500",
+                                  marks=pytest.mark.slow)]
+
+
+def cripple_traces(cfg, directory):
+    """One layer per count of a line's leftover memory atoms in its last CBUF entry (as the
+    registers count entries): channels of 1 .. 2 x atoms-per-entry atoms (and a part atom),
+    odd widths, padding, strides; golden CRCs."""
+    import numpy as np
+
+    from sim.conv import random_programs as rp
+    rng = np.random.default_rng(41)
+    atom = cfg.memory_atom
+    per_entry = cfg.cbuf_entry_bytes // atom
+    paths = []
+    for i, n in enumerate(range(1, 2 * per_entry + 1)):
+        C = n * atom - (i % 3) * (atom // 4)
+        W, H, K = 3 + i % 5, 3 + i % 3, 1 + (5 * i) % (cfg.atomic_k + 3)
+        kh, kw = 1 + i % 3, 1 + (i + 1) % 3
+        data = rng.integers(-128, 128, (C, H, W))
+        weights = rng.integers(-128, 128, (K, C, kh, kw))
+        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * 128 * 128) - 6, 0, 16))
+        layer = rp.conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, data=data,
+                              weights=weights, clip=clip, pad=(i % 2, 1, 1, i % 2),
+                              stride=(1 + i % 2, 1), pad_value=(37 * i) & 0xFF)
+        path = rp.write_trace(directory, f"conv_cripple_{n}", [layer])
+        crcs, err = rp._golden_crcs(cfg, path, 1)
+        assert crcs is not None, err
+        paths.append(rp.write_trace(directory, f"conv_cripple_{n}", [layer], crcs))
+    return paths
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", TWO_COLUMN_SHARDS)
+def test_random_two_column_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """int8 convolution on builds whose CBUF entries are two bank rows (the CDMA's shared
+    "cripple" entries of 1 / 2 leftover atoms, the CSC's row pairs), RTL against the golden
+    model under back-pressure and latency: every count of leftover atoms, then random layers
+    and reuse pairs; no batches (the RTL's check rejects them)."""
+    paths = cripple_traces(cfg, str(tmp_path))
+    paths += write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
+                                 batch_share=0, int8_only=True)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           len(paths))
 
 
 INT16_SHARDS = [pytest.param(NV_SMALL_INT16, 300, 60, id="nv_small_int16-seed300"),

@@ -15,7 +15,8 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     (with packed lines); a 1 x 1 cube with packed lines and surfaces is one run of all its
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
-    atoms), one masked CBUF write per atom. An int16 layer (builds where
+    atoms), one masked CBUF write per atom (two-column entries: the register entry's row pair,
+    :mod:`hw.conv.common`). An int16 layer (builds where
     :func:`~hw.conv.common.conv_int16` holds) is fetched as the int8 cube of ``2 x C`` byte
     channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every byte of the atom
     (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
@@ -172,9 +173,15 @@ class Cdma(wiring.Component):
             m.d.sync += [R.eq(self.regs), csc.eq(self.csc)]
         aw, ash = g.addr_width, g.atom_shift
         ATOM, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
-        P = BW // ATOM                                   # atoms per entry
+        P = BW // ATOM                                   # atoms per bank row
         pb = (P - 1).bit_length()
         db = (DEPTH - 1).bit_length()
+        # two-column entries (cbuf_entry_width = 2 x BW): the data layout counts register
+        # entries of PE atoms, entry e = bank rows 2e and 2e + 1 (hw.conv.common)
+        twocol = cfg.cbuf_entry_bytes != BW
+        PE = cfg.cbuf_entry_bytes // ATOM                # atoms per register entry
+        pbe = (PE - 1).bit_length()
+        edb = (cfg.cbuf_entry_depth - 1).bit_length()
         PW = (cfg.cbuf_banks * DEPTH).bit_length() + 1   # ring arithmetic width
 
         def byte_value(reg, fld):
@@ -229,25 +236,30 @@ class Cdma(wiring.Component):
                      weight_banks.eq(R.D_BANK.WEIGHT_BANK + 1)]
         n_dat = Signal(PW)                               # data ring entries
         n_wt = Signal(PW)
-        m.d.comb += [n_dat.eq(data_banks << db), n_wt.eq(weight_banks << db)]
+        m.d.comb += [n_dat.eq(data_banks << edb), n_wt.eq(weight_banks << db)]
+        if twocol:
+            wrow0 = Signal(PW)                           # weight region's first bank row
+            m.d.comb += wrow0.eq(data_banks << db)
+        else:
+            wrow0 = n_dat
         wcap = Signal(PW + 8)                            # weight ring bytes
         m.d.comb += wcap.eq(n_wt * BW)
 
         def wrap(v, n):
             return Mux(v >= n, v - n, v)
 
-        # cripple group of the last S % P atoms
-        rem = Signal(max(pb, 1))
-        if P > 1:
-            m.d.comb += rem.eq(surfs[:pb])
+        # cripple group of the last S % PE atoms
+        rem = Signal(max(pbe, 1))
+        if PE > 1:
+            m.d.comb += rem.eq(surfs[:pbe])
         whole = Signal(14)                               # atoms in whole groups
         m.d.comb += whole.eq(surfs - rem)
         share2 = Signal()
         share4 = Signal()
-        if P >= 2:
-            m.d.comb += share2.eq(rem == P // 2)
-        if P >= 4:
-            m.d.comb += share4.eq(rem == P // 4)
+        if PE >= 2:
+            m.d.comb += share2.eq(rem == PE // 2)
+        if PE >= 4:
+            m.d.comb += share4.eq(rem == PE // 4)
 
         # -- movers ----------------------------------------------------------------------
         m.submodules.dat_reader = dat_reader = CubeReader(g)
@@ -490,18 +502,18 @@ class Cdma(wiring.Component):
         xe = Signal(14)                                  # x // share
         xs = Signal(2)                                   # x % share
         a = Signal(14)                                   # atom (surface) of the position
-        sub = Signal(max(pb, 1))                         # a % P
+        sub = Signal(max(pbe, 1))                        # a % PE
         grp = Signal(PW)                                 # entry of x = 0 in this group
         sb = Signal(PW)                                  # slice base
         crip = Signal()
         m.d.comb += crip.eq(a >= whole)
         s2 = crip & share2
         s4 = crip & share4
-        lane_d = Signal(max(pb, 1))
-        if P >= 4:
-            m.d.comb += lane_d.eq(Mux(s2, (xs << (pb - 1)) + sub,
-                                      Mux(s4, (xs << (pb - 2)) + sub, sub)))
-        elif P == 2:
+        lane_d = Signal(max(pbe, 1))                     # atom lane of the (register) entry
+        if PE >= 4:
+            m.d.comb += lane_d.eq(Mux(s2, (xs << (pbe - 1)) + sub,
+                                      Mux(s4, (xs << (pbe - 2)) + sub, sub)))
+        elif PE == 2:
             m.d.comb += lane_d.eq(Mux(s2, xs, sub))
         entry_d = Signal(PW)
         m.d.comb += entry_d.eq(wrap(grp + xe, n_dat))
@@ -570,8 +582,14 @@ class Cdma(wiring.Component):
                          wr.mask.eq(iw.payload.mask), wr_slice.eq(iw.payload.slice_end),
                          wr_dlast.eq(iw.payload.last)]
         with m.If(take_d & ~is_img):
-            m.d.sync += [wr.addr.eq(entry_d), wr.data.eq(Cat(*[ds.payload.data] * P)),
-                         wr.mask.eq(Const(amask, BW) << (lane_d << ash) if P > 1 else amask),
+            if twocol:                                   # row 2e + the lane's column
+                lane_r = lane_d[:pb]
+                m.d.sync += wr.addr.eq(Cat(lane_d[pbe - 1], entry_d))
+            else:
+                lane_r = lane_d
+                m.d.sync += wr.addr.eq(entry_d)
+            m.d.sync += [wr.data.eq(Cat(*[ds.payload.data] * P)),
+                         wr.mask.eq(Const(amask, BW) << (lane_r << ash) if P > 1 else amask),
                          wr_slice.eq(slice_end), wr_dlast.eq(slice_end & (d_lines == 0))]
             with m.If(last_x):
                 m.d.sync += [x.eq(0), xe.eq(0), xs.eq(0)]
@@ -583,9 +601,9 @@ class Cdma(wiring.Component):
                         m.d.sync += d_active.eq(0)
                 with m.Else():
                     m.d.sync += a.eq(a + 1)
-                    if P > 1:
+                    if PE > 1:
                         m.d.sync += sub.eq(sub + 1)
-                        with m.If(sub == P - 1):
+                        with m.If(sub == PE - 1):
                             m.d.sync += grp.eq(wrap(grp + width, n_dat))
                     else:
                         m.d.sync += grp.eq(wrap(grp + width, n_dat))
@@ -596,7 +614,7 @@ class Cdma(wiring.Component):
                 with m.Else():
                     m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
         with m.If(take_w):
-            m.d.sync += [wr.addr.eq(n_dat + wpos), wr.data.eq(Cat(*[ws_data] * P)),
+            m.d.sync += [wr.addr.eq(wrow0 + wpos), wr.data.eq(Cat(*[ws_data] * P)),
                          wr.mask.eq((wmask_atom << (wlane << ash)) if P > 1 else wmask_atom),
                          wr_wt.eq(1), wr_wlast.eq(wlast),
                          wr_wbytes.eq(wbytes - Mux(wlast, 0, wrem - ATOM)),

@@ -10,9 +10,12 @@ check has no wide general multiplier. ``end`` (pulse, a valid layer's end, regis
 the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 
 Rules (any one fails the program)
-    * build: a build whose registers count two-column CBUF entries (``cbuf_entry_width`` =
-      2 x ``cbuf_bank_width``: NVDLA v1's nv_full) rejects every program: this RTL's CBUF
-      entries are bank rows;
+    * two-column CBUF entries (``cbuf_entry_width`` = 2 x ``cbuf_bank_width``: NVDLA v1's
+      nv_full): the registers count entries of two bank rows (entries per slice, data bank
+      capacity) and the RTL runs int8 feature input; RTL restrictions there, where the golden
+      model would run the program: image input (``DATAIN_FORMAT`` PIXEL), int16 (any
+      precision field not INT8; this RTL's int16 layout is the bank-row one) and an int8
+      layer flying into an int16 SDP layer;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
       CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without
@@ -131,8 +134,9 @@ class ConvCheck(wiring.Component):
         aw = cfg.address_width
         ATOM, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
         ash = (ATOM - 1).bit_length()
-        P = BW // ATOM                                     # memory atoms per CBUF entry
-        pb = (P - 1).bit_length()
+        P = cfg.cbuf_entry_bytes // ATOM                   # memory atoms per CBUF entry
+        pb = (P - 1).bit_length()                          # (as the registers count them)
+        EDEPTH = cfg.cbuf_entry_depth                      # entries per bank (registers)
 
         def byte_value(view, block, reg, fld):
             return dma_fields.byte_value(view, rmap[block], reg, fld)
@@ -145,11 +149,13 @@ class ConvCheck(wiring.Component):
             return v[:ash].any() if ash else Const(0)
 
         errs = []
-        if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:   # two-column entries: not this RTL
-            errs.append(Const(1))
         late = []                                           # rules on the products
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
+        if cfg.cbuf_entry_bytes != BW:                      # two-column entries: feature only
+            errs += [img, C.D_DATAIN_FORMAT.DATAIN_FORMAT != 0]
+            if "int16" in cfg.data_types:                   # int8 Cacc into an int16 SDP layer
+                errs.append(self.sdp.int16)
 
         # weight format: compressed only on builds with weight compression (hw.conv.wdecomp);
         # builds without it generate none of the compressed rules
@@ -431,7 +437,7 @@ class ConvCheck(wiring.Component):
         m.d.comb += entries.eq(p_whole + crip)
         late += [~img & (entries != eps),
                  ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
-                 p_data > (dbanks * DEPTH),
+                 p_data > (dbanks * EDEPTH),
                  (Mux(i16, p_bpk << 1, p_bpk) if i16b else p_bpk) != bpk,
                  (~compressed & (wbytes < p_wt)) if comp else (wbytes < p_wt),
                  p_group > wbanks * (DEPTH * BW),

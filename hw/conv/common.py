@@ -28,6 +28,19 @@ CBUF layout (the contract between Cdma and Csc)
     ``(x % share) * (BW // share)``. A Csc data atom (AC channels of one position) is one
     entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
 
+    Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8 feature
+    input only, the check rejects the rest): the registers count entries of ``EB =
+    cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e`` and ``2e + 1`` (byte
+    ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data layout above holds
+    with entries, ``P``, the data region size and ``dat_base`` counted in register entries
+    (``P = EB // ATOM``, the data region ``data_banks x cfg.cbuf_entry_depth`` entries, so
+    the cripple group is shared by 4 positions at ``P / 4`` atoms, by 2 at ``P / 2``); the Csc's
+    atom of channel group ``j`` (``AC`` channels, one row) and position ``x`` is row
+    ``2*(slice + (j // 2)*W + x) + j % 2``; a shared entry gives each of its 2 positions a
+    row (``x % 2``), each of its 4 half a row (row ``x // 2 % 2``, lanes ``x % 2 * BW / 2``).
+    Weights and ``wt_base`` stay in bank rows (the weight region starts at row
+    ``data_banks*DEPTH``).
+
     Image input (``DATAIN_FORMAT=PIXEL``): slice ``y`` is image line ``y`` with the CDMA's
     left/right padding, ``PAD_LEFT + W + PAD_RIGHT`` pixels of ``C`` bytes back to back from
     byte 0 of its first entry (byte ``b`` at entry ``b // BW``, lane ``b % BW``). The Csc

@@ -72,6 +72,11 @@ entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lan
 on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``: kernel
 ``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
 
+Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 feature input):
+slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel group
+``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared cripple
+entry: a row, or half a row, per position; :mod:`hw.conv.common`).
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 
@@ -151,7 +156,13 @@ class Csc(wiring.Component):
         AC, AK, BW, ATOM = self._ac, self._ak, self._bw, self._atom
         DEPTH, ms = self._depth, self._ms
         NE = self._banks * DEPTH
-        P = BW // ATOM                      # memory atoms per CBUF entry
+        P = BW // ATOM                      # memory atoms per CBUF bank row
+        # two-column entries (cbuf_entry_width = 2 x BW): the data layout counts register
+        # entries of PE atoms, entry e = bank rows 2e and 2e + 1; channel group j (AC channels,
+        # one row) of position x is row 2*((j // 2)*W + x) + j % 2 of the slice
+        twocol = self._cfg.cbuf_entry_bytes != BW
+        PE = self._cfg.cbuf_entry_bytes // ATOM
+        EDEPTH = self._cfg.cbuf_entry_depth
         R = self.regs
 
         # ---- layer parameters (combinational from the stable registers) ------------------
@@ -213,14 +224,17 @@ class Csc(wiring.Component):
             m.d.sync += EB.eq((NB_m1 + 1) * E1)
         m.d.sync += [
             n_out.eq((OW_m1 + 1) * (R.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1)),
-            n_dat.eq((R.D_BANK.DATA_BANK + 1) * DEPTH),
+            n_dat.eq((R.D_BANK.DATA_BANK + 1) * EDEPTH),
             n_wt.eq((R.D_BANK.WEIGHT_BANK + 1) * DEPTH),
         ]
-        if P > 1:
+        if twocol:
+            n_dat_r = Signal(range(NE + 1))  # data region bank rows
+            m.d.sync += n_dat_r.eq((R.D_BANK.DATA_BANK + 1) * DEPTH)
+        if PE > 1:
             catoms = (C + (ATOM - 1)) >> _log2(ATOM)
-            rem_atoms = catoms[:_log2(P)]
-            share2 = rem_atoms * 2 == P
-            share4 = (rem_atoms * 4 == P) if P % 4 == 0 else Const(0)
+            rem_atoms = catoms[:_log2(PE)]
+            share2 = rem_atoms * 2 == PE
+            share4 = (rem_atoms * 4 == PE) if PE % 4 == 0 else Const(0)
             m.d.sync += crip.eq(Mux(share2, 1, Mux(share4, 2, 0)))
 
         def stripe_len(rem):
@@ -250,7 +264,9 @@ class Csc(wiring.Component):
         pos = Signal(range(ms))
         d_cleft = Signal(cl_bits)           # channels (int16: bytes) from this group on
         d_h = Signal()                      # int16: the half of the channel group
-        d_goff = Signal(range(NE + 1))      # j x W
+        d_goff = Signal(range(NE + 1))      # j x W (two-column entries: j // 2 x W)
+        if twocol:
+            d_jh = Signal()                 # two-column entries: j % 2
         d_r, d_s = Signal(5), Signal(5)
         d_ry, d_sxo = Signal(10), Signal(10)    # r*dy, s*dx
 
@@ -261,6 +277,8 @@ class Csc(wiring.Component):
             d_bE = Signal(range(NE + 1))        # b x entries per slice
             batch_last = d_b == NB_m1
         blk_first = (d_goff == 0) & (d_r == 0) & (d_s == 0)
+        if twocol:
+            blk_first = blk_first & ~d_jh
         last_j = d_cleft <= G
         if i16b:
             h_last = ~(i16 & (d_cleft > AC)) | d_h      # the position's final atom
@@ -343,6 +361,8 @@ class Csc(wiring.Component):
         s1_iy, s1_ix = Signal(signed(cw)), Signal(signed(cw))
         s1_goff = Signal.like(d_goff)
         s1_crip = Signal(2)
+        if twocol:
+            s1_jh = Signal()
         s1_cj = Signal(range(AC + 1))
         tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1,
                                    **({"half": 1} if i16b else {})})
@@ -369,6 +389,8 @@ class Csc(wiring.Component):
                    s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
                    s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag)]
+        if twocol:
+            seq.append(s1_jh.eq(d_jh))
         if bat:
             d_bE_s1 = Signal.like(d_bE)
             with m.If(issue):
@@ -388,6 +410,8 @@ class Csc(wiring.Component):
                 m.d.sync += d_h.eq(0)
             if bat:
                 m.d.sync += [d_b.eq(0), d_bE.eq(0)]
+            if twocol:
+                m.d.sync += d_jh.eq(0)
             restart_group()
         if i16b:
             with m.Elif(issue_atom & ~h_last):
@@ -410,12 +434,22 @@ class Csc(wiring.Component):
                     with m.Else():
                         m.d.sync += [d_r.eq(0), d_ry.eq(0)]
                         with m.If(~last_j):
-                            m.d.sync += [d_cleft.eq(d_cleft - G),
-                                         d_goff.eq(d_goff + Mux(img, AC,
-                                                                Mux(i16, W << 1, W) if i16b
-                                                                else W))]
+                            m.d.sync += d_cleft.eq(d_cleft - G)
+                            if twocol:          # the row pair's second row, then the next
+                                with m.If(img):
+                                    m.d.sync += d_goff.eq(d_goff + AC)
+                                with m.Elif(d_jh):
+                                    m.d.sync += [d_goff.eq(d_goff + W), d_jh.eq(0)]
+                                with m.Else():
+                                    m.d.sync += d_jh.eq(1)
+                            else:
+                                m.d.sync += d_goff.eq(d_goff + Mux(img, AC,
+                                                                   Mux(i16, W << 1, W) if i16b
+                                                                   else W))
                         with m.Else():
                             m.d.sync += [d_cleft.eq(C_seq), d_goff.eq(0)]
+                            if twocol:
+                                m.d.sync += d_jh.eq(0)
                 with m.If(~blk_last):
                     # the next block of this stripe starts over at the stripe's start
                     m.d.sync += [oy.eq(so_y), ox.eq(so_x), iyb.eq(so_iyb), ixb.eq(so_ixb)]
@@ -452,13 +486,22 @@ class Csc(wiring.Component):
         else:
             m.d.comb += slice_raw.eq(iy_u * E1 + self.dat_base)
         xoff = Mux(s1_crip == 1, ix_u >> 1, Mux(s1_crip == 2, ix_u >> 2, ix_u))
+        if twocol:
+            # shared by 2: a row each (row x % 2 of the pair); by 4: half a row each (row
+            # x // 2 % 2, lanes of x % 2: the S3 selection of a row shared by 2)
+            s2_half = Signal()
+            m.d.sync += s2_half.eq(Mux(s1_crip == 1, ix_u[0], Mux(s1_crip == 2, ix_u[1], s1_jh)))
+            lsel = [s2_lsel.eq(Mux(s1_crip == 2, ix_u[:1], 0)),
+                    s2_crip.eq(Mux(s1_crip == 2, 1, 0))]
+        else:
+            lsel = [s2_lsel.eq(Mux(s1_crip == 1, ix_u[:1], Mux(s1_crip == 2, ix_u[:2], 0))),
+                    s2_crip.eq(s1_crip)]
         m.d.sync += [
             s2_v.eq(s1_v),
             s2_slice.eq(Mux(slice_raw >= n_dat, slice_raw - n_dat, slice_raw)),
             s2_off.eq(Mux(img, s1_u.e, s1_goff + xoff)), s2_u.eq(s1_u),
             s2_in.eq((s1_iy >= 0) & (s1_iy < H) & (s1_ix >= 0) & (s1_ix < W)),
-            s2_lsel.eq(Mux(s1_crip == 1, ix_u[:1], Mux(s1_crip == 2, ix_u[:2], 0))),
-            s2_crip.eq(s1_crip), s2_cj.eq(s1_cj), s2_tag.eq(s1_tag),
+            *lsel, s2_cj.eq(s1_cj), s2_tag.eq(s1_tag),
         ]
 
         # S2: the CBUF read
@@ -466,8 +509,12 @@ class Csc(wiring.Component):
         m.d.comb += [
             addr_raw.eq(s2_slice + s2_off),
             self.dat_rd.en.eq(s2_v & Mux(img, s2_u.rd, s2_in)),
-            self.dat_rd.addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw)),
         ]
+        if twocol:
+            m.d.comb += self.dat_rd.addr.eq(
+                Cat(s2_half, Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw)))
+        else:
+            m.d.comb += self.dat_rd.addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw))
         s3_v, s3_in = Signal(), Signal()
         s3_lsel, s3_crip = Signal(2), Signal(2)
         s3_cj = Signal.like(s1_cj)
@@ -564,7 +611,7 @@ class Csc(wiring.Component):
                      w_len.eq(stripe_len(w_rem))]
         need = Signal(33)
         m.d.comb += need.eq(w_b + kg * cj)
-        wbase = n_dat                               # weight region base (flat entry)
+        wbase = n_dat_r if twocol else n_dat           # weight region base (flat bank row)
 
         def wrap1(p):
             return Mux(p + 1 >= n_wt, 0, p + 1)

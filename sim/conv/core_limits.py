@@ -19,8 +19,13 @@ def _err(where: str, rule: str):
     raise ConvProgramError(f"{where}: {rule} (a limit of this core's RTL; NVDLA v1 runs it)")
 
 
-def check_core_limits(cfg, p: ConvProgram) -> None:
-    """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL.
+def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
+    """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL
+    (``sdp_int16``: the SDP layer it flies into is an int16 one).
+
+    * Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): int8
+      feature input only (no int16 layer, no image input, no int8 layer into an int16 SDP
+      layer).
 
     * Compressed weights: this core's CDMA expands them as it fetches (:mod:`hw.conv.wdecomp`),
       so the CBUF holds the uncompressed surface. One uncompressed kernel group must fit the
@@ -31,6 +36,15 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       they must fit the weight banks (``WEIGHT_BYTES``, and compressed weights expanded);
       NVDLA streams larger weights again for each batch.
     """
+    if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:
+        if p.precision != INT8 or p.in_precision != INT8:
+            _err("CDMA.D_MISC_CFG.PROC_PRECISION", "two-column CBUF entries take int8 layers")
+        if p.image is not None:
+            _err("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL",
+                 "two-column CBUF entries take feature input")
+        if sdp_int16:
+            _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
+                 "an int8 layer on two-column CBUF entries flies into int8 SDP layers")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)

@@ -608,7 +608,8 @@ def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
 
 
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
-                   reuse: str = "none", compress: bool = False, batch_share: float = 0.5) -> dict:
+                   reuse: str = "none", compress: bool = False, batch_share: float = 0.5,
+                   int8_only: bool = False) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
@@ -618,10 +619,11 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     ``compress`` draws sparse weights (a random share of zeros) in the compressed format (a
     layer reusing weights takes its first layer's format). On builds with batching half the
     layers convolve 2..max_batch batches (a layer reusing data keeps its first layer's);
-    other builds draw exactly what they drew before batches existed. Returns a
+    other builds draw exactly what they drew before batches existed. ``int8_only``: int8
+    layers on a build with int16 too (e.g. for an RTL that runs int8 only there). Returns a
     :func:`conv_layer` dict.
     """
-    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
     prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
     kind = reuse.split(":")[-1]
     first = reuse.startswith("first:")
@@ -816,18 +818,16 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
                "data_partial+weight")
 
 
-def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5):
+def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5,
+                int8_only=False):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
+    opts = dict(compress=compress, batch_share=batch_share, int8_only=int8_only)
     if kind == "none":
-        return [random_program(cfg, rng, max_macs, 0, compress=compress,
-                               batch_share=batch_share),
-                random_program(cfg, rng, max_macs, 1, compress=compress,
-                               batch_share=batch_share)]
-    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind, compress=compress,
-                           batch_share=batch_share)
-    return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind,
-                                  compress=compress, batch_share=batch_share)]
+        return [random_program(cfg, rng, max_macs, 0, **opts),
+                random_program(cfg, rng, max_macs, 1, **opts)]
+    first = random_program(cfg, rng, max_macs, 0, reuse="first:" + kind, **opts)
+    return [first, random_program(cfg, rng, max_macs, 1, prev=first, reuse=kind, **opts)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -877,12 +877,13 @@ def _golden_crcs(cfg, path, n):
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
                         prefix: str = "conv_random", compress_share: float = 0.0,
-                        batch_share: float = 0.5) -> list:
+                        batch_share: float = 0.5, int8_only: bool = False) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     ``compress_share`` of the programs (builds with weight compression) use compressed weights;
     on builds with batching, ``batch_share`` of the layers (drawn anew, not data-reusing) run
-    several batches (0: none, e.g. for an RTL without batching; the random stream is the same).
+    several batches (0: none, e.g. for an RTL without batching; the random stream is the same);
+    ``int8_only``: no int16 layers on a build with int16.
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
@@ -890,9 +891,9 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
         compress = cfg.weight_compression and compress_share and rng.random() < compress_share
         if rng.random() < two_layer_share:
             return random_pair(cfg, rng, max_macs, compress=bool(compress),
-                               batch_share=batch_share)
+                               batch_share=batch_share, int8_only=int8_only)
         return [random_program(cfg, rng, max_macs, 0, compress=bool(compress),
-                               batch_share=batch_share)]
+                               batch_share=batch_share, int8_only=int8_only)]
     paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace,
                                    golden_core)
     _REJECTS[:] = rejected
