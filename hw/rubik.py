@@ -26,7 +26,9 @@ request waited for the memory interface while ``D_PERF_ENABLE.PERF_EN`` (saturat
 golden model, whose memories never stall, writes 0).
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,10 +41,145 @@ from .mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
 from .mem.dma_fields import byte_value
 from .regfile import fields_layout
 
-__all__ = ["Rubik"]
+__all__ = ["Rubik", "RubikCheck", "CHECK_LATENCY"]
 
 _COUNTER_MAX = (1 << 32) - 1
-_CHECK_CYCLES = 3                # register stages of the program check
+CHECK_LATENCY = 3                #: register stages of the program check
+
+
+def _program(m, cfg, geom, blk, R):
+    """The program's fields and the values derived from them (comb logic in ``m``), as a
+    namespace (counts minus one where the registers hold them so)."""
+    aw, ash, A = geom.addr_width, geom.atom_shift, geom.atom_bytes
+    precs = build_precisions(cfg)
+    has16 = bool(precs & {1, 2})
+
+    def bv(reg, fld):
+        return byte_value(R, blk, reg, fld)
+
+    # -- the program's fields ---------------------------------------------------------------
+    mode = R.D_MISC_CFG.RUBIK_MODE
+    prec = R.D_MISC_CFG.IN_PRECISION
+    contract, split, merge = mode == CONTRACT, mode == SPLIT, mode == MERGE
+    in_ram = R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE
+    out_ram = R.D_DAOUT_RAM_TYPE.DATAOUT_RAM_TYPE
+    Wm1 = R.D_DATAIN_SIZE_0.DATAIN_WIDTH
+    Hm1 = R.D_DATAIN_SIZE_0.DATAIN_HEIGHT
+    cin_m1 = R.D_DATAIN_SIZE_1.DATAIN_CHANNEL
+    cout_m1 = R.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL
+    sxm1 = R.D_DECONV_STRIDE.DECONV_X_STRIDE
+    sym1 = R.D_DECONV_STRIDE.DECONV_Y_STRIDE
+    src = Cat(bv("D_DAIN_ADDR_LOW", "DAIN_ADDR_LOW"), R.D_DAIN_ADDR_HIGH.DAIN_ADDR_HIGH)
+    dst = Cat(bv("D_DAOUT_ADDR_LOW", "DAOUT_ADDR_LOW"), R.D_DAOUT_ADDR_HIGH.DAOUT_ADDR_HIGH)
+    iline = bv("D_DAIN_LINE_STRIDE", "DAIN_LINE_STRIDE")
+    isurf = bv("D_DAIN_SURF_STRIDE", "DAIN_SURF_STRIDE")
+    iplanar = bv("D_DAIN_PLANAR_STRIDE", "DAIN_PLANAR_STRIDE")
+    cs0 = bv("D_CONTRACT_STRIDE_0", "CONTRACT_STRIDE_0")
+    cs1 = bv("D_CONTRACT_STRIDE_1", "CONTRACT_STRIDE_1")
+    oline = bv("D_DAOUT_LINE_STRIDE", "DAOUT_LINE_STRIDE")
+    osurf = bv("D_DAOUT_SURF_STRIDE", "DAOUT_SURF_STRIDE")
+    oplanar = bv("D_DAOUT_PLANAR_STRIDE", "DAOUT_PLANAR_STRIDE")
+
+    wide = Signal()                       # 2-byte elements (int16 / fp16)
+    if has16:
+        m.d.comb += wide.eq(prec != 0)
+    per_m1 = Signal(range(A))             # channels per atom - 1
+    m.d.comb += per_m1.eq(Mux(wide, A // 2 - 1, A - 1))
+
+    def per_shift(v):
+        """``v >> log2(A / b)``"""
+        return Mux(wide, v >> (ash - 1), v >> ash) if has16 else v >> ash
+
+    def per_mul(v):
+        """``v * (A / b)``"""
+        return Mux(wide, v << (ash - 1), v << ash) if has16 else v << ash
+
+    W, H = Signal(14), Signal(14)
+    sx, sy = Signal(6), Signal(6)
+    Cm1, Sm1, nch_m1 = Signal(13), Signal(13), Signal(13)
+    m.d.comb += [W.eq(Wm1 + 1), H.eq(Hm1 + 1), sx.eq(sxm1 + 1), sy.eq(sym1 + 1),
+                 Cm1.eq(Mux(contract, cout_m1, cin_m1)),
+                 Sm1.eq(per_shift(Cm1)),            # surfaces - 1
+                 nch_m1.eq(per_shift(Wm1))]          # chunks of A / b columns - 1
+    plb = Signal(20)                                 # plane line bytes (whole atoms)
+    m.d.comb += plb.eq((nch_m1 + 1) << ash)
+
+    g_m1, lines_m1, line_bytes = Signal(11), Signal(19), Signal(24)
+    m.d.comb += [
+        g_m1.eq(sx * sy - 1),                            # deconvolution steps - 1
+        lines_m1.eq(Mux(contract, H * sy - 1, Hm1)),      # output lines - 1
+        line_bytes.eq(Mux(contract, (W * sx) << ash, Mux(split, plb, W << ash))),
+    ]
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("m", "bv")})
+
+
+class RubikCheck(wiring.Component):
+    """The program check: ``reject`` is high when the RBK group ``regs`` breaks a rule of
+    :mod:`sim.rubik.program` (the golden model's :func:`sim.rubik.program.decode` raises),
+    valid :data:`CHECK_LATENCY` cycles after ``regs`` settle (register stages: products,
+    extents, rules)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        self._geom = DmaGeometry(cfg)
+        self._block = block = register_map(cfg)["RBK"]
+        super().__init__({"regs": In(fields_layout(block.d_registers, ("rw",))),
+                          "reject": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        P = _program(m, cfg, self._geom, self._block, self.regs)
+
+        def stage(expr, name):
+            sig = Signal(expr.shape(), name=name)
+            m.d.sync += sig.eq(expr)
+            return sig
+
+        WA = P.W << P.ash
+        # stage 1: products
+        p_isurf = stage(P.Sm1 * P.isurf, "ck_isurf")
+        p_iline = stage(P.Hm1 * P.iline, "ck_iline")
+        p_cs0 = stage(P.g_m1 * P.cs0, "ck_cs0")
+        p_iplanar = stage(P.Cm1 * P.iplanar, "ck_iplanar")
+        p_oline = stage(P.lines_m1 * P.oline, "ck_oline")
+        p_oplanar = stage(P.Cm1 * P.oplanar, "ck_oplanar")
+        p_osurf = stage(P.Sm1 * P.osurf, "ck_osurf")
+        sy_oline = stage(P.sy * P.oline, "ck_sy_oline")
+        w_sx = stage(P.W * P.sx, "ck_w_sx")
+        lb1 = stage(P.line_bytes, "ck_line_bytes")
+        # stage 2: extents (bytes past the base address) and end addresses
+        src_ext = Mux(P.contract, p_isurf + p_iline + p_cs0 + WA,
+                      Mux(P.split, p_isurf + p_iline + WA, p_iplanar + p_iline + P.plb))
+        one = p_oline + lb1                               # one output surface / plane
+        dst_ext = Mux(P.split, p_oplanar + one, p_osurf + one)
+        src_hi = stage(P.src + src_ext, "ck_src_hi")
+        dst_hi = stage(P.dst + dst_ext, "ck_dst_hi")
+        one2 = stage(one, "ck_one")
+        sy_oline2 = stage(sy_oline, "ck_sy_oline2")
+        w_sx2 = stage(w_sx, "ck_w_sx2")
+        lb2 = stage(lb1, "ck_line_bytes2")
+        # stage 3: the rules
+        limit = 1 << P.aw
+        bad_prec = Const(1)
+        for p in P.precs:
+            bad_prec = bad_prec & (P.prec != p)
+        in_ram, out_ram = P.in_ram, P.out_ram
+        bad_ram = Const(0) if cfg.sramif else ((in_ram == 0) | (out_ram == 0))
+        rules = [
+            P.mode == 3,
+            bad_prec,
+            bad_ram,
+            (P.split | P.merge) & (P.cout_m1 != P.cin_m1),
+            P.contract & (P.cs1 != sy_oline2),
+            P.contract & (P.sx <= CONTRACT_WRITE_MAX_SX) & (w_sx2 > MAX_CONTRACT_WRITE),
+            (P.lines_m1 != 0) & (P.oline < lb2),
+            Mux(P.split, (P.Cm1 != 0) & (P.oplanar < one2), (P.Sm1 != 0) & (P.osurf < one2)),
+            (src_hi > limit) | (dst_hi > limit),
+            (in_ram == out_ram) & (P.src < dst_hi) & (P.dst < src_hi),
+        ]
+        m.d.sync += self.reject.eq(Cat(*rules).any())
+        return m
 
 
 class Rubik(wiring.Component):
@@ -71,117 +208,22 @@ class Rubik(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, geom, blk, R = self._cfg, self._geom, self._block, self.regs
+        cfg, geom, R = self._cfg, self._geom, self.regs
         aw, ash, A = geom.addr_width, geom.atom_shift, geom.atom_bytes
-        precs = build_precisions(cfg)
-        has16 = bool(precs & {1, 2})
+        P = _program(m, cfg, geom, self._block, R)
+        has16, wide, per_m1, per_shift, per_mul = P.has16, P.wide, P.per_m1, P.per_shift, \
+            P.per_mul
+        mode, contract, split, merge = P.mode, P.contract, P.split, P.merge
+        in_ram, out_ram, Wm1, Hm1, sxm1, sym1 = P.in_ram, P.out_ram, P.Wm1, P.Hm1, P.sxm1, \
+            P.sym1
+        src, dst, iline, isurf, iplanar, cs0, cs1 = P.src, P.dst, P.iline, P.isurf, \
+            P.iplanar, P.cs0, P.cs1
+        oline, osurf, oplanar, sx = P.oline, P.osurf, P.oplanar, P.sx
+        Cm1, Sm1, nch_m1, g_m1 = P.Cm1, P.Sm1, P.nch_m1, P.g_m1
 
-        def bv(reg, fld):
-            return byte_value(R, blk, reg, fld)
-
-        # -- the program's fields ---------------------------------------------------------------
-        mode = R.D_MISC_CFG.RUBIK_MODE
-        prec = R.D_MISC_CFG.IN_PRECISION
-        contract, split, merge = mode == CONTRACT, mode == SPLIT, mode == MERGE
-        in_ram = R.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE
-        out_ram = R.D_DAOUT_RAM_TYPE.DATAOUT_RAM_TYPE
-        Wm1 = R.D_DATAIN_SIZE_0.DATAIN_WIDTH
-        Hm1 = R.D_DATAIN_SIZE_0.DATAIN_HEIGHT
-        cin_m1 = R.D_DATAIN_SIZE_1.DATAIN_CHANNEL
-        cout_m1 = R.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL
-        sxm1 = R.D_DECONV_STRIDE.DECONV_X_STRIDE
-        sym1 = R.D_DECONV_STRIDE.DECONV_Y_STRIDE
-        src = Cat(bv("D_DAIN_ADDR_LOW", "DAIN_ADDR_LOW"), R.D_DAIN_ADDR_HIGH.DAIN_ADDR_HIGH)
-        dst = Cat(bv("D_DAOUT_ADDR_LOW", "DAOUT_ADDR_LOW"), R.D_DAOUT_ADDR_HIGH.DAOUT_ADDR_HIGH)
-        iline = bv("D_DAIN_LINE_STRIDE", "DAIN_LINE_STRIDE")
-        isurf = bv("D_DAIN_SURF_STRIDE", "DAIN_SURF_STRIDE")
-        iplanar = bv("D_DAIN_PLANAR_STRIDE", "DAIN_PLANAR_STRIDE")
-        cs0 = bv("D_CONTRACT_STRIDE_0", "CONTRACT_STRIDE_0")
-        cs1 = bv("D_CONTRACT_STRIDE_1", "CONTRACT_STRIDE_1")
-        oline = bv("D_DAOUT_LINE_STRIDE", "DAOUT_LINE_STRIDE")
-        osurf = bv("D_DAOUT_SURF_STRIDE", "DAOUT_SURF_STRIDE")
-        oplanar = bv("D_DAOUT_PLANAR_STRIDE", "DAOUT_PLANAR_STRIDE")
-
-        wide = Signal()                       # 2-byte elements (int16 / fp16)
-        if has16:
-            m.d.comb += wide.eq(prec != 0)
-        per_m1 = Signal(range(A))             # channels per atom - 1
-        m.d.comb += per_m1.eq(Mux(wide, A // 2 - 1, A - 1))
-
-        def per_shift(v):
-            """``v >> log2(A / b)``"""
-            return Mux(wide, v >> (ash - 1), v >> ash) if has16 else v >> ash
-
-        def per_mul(v):
-            """``v * (A / b)``"""
-            return Mux(wide, v << (ash - 1), v << ash) if has16 else v << ash
-
-        W, H = Signal(14), Signal(14)
-        sx, sy = Signal(6), Signal(6)
-        Cm1, Sm1, nch_m1 = Signal(13), Signal(13), Signal(13)
-        m.d.comb += [W.eq(Wm1 + 1), H.eq(Hm1 + 1), sx.eq(sxm1 + 1), sy.eq(sym1 + 1),
-                     Cm1.eq(Mux(contract, cout_m1, cin_m1)),
-                     Sm1.eq(per_shift(Cm1)),            # surfaces - 1
-                     nch_m1.eq(per_shift(Wm1))]          # chunks of A / b columns - 1
-        plb = Signal(20)                                 # plane line bytes (whole atoms)
-        m.d.comb += plb.eq((nch_m1 + 1) << ash)
-
-        # -- program check (the rules of sim.rubik.program; 3 register stages) -----------------
-        def stage(expr, name):
-            sig = Signal(expr.shape(), name=name)
-            m.d.sync += sig.eq(expr)
-            return sig
-
-        WA = W << ash
-        g_m1 = Signal(11)
-        lines_m1 = Signal(19)
-        line_bytes = Signal(24)
-        m.d.comb += [
-            g_m1.eq(sx * sy - 1),
-            lines_m1.eq(Mux(contract, H * sy - 1, Hm1)),
-            line_bytes.eq(Mux(contract, (W * sx) << ash, Mux(split, plb, WA))),
-        ]
-        # stage 1: products
-        p_isurf = stage(Sm1 * isurf, "ck_isurf")
-        p_iline = stage(Hm1 * iline, "ck_iline")
-        p_cs0 = stage(g_m1 * cs0, "ck_cs0")
-        p_iplanar = stage(Cm1 * iplanar, "ck_iplanar")
-        p_oline = stage(lines_m1 * oline, "ck_oline")
-        p_oplanar = stage(Cm1 * oplanar, "ck_oplanar")
-        p_osurf = stage(Sm1 * osurf, "ck_osurf")
-        sy_oline = stage(sy * oline, "ck_sy_oline")
-        w_sx = stage(W * sx, "ck_w_sx")
-        lb1 = stage(line_bytes, "ck_line_bytes")
-        # stage 2: extents and end addresses
-        src_ext = Mux(contract, p_isurf + p_iline + p_cs0 + WA,
-                      Mux(split, p_isurf + p_iline + WA, p_iplanar + p_iline + plb))
-        one = p_oline + lb1
-        dst_ext = Mux(split, p_oplanar + one, p_osurf + one)
-        src_hi = stage(src + src_ext, "ck_src_hi")
-        dst_hi = stage(dst + dst_ext, "ck_dst_hi")
-        one2 = stage(one, "ck_one")
-        sy_oline2 = stage(sy_oline, "ck_sy_oline2")
-        w_sx2 = stage(w_sx, "ck_w_sx2")
-        lb2 = stage(lb1, "ck_line_bytes2")
-        # stage 3: the rules
-        limit = 1 << aw
-        bad_prec = Const(1)
-        for p in precs:
-            bad_prec = bad_prec & (prec != p)
-        bad_ram = Const(0) if cfg.sramif else ((in_ram == 0) | (out_ram == 0))
-        rules = [
-            mode == 3,
-            bad_prec,
-            bad_ram,
-            (split | merge) & (cout_m1 != cin_m1),
-            contract & (cs1 != sy_oline2),
-            contract & (sx <= CONTRACT_WRITE_MAX_SX) & (w_sx2 > MAX_CONTRACT_WRITE),
-            (lines_m1 != 0) & (oline < lb2),
-            Mux(split, (Cm1 != 0) & (oplanar < one2), (Sm1 != 0) & (osurf < one2)),
-            (src_hi > limit) | (dst_hi > limit),
-            (in_ram == out_ram) & (src < dst_hi) & (dst < src_hi),
-        ]
-        reject = stage(Cat(*rules).any(), "ck_reject")
+        m.submodules.check = check = RubikCheck(cfg)
+        m.d.comb += check.regs.eq(R)
+        reject = check.reject
 
         # -- reader -> serializer -> (transpose) -> packer -> writer ---------------------------
         m.submodules.reader = reader = CubeReader(geom)
@@ -200,7 +242,7 @@ class Rubik(wiring.Component):
         issuing = Signal()
         finish = Signal()
         issued = Signal()                      # every command issued
-        ck = Signal(range(_CHECK_CYCLES + 1))
+        ck = Signal(range(CHECK_LATENCY + 1))
         per_max = A                              # transpose buffer atoms (int8 elements)
         cnt = Signal(range(per_max))             # atoms taken into the buffer
         emit = Signal()                          # the buffer is giving its atoms
@@ -214,7 +256,7 @@ class Rubik(wiring.Component):
             with m.State("CHECK"):
                 m.d.comb += self.busy.eq(1)
                 m.d.sync += ck.eq(ck + 1)
-                with m.If(ck == _CHECK_CYCLES):
+                with m.If(ck == CHECK_LATENCY):
                     with m.If(reject):
                         m.next = "FINISH"
                     with m.Else():
