@@ -211,9 +211,8 @@ class Rubik(wiring.Component):
         cfg, geom, R = self._cfg, self._geom, self.regs
         aw, ash, A = geom.addr_width, geom.atom_shift, geom.atom_bytes
         P = _program(m, cfg, geom, self._block, R)
-        has16, wide, per_m1, per_shift, per_mul = P.has16, P.wide, P.per_m1, P.per_shift, \
-            P.per_mul
-        mode, contract, split, merge = P.mode, P.contract, P.split, P.merge
+        has16, wide, per_m1, per_mul = P.has16, P.wide, P.per_m1, P.per_mul
+        contract, split, merge = P.contract, P.split, P.merge
         in_ram, out_ram, Wm1, Hm1, sxm1, sym1 = P.in_ram, P.out_ram, P.Wm1, P.Hm1, P.sxm1, \
             P.sym1
         src, dst, iline, isurf, iplanar, cs0, cs1 = P.src, P.dst, P.iline, P.isurf, \
