@@ -11,7 +11,8 @@ table); the memory side (:class:`hw.mem.dmaif.DmaInterfaces`:
 MCIF on the DBBIF, CVIF on the SRAMIF) with its weights and outstanding limits from the MCIF /
 CVIF registers; and the units that have a datapath: the SDP with its read DMAs
 (:class:`hw.sdp.Sdp`), the PDP with PDP_RDMA (:class:`hw.pdp.Pdp`, flying input from the SDP)
-and, when the build has one, the BDMA (:class:`hw.bdma.Bdma`).
+and, when the build has them, the BDMA (:class:`hw.bdma.Bdma`) and the Rubik
+(:class:`hw.rubik.Rubik`).
 Sub-units without a datapath yet have real register files but never report completion (see
 README's feature table).
 """
@@ -32,6 +33,7 @@ from .registers import CSB_MEMBERS, LUT_MEMBERS, Registers
 from .sdp import Sdp
 from .pdp import Pdp
 from .cdp import Cdp
+from .rubik import Rubik
 from .conv.conv import BLOCKS as CONV_BLOCKS, ConvPipeline
 
 __all__ = ["NvdlaCore", "DONE_SOURCES", "rtl_units", "dma_clients"]
@@ -47,7 +49,8 @@ _UNIT_STATUS = {"MCIF", "CVIF", "BDMA"}
 
 def rtl_units(cfg) -> set:
     """The unit datapaths this build's RTL has (keys of :data:`sim.units.MODEL_BLOCKS`)."""
-    return {"SDP", "CONV"} | ({"PDP"} if cfg.pdp else set()) | ({"CDP"} if cfg.cdp else set())
+    return ({"SDP", "CONV"} | ({"PDP"} if cfg.pdp else set()) | ({"CDP"} if cfg.cdp else set())
+            | ({"RUBIK"} if cfg.rubik else set()))
 
 
 def dma_clients(cfg):
@@ -64,6 +67,9 @@ def dma_clients(cfg):
     if cfg.bdma:
         reads.append("bdma")
         writes.append("bdma")
+    if cfg.rubik:
+        reads.append("rbk")
+        writes.append("rbk")
     return reads, writes
 
 
@@ -237,6 +243,16 @@ class NvdlaCore(wiring.Component):
             wiring.connect(m, cdp.rd_cdp, dmaif.rd_cdp)
             wiring.connect(m, cdp.wr_cdp, dmaif.wr_cdp)
             driven |= {"CDP", "CDP_RDMA"}
+
+        # -- Rubik ------------------------------------------------------------------------------
+        if cfg.rubik:
+            m.submodules.rubik = rubik = Rubik(cfg)
+            rf_rbk = rfs["RBK"]
+            m.d.comb += [rubik.regs.eq(rf_rbk.d), rubik.op_en.eq(rf_rbk.op_en),
+                         rf_rbk.done.eq(rubik.done), rf_rbk.d_status.eq(rubik.status)]
+            wiring.connect(m, rubik.rd_rbk, dmaif.rd_rbk)
+            wiring.connect(m, rubik.wr_rbk, dmaif.wr_rbk)
+            driven |= {"RBK"}
 
         for name, rf in rfs.items():
             if rf.block.pingpong and name not in driven:

@@ -20,11 +20,12 @@ NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
     max_batch=8)
 
-#: nv_small with the optional interfaces and SDP stages: SRAMIF (CV memory), SDP EW + LUT (the
-#: build NVDLA's EW / LUT traces assume) and BDMA. One Verilator build shared by the CV, EW /
-#: LUT and BDMA suites.
+#: nv_small with the optional interfaces and units: SRAMIF (CV memory), SDP EW + LUT (the
+#: build NVDLA's EW / LUT traces assume), BDMA and Rubik. One Verilator build shared by the CV,
+#: EW / LUT, BDMA and Rubik suites.
 NV_SMALL_EXT = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True)
+    name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True,
+    rubik=True)
 #: nv_small_256 with two-column CBUF entries (64-byte register entries of two 32-byte bank
 #: rows, as nv_full's 128 of 2 x 64; such entries need int16 in data_types) and batching, as
 #: nv_full has both: the RTL runs its int8 feature layers, batched or not

@@ -37,12 +37,9 @@ from dataclasses import dataclass
 __all__ = ["RubikProgramError", "RubikProgram", "decode", "CONTRACT", "SPLIT", "MERGE",
            "MODES", "PRECISIONS", "RAM_CV", "RAM_MC", "MAX_CONTRACT_WRITE"]
 
-CONTRACT, SPLIT, MERGE = 0, 1, 2
-MODES = {CONTRACT: "CONTRACT", SPLIT: "SPLIT", MERGE: "MERGE"}
-PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
-ELEMENT_BYTES = {0: 1, 1: 2, 2: 2}
-RAM_CV, RAM_MC = 0, 1
-MAX_CONTRACT_WRITE = 8192       #: atoms of one contract-mode output line (13-bit size)
+from arch.rubik import (CONTRACT, CONTRACT_WRITE_MAX_SX, ELEMENT_BYTES, MAX_CONTRACT_WRITE,
+                        MERGE, MODES, PRECISIONS, RAM_CV, RAM_MC, SPLIT)
+
 _R = "RBK"
 
 
@@ -207,7 +204,7 @@ def check(cfg, p: RubikProgram) -> None:
                  f"must equal (D_DECONV_STRIDE.DECONV_Y_STRIDE + 1) * "
                  f"D_DAOUT_LINE_STRIDE = {p.sy} * {p.dst_line:#x} = {p.sy * p.dst_line:#x} "
                  "(the output advances one line per deconvolution y step)")
-        if p.sx <= 8 and p.width * p.sx > MAX_CONTRACT_WRITE:
+        if p.sx <= CONTRACT_WRITE_MAX_SX and p.width * p.sx > MAX_CONTRACT_WRITE:
             _err(f"D_DATAIN_SIZE_0.DATAIN_WIDTH={p.width - 1}",
                  f"width * (DECONV_X_STRIDE + 1) = {p.width * p.sx} atoms: an output line is "
                  f"one write of at most {MAX_CONTRACT_WRITE} atoms when DECONV_X_STRIDE < 8")
