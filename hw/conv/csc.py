@@ -609,8 +609,17 @@ class Csc(wiring.Component):
                      cj.eq(Mux(post, times_small(WC, rows_w),
                                Mux(w_cleft < G, w_cleft, G))),
                      w_len.eq(stripe_len(w_rem))]
+        # May the next block start? Its weights (bytes w_b .. w_b + kg x cj) must be written.
+        # ``ahead``: w_b plus the largest block is written, a short test on registers that
+        # decides at once while the weights run ahead of the sequencer (the usual case);
+        # otherwise the exact ``need``, registered (the multiply and add off the CBUF
+        # read-address path), decides from the second WAIT cycle, once its sources settled.
+        blk_max = ((1 << len(kg)) - 1) * ((1 << len(cj)) - 1)
+        ahead = Signal()
+        m.d.comb += ahead.eq(w_b + blk_max <= self.wt_bytes)
         need = Signal(33)
-        m.d.comb += need.eq(w_b + kg * cj)
+        need_ok = Signal()
+        m.d.sync += [need.eq(w_b + kg * cj), need_ok.eq(0)]
         wbase = n_dat_r if twocol else n_dat           # weight region base (flat bank row)
 
         def wrap1(p):
@@ -651,7 +660,9 @@ class Csc(wiring.Component):
                         m.d.sync += w_bat.eq(0)
                     m.next = "WAIT"
             with m.State("WAIT"):
-                with m.If((~w_valid | self.wt.ready) & (need <= self.wt_bytes)):
+                m.d.sync += need_ok.eq(1)
+                with m.If((~w_valid | self.wt.ready) &
+                          (ahead | (need_ok & (need <= self.wt_bytes)))):
                     m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + w_p)]
                     m.next = "PRIME"
             with m.State("PRIME"):
