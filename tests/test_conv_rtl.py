@@ -126,10 +126,10 @@ def test_random_two_column_conv_programs_rtl_matches_golden(tmp_path, cfg, seed,
     """int8 convolution on builds whose CBUF entries are two bank rows (the CDMA's shared
     "cripple" entries of 1 / 2 leftover atoms, the CSC's row pairs), RTL against the golden
     model under back-pressure and latency: every count of leftover atoms, then random layers
-    and reuse pairs; no batches (the RTL's check rejects them)."""
+    and reuse pairs, half the layers batched (both builds batch, as nv_full does)."""
     paths = cripple_traces(cfg, str(tmp_path))
     paths += write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
-                                 batch_share=0, int8_only=True)
+                                 batch_share=0.5, int8_only=True)
     _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            len(paths))
 
