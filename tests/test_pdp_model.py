@@ -112,7 +112,7 @@ def naive_pool(x, method, kw, kh, sw, sh, pl, pr, pt, pb, fields, rw, rh, bits):
                     for c in range(C):
                         lv = line[h, o_w, c]
                         if method == AVERAGE:
-                            lv = _sext(lv, bits + 3)
+                            lv = _sext(lv, bits + 6 if bits == 16 else bits + 3)
                             out[o_h, o_w, c] = (lv if vfirst else out[o_h, o_w, c] + lv) + vpad
                         else:
                             out[o_h, o_w, c] = lv if vfirst else op(out[o_h, o_w, c], lv)
