@@ -45,8 +45,8 @@ def reference(x, L, job, bits=8):
     kw, kh, sw, sh = L["kw"], L["kh"], L["sw"], L["sh"]
     pl, pr = job["pl"], job["pr"]
     pt = L["pt"]
-    # NVDLA's widths: a window row's sum + PAD_VALUE (its low B + 3 bits) in B + 3 bits,
-    # the window sum + kernel width x PAD_VALUE (19 bits) in B + 6 bits
+    # NVDLA's widths: a window row's sum + PAD_VALUE (its low B + 3 bits) in 11 bits (int8)
+    # or 22 (int16), the window sum + kernel width x PAD_VALUE (19 bits) in B + 6 bits
     pad11 = [0] + [_sext(L["pads"][n], bits + 3) for n in range(7)]
     pad19 = [0] + [_sext(L["pads"][n], 19) for n in range(7)]
     out = np.zeros((S, L["hout"], job["wout"], C), dtype=np.int64)
@@ -63,7 +63,7 @@ def reference(x, L, job, bits=8):
                 else:
                     for ch in range(C):
                         tot = sum(_wrap(int(win[i, :, ch].sum()) + pad11[kw - len(cols)],
-                                        bits + 3)
+                                        22 if bits == 16 else bits + 3)
                                   for i in range(len(rows)))
                         tot += pad19[kh - len(rows)] * kw
                         tot = _wrap(tot, bits + 6)

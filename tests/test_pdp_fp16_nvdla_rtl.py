@@ -15,10 +15,19 @@ behavioural 64x116 line-buffer RAM, the clock gate bypassed).
 
     NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_pdp_fp16_nvdla_rtl.py
 
-Known gap: on some geometries (e.g. kernel 3x5, stride 2x3, padding 1/2/4/1 on a 3x4 input)
-the core's output beats do not line up with this bench's assumed order (surface -> line ->
-column -> 4 beats) for int16 as much as for fp16, so the comparison is not about the fp16
-arithmetic; those geometries are left out (see the report of the fp16 branch).
+Known gap (not a bench problem): when the padding runs past the last window, i.e.
+``(in + pad_a + pad_b - kernel) % stride != 0`` with ``pad_b`` (PAD_RIGHT / PAD_BOTTOM) > 0,
+NVDLA's core sometimes emits a different number of windows than ``CUBE_OUT_*`` (an extra
+window of stale values, or fewer), in int8 and int16 as in fp16 (e.g. kernel 5x5, stride 2x2,
+pads 1/4/2/4 on 4x6: 5 output lines for 4; kernel 3x5, stride 2x3, pads 1/2/4/1 on 3x4; kernel
+5x8, stride 4x1, pads 4/4/7/0 on 6x3). In a random sweep of 120 such 1D geometries no failure
+had ``(in + pad_a + pad_b - kernel) % stride == 0 or pad_b == 0`` (NVDLA's 13 public PDP traces
+all satisfy it), but many with neither also ran right. A sharper candidate that fit all 150
+sampled geometries (0 wrong accepts, 15 needless rejects): ``rem == 0 or pad_b < stride``, and
+the windows NVDLA's cal2d starts in the leading padding (``pad_a`` for stride 1, ``pad_a // 2``
+for 2, ``pad_a // 3`` for 3, ``pad_a > stride`` for 4 and up) plus the first one must all
+exist (``out >= that + 1``). Not yet a rule of :mod:`sim.pdp.program`; such geometries are left
+out here.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import numpy as np
 import pytest
 
 from sim.nvfloat import fp16_is_inf, fp16_is_nan, fp17_from_float
-from sim.pdp import AVERAGE, MAX, MIN, NanCounters, pool_fp16, random_programs as rp
+from sim.pdp import AVERAGE, MAX, MIN, NanCounters, pool, pool_fp16, random_programs as rp
 from sim.pdp.program import out_size
 
 GIT = os.environ.get("NVDLA_HW_GIT")
@@ -231,6 +240,9 @@ def _run_core(d, x, method, kernel, stride, pad, pv, recip, prec=2):
     for e in range(16):
         out[e::16] = np.vectorize(lambda b: (b >> (16 * (e % 4))) & 0xFFFF)(
             got[:, :, :, e // 4]).astype(np.int64)
+    if prec == 1:                                    # int16: signed elements
+        out = np.where(out >= 1 << 15, out - (1 << 16), out)
+        return out, pool(xc, method, kernel, stride, pad, (ow, oh), pv, recip, 16)
     return out, pool_fp16(xc, method, kernel, stride, pad, (ow, oh), pv, recip)
 
 
@@ -261,6 +273,23 @@ def test_pdp_core_fp16_matches_nvdla_rtl(bench, case):
         pv = tuple(int(v) for v in rng.integers(0, 1 << 19, 7))
         recip = tuple(int(v) for v in rng.integers(0, 1 << 17, 2))
     got, want = _run_core(bench, x, method, kernel, stride, pad, pv, recip)
+    assert np.array_equal(got, want), np.argwhere(got != want)[:8]
+
+
+
+#: int16 average with any 19-bit pad fields and 17-bit reciprocals (kernel 6x4, stride 3x2,
+#: pads 3/1/2/2 on 11x6 found the 22-bit row sum of NVDLA's cal1d)
+INT16_GEOMETRIES = GEOMETRIES + [(AVERAGE, (6, 4), (3, 2), (3, 1, 2, 2), (11, 6, 20))]
+
+
+@pytest.mark.parametrize("case", range(len(INT16_GEOMETRIES)))
+def test_pdp_core_int16_average_matches_nvdla_rtl(bench, case):
+    _, kernel, stride, pad, (W, H, C) = INT16_GEOMETRIES[case]
+    rng = np.random.default_rng(300 + case)
+    x = rng.integers(-(1 << 15), 1 << 15, (C, H, W))
+    pv = tuple(int(v) for v in rng.integers(0, 1 << 19, 7))
+    recip = tuple(int(v) for v in rng.integers(0, 1 << 17, 2))
+    got, want = _run_core(bench, x, AVERAGE, kernel, stride, pad, pv, recip, prec=1)
     assert np.array_equal(got, want), np.argwhere(got != want)[:8]
 
 

@@ -112,7 +112,7 @@ def naive_pool(x, method, kw, kh, sw, sh, pl, pr, pt, pb, fields, rw, rh, bits):
                     for c in range(C):
                         lv = line[h, o_w, c]
                         if method == AVERAGE:
-                            lv = _sext(lv, bits + 3)
+                            lv = _sext(lv, bits + 6 if bits == 16 else bits + 3)
                             out[o_h, o_w, c] = (lv if vfirst else out[o_h, o_w, c] + lv) + vpad
                         else:
                             out[o_h, o_w, c] = lv if vfirst else op(out[o_h, o_w, c], lv)
@@ -400,3 +400,14 @@ def test_convolution_output_flies_through_sdp_into_pdp():
     from sim.pdp.pdp import read_cube
     got = read_cube(cfg, core.dbb, base, line, surf, K, pdp["info"]["Ho"], pdp["info"]["Wo"], 1)
     assert np.array_equal(got, want)
+
+
+def test_int16_row_sum_keeps_22_bits():
+    """Known answer from NVDLA's own ``NV_NVDLA_PDP_core`` (nvdlav1 Verilog under Icarus): an
+    int16 average whose window row (one real element + PAD_VALUE_1X = 0x3FFFF) overflows 19
+    bits; NVDLA's cal1d keeps the row sum in 22 bits (a 19-bit row would give -10922, 10921,
+    -21511)."""
+    x = np.array([32767, -32768, 1000], np.int64).reshape(3, 1, 1)
+    got = pool(x, AVERAGE, (2, 1), (1, 1), (0, 1, 0, 0), (1, 1), (0x3FFFF,) + (0,) * 6,
+               (0x5555, 0x10000), 16)
+    assert got[:, 0, 0].tolist() == [32766, 10921, 22177]

@@ -9,14 +9,15 @@ the pooled cube in the same order (``last_line`` on an output line's last transf
 on the job's last).
 
 Arithmetic (``B`` = 8 for int8, 16 for int16; sums in 16 bits wrapping like NVDLA's line
-buffer -- on builds with int16, 19 = B + 3 bits in the horizontal ring and 22 = B + 6 in the
-line buffer):
+buffer -- on builds with int16, 22 = B + 6 bits in the horizontal ring and in the line
+buffer):
 
 * max / min take the extreme of the window's real elements; padding is not used;
 * average sums the real elements; a window row with ``p`` padded columns adds
   ``PAD_VALUE_px`` once, a window with ``q`` padded rows adds ``PAD_VALUE_qx x kernel_width``
   (as NVDLA's RTL: a row adds the pad value's low B + 3 bits (11 / 19) and keeps its sum in
-  B + 3 bits, the padded rows add all 19 bits x kernel width); the sum is multiplied by
+  11 bits for int8, 22 for int16 (cal1d's 16-bit lanes are 22 bits wide), the padded rows add
+  all 19 bits x kernel width); the sum is multiplied by
   ``RECIP_KERNEL_WIDTH / 2^16``, rounded half away from zero, then by
   ``RECIP_KERNEL_HEIGHT / 2^16``, rounded the same way; as in NVDLA's RTL (cal2d) the sum
   enters as B + 6 bits (14 / 22), the width step keeps B + 3 bits and the height step B,
@@ -61,7 +62,8 @@ H_SLOTS = 16                                # horizontal ring: a line's windows 
 ACC = 16                                    # int8 sums: 16 bits, wrapping
 ACC16 = 22                                  # builds with int16: B + 6 bits, wrapping
 ROW_BITS = 11                               # a window row's sum: B + 3 bits, wrapping
-ROW_BITS16 = 19                             # the same for int16
+ROW_BITS16 = 19                             # int16: the pad value a row adds (B + 3 bits)
+ROW_SUM16 = 22                              # int16: a window row's sum, B + 6 bits, wrapping
 
 
 def lanes_layout(lanes):
@@ -276,9 +278,10 @@ class PdpPool(wiring.Component):
         avg = Signal()
         m.d.comb += avg.eq(cfg.method == METHOD_AVE)
 
-        # the horizontal ring's sums are only used in their low B + 3 bits: 19 bits suffice on
-        # builds with int16 (int8-only builds keep their 16)
-        hacc = ROW_BITS16 if self._int16 else ACC
+        # the horizontal ring's sums are only used in their low B + 3 bits (int8) / B + 6 bits
+        # (int16: NVDLA's cal1d keeps 22-bit row sums): 22 bits on builds with int16
+        # (int8-only builds keep their 16)
+        hacc = ROW_SUM16 if self._int16 else ACC
 
         def op(old, new, width=acc):
             """Lane-wise max / min / wrapping sum."""
@@ -437,7 +440,7 @@ class PdpPool(wiring.Component):
             m.d.comb += tag(hf_ow, hf_j, hf_row)
             for l in range(T):
                 m.d.comb += a.data[l].eq(wrap(hf_vals[l] + Mux(avg, hpad_f, 0),
-                                              ROW_BITS, ROW_BITS16))
+                                              ROW_BITS, ROW_SUM16))
             with m.If(a_adv):
                 m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
                 with m.If(hf_jl):
@@ -450,7 +453,7 @@ class PdpPool(wiring.Component):
             m.d.comb += tag(hx.lo, j, row)
             for l in range(T):
                 m.d.comb += a.data[l].eq(wrap(lo_new[l] + Mux(avg, hpad_lo, 0),
-                                              ROW_BITS, ROW_BITS16))
+                                              ROW_BITS, ROW_SUM16))
 
         # input position and bookkeeping updates
         for k in range(HS):

@@ -17,7 +17,8 @@ MAX / MIN
 AVERAGE
     The window is summed in two steps, as the hardware does. Per input line, the horizontal
     sum of the real elements plus ``PAD_VALUE_<nh>X`` (``nh`` = padded columns of the window;
-    the field's low B + 3 bits, signed), kept in B + 3 bits. Over the lines of the window,
+    the field's low B + 3 bits, signed), kept in 11 bits for int8 (B + 3), 22 for int16
+    (B + 6: NVDLA's cal1d int16 lanes are 22 bits wide; checked against its Verilog). Over the lines of the window,
     those sums plus ``kernel_width x PAD_VALUE_<nv>X`` (``nv`` = padded lines; the whole
     19-bit field, signed), kept in B + 6 bits. So a program whose PAD_VALUE_NX holds N times
     the pad value averages over the whole kernel with the pad value counted at every padded
@@ -132,6 +133,12 @@ def _real_counts(n: int, pad: int, kernel: int, stride: int, count: int):
     return np.minimum(start + kernel, n) - np.maximum(start, 0)
 
 
+def _row_bits(bits: int) -> int:
+    """Bits a window row's sum keeps (NVDLA's cal1d): B + 3 for int8 (11), B + 6 for int16
+    (22: the 16-bit lanes of the 1D unit are 22 bits wide)."""
+    return bits + 6 if bits == 16 else bits + 3
+
+
 def pool(x, method: int, kernel, stride, pad, out_size, pad_values=(0,) * 7,
          recip=(0x10000, 0x10000), bits: int = 8):
     """Pool one pass: ``x`` [C, H, W] int input, ``kernel``/``stride`` (w, h), ``pad`` (left,
@@ -153,13 +160,13 @@ def pool(x, method: int, kernel, stride, pad, out_size, pad_values=(0,) * 7,
         return win.max(axis=(3, 4)) if method == MAX else win.min(axis=(3, 4))
 
     pv = np.array([0] + [int(v) for v in pad_values], np.int64)     # index: padded positions
-    # horizontal: per real line, real elements + PAD_VALUE_<nh>X in B + 3 bits
+    # horizontal: per real line, real elements + PAD_VALUE_<nh>X (11 / 22 bits, see above)
     xw = np.zeros((C, H, W + pl + pr), np.int64)
     xw[:, :, pl:pl + W] = x
     rows = _window_sums(xw, kw, sw, ow, axis=2)                       # [C, H, ow]
     nh = kw - _real_counts(W, pl, kw, sw, ow)
     pad_1d = wrap_signed(pv[nh], bits + 3)
-    rows = wrap_signed(rows + pad_1d[None, None, :], bits + 3)
+    rows = wrap_signed(rows + pad_1d[None, None, :], _row_bits(bits))
     # vertical: the line sums + kernel_width x PAD_VALUE_<nv>X in B + 6 bits
     xh = np.zeros((C, H + pt + pb, ow), np.int64)
     xh[:, pt:pt + H, :] = rows
