@@ -169,6 +169,23 @@ def golden_crcs(cfg, path, n, core=golden_core):
     return [c.actual for c in checks], None
 
 
+class RejectLog:
+    """What one generator's last ``write_random_traces`` call redrew: the golden model's
+    messages for the programs it rejected. Calling the log returns them (a copy);
+    ``keep(write_random(...))`` stores a :func:`write_random` result's messages and returns
+    its paths."""
+
+    def __init__(self):
+        self._messages: list = []
+
+    def __call__(self) -> list:
+        return list(self._messages)
+
+    def keep(self, result) -> list:
+        paths, self._messages = result
+        return paths
+
+
 def write_random(cfg, directory: str, count: int, seed: int, prefix: str, draw, write_trace,
                  core=golden_core):
     """``count`` random programs as trace directories ``<prefix>_<seed>_<n>`` with golden

@@ -50,7 +50,7 @@ from .. import random_traces
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
                              Regs, crc_check, enables, finish_trace, group_writes,
                              random_ram as _ram, set_fields as _mutate, start_trace,
-                             write_random, zero_crc)
+                             RejectLog, write_random, zero_crc)
 from .program import entries_per_slice
 
 __all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_trace",
@@ -894,18 +894,12 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                                batch_share=batch_share, int8_only=int8_only)
         return [random_program(cfg, rng, max_macs, 0, compress=bool(compress),
                                batch_share=batch_share, int8_only=int8_only)]
-    paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace,
-                                   golden_core)
-    _REJECTS[:] = rejected
-    return paths
+    return reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw, write_trace,
+                                          golden_core))
 
 
-_REJECTS: list = []
-
-
-def reject_log() -> list:
-    """Golden-model messages of the programs the last :func:`write_random_traces` redrew."""
-    return list(_REJECTS)
+#: the golden model's messages for the programs the last :func:`write_random_traces` redrew
+reject_log = RejectLog()
 
 
 # ------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from sim.nvfloat import fp16_from_float, fp17_from_float
 from ..random_traces import (BYTES as _INT_BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw as _Redraw,
                              Regs, crc_check, enables, finish_trace, golden_core, group_writes,
                              random_ram as _ram, run_trace_golden, set_fields as _set,
-                             start_trace, write_invalid, write_random)
+                             start_trace, write_invalid, write_random, RejectLog)
 from ..sdp import random_programs as sdp_random
 from .program import (AVERAGE, MAX, MIN, PdpProgramError, max_pass_width, out_size,
                       split_passes)
@@ -412,12 +412,8 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     return finish_trace(path, name, lines)
 
 
-_REJECTS: list = []
-
-
-def reject_log() -> list:
-    """Golden-model messages of the programs the last :func:`write_random_traces` redrew."""
-    return list(_REJECTS)
+#: the golden model's messages for the programs the last :func:`write_random_traces` redrew
+reject_log = RejectLog()
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -438,9 +434,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                 random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only,
                              fp16=fp16)
                 for i in range(n)]
-    paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace)
-    _REJECTS[:] = rejected
-    return paths
+    return reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw, write_trace))
 
 
 # ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from sim.formats.common import align_up
 from ..random_traces import (GUARD as _GUARD, SLOT as _SLOT, Regs, crc_check, enables,
                              finish_trace, golden_core, group_writes, random_ram as _ram,
                              run_trace_golden, set_fields as _set, start_trace,
-                             write_invalid, write_random)
+                             write_invalid, write_random, RejectLog)
 from .program import CONTRACT, ELEMENT_BYTES, MERGE, PRECISIONS, SPLIT
 
 __all__ = ["rubik_layer", "random_layer", "write_trace", "write_random_traces",
@@ -169,12 +169,8 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     return finish_trace(path, name, lines)
 
 
-_REJECTS: list = []
-
-
-def reject_log() -> list:
-    """Golden-model messages of the programs the last :func:`write_random_traces` redrew."""
-    return list(_REJECTS)
+#: the golden model's messages for the programs the last :func:`write_random_traces` redrew
+reject_log = RejectLog()
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -185,9 +181,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
         return [random_layer(cfg, rng, slot=i, max_bytes=max_bytes) for i in range(n)]
-    paths, rejected = write_random(cfg, directory, count, seed, prefix, draw, write_trace)
-    _REJECTS[:] = rejected
-    return paths
+    return reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw, write_trace))
 
 
 # ------------------------------------------------------------------------------------------
