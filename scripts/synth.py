@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "UNITS",
-           "yosys_command", "clock_check"]
+           "yosys_command", "clock_check", "yosys_safe_names"]
 
 TARGETS = {
     "generic": "synth -top {top}",
@@ -182,6 +183,23 @@ def _memories(mem_stat: dict, prefix="$mem") -> dict:
     return out
 
 
+_BRACKET_NAME = re.compile(r"\\(\S*\[\S*) ")
+
+
+def yosys_safe_names(text: str) -> str:
+    """``text`` with the ``[``/``]`` of escaped identifiers spelled ``<``/``>``
+    (``\\q[0]`` becomes ``\\q<0>``).
+
+    Amaranth names the elements of an array-shaped port ``q[0]``, ``q[1]``, ...: wires whose
+    names are exactly what Yosys's ABC9 gives the bits of the port ``q`` when it re-integrates
+    a mapped module. With the hierarchy kept, that collision asserts
+    (``count_id(wire->name) == 0`` in ``rtlil.cc``; Yosys 0.60 to 0.70 at least), so no
+    hierarchical ECP5 synthesis of a unit with such an output port (the CDMA's input
+    convertors) could finish. Flattened designs rename every wire and are not affected."""
+    return _BRACKET_NAME.sub(
+        lambda mo: "\\" + mo[1].replace("[", "<").replace("]", ">") + " ", text)
+
+
 def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) -> dict:
     """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
     memories and how they mapped, clocks, seconds). ``netlist``: also write the flattened
@@ -190,7 +208,7 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) 
     # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
     src = work / "design.v"
     if verilog.resolve() != src.resolve():
-        shutil.copyfile(verilog, src)
+        src.write_text(yosys_safe_names(verilog.read_text()))
     script = "\n".join([
         "read_verilog -sv design.v",
         f"hierarchy -top {top}",

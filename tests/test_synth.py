@@ -85,3 +85,40 @@ def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
     assert seen["text"].count("(* no_rw_check") == 32
     assert "nv_small-cbuf on ecp5" in capsys.readouterr().out
     assert json.loads((tmp_path / "w" / "result.json").read_text())["config"] == "nv_small-cbuf"
+
+
+def test_synth_ecp5_keeps_hierarchy_with_array_ports(tmp_path):
+    """A unit with an array-shaped output port (Amaranth names its elements ``q[0]``,
+    ``q[1]``, as the CDMA's convertors have) synthesizes with the hierarchy kept: raw, that
+    Verilog makes Yosys's ABC9 assert; :func:`scripts.synth.yosys_safe_names` renames them."""
+    from amaranth.hdl import Module, Mux
+    from amaranth.lib import data, wiring
+    from amaranth.lib.wiring import In, Out
+    from hw.verilog import emit_verilog
+    from scripts.synth import synthesize, yosys_safe_names
+
+    class Clamp(wiring.Component):
+        d: In(data.ArrayLayout(12, 2))
+        q: Out(data.ArrayLayout(8, 2))
+
+        def elaborate(self, platform):
+            m = Module()
+            for i in range(2):
+                m.d.sync += self.q[i].eq(Mux(self.d[i] > 255, 255, self.d[i][:8]))
+            return m
+
+    class Top(wiring.Component):
+        d: In(24)
+        q: Out(16)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.clamp = clamp = Clamp()
+            m.d.comb += [clamp.d.eq(self.d), self.q.eq(clamp.q)]
+            return m
+
+    text = emit_verilog(Top(), "t")
+    assert "\\q[0] " in text and "\\q[0] " not in yosys_safe_names(text)
+    (tmp_path / "t.v").write_text(text)
+    r = synthesize(tmp_path / "t.v", "t", "ecp5", tmp_path / "work")
+    assert r["units"]["clamp"]["ff"] == 16
