@@ -66,7 +66,7 @@ def flying_layer(cfg, rng, max_elems, gap=None):
     which must not matter), output to memory, PDP or EQL, a random int32 input cube."""
     rmap = register_map(cfg)
     sb, rb = rmap["SDP"], rmap["SDP_RDMA"]
-    p = random_program(cfg, rng, max_elems)
+    p = random_program(cfg, rng, max_elems, fp16=False)     # the RTL has no fp16
     sdp, rdma = Regs(sb), Regs(rb)
     sdp.words, rdma.words = dict(p["sdp"]), dict(p["rdma"])
     sdp.set("D_FEATURE_MODE_CFG", FLYING_MODE=1)
@@ -93,7 +93,7 @@ def flying_layer(cfg, rng, max_elems, gap=None):
 
 
 def offline_layer(cfg, rng, max_elems):
-    p = random_program(cfg, rng, max_elems)
+    p = random_program(cfg, rng, max_elems, fp16=False)     # the RTL has no fp16
     return {"sdp": p["sdp"], "rdma": p["rdma"], "rdma_op_en": 1, "images": p["images"],
             "shape": p["shape"], "cube": None}
 

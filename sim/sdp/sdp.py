@@ -1,6 +1,7 @@
 """Golden model of the SDP (single data point processor) and its read DMA (SDP_RDMA).
 
-Bit-exact with the NVDLA v1 integer datapath. One call runs one hardware layer:
+Bit-exact with the NVDLA v1 integer datapath, and with its fp16 datapath (builds with fp16;
+see "fp16 layers" below; the LUT excepted). One call runs one hardware layer:
 
     result = run_sdp(cfg, rdma_view, sdp_view, mem, lut=lut)
 
@@ -37,6 +38,29 @@ Rounding everywhere is "round half away from zero" (the hardware adds the guard 
 negative values only when a sticky bit is set too). A right shift by at least the operand width
 gives 0.
 
+fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
+    The datapath computes on fp32 codes with NVDLA's own float units (:mod:`sim.nvfloat`:
+    no denormals inside the units, no infinities: overflow saturates to the largest finite
+    value, NaNs propagate, rounding to nearest even). Input: fp16 from memory widened to fp32
+    (:func:`sim.nvfloat.fp16_to_fp32`: an infinity becomes the largest finite fp32 value), or
+    the accumulator's fp32 codes in flying mode; with ``D_FEATURE_MODE_CFG.NAN_TO_ZERO`` input
+    NaNs (after the widening) become +0. X stage: ALU (MAX / MIN / SUM) then MUL with fp16
+    operands widened to fp32 (NaN operands -> +0 with NAN_TO_ZERO), PReLU passing sign-0
+    values, ReLU turning every negative value (-0 too) into +0; the shift fields take no
+    part. Y stage: MUL then ALU (EQL: integer 0 / 1 on the raw fp32 codes) with DMA operands
+    widened from fp16 (NaN -> +0 with NAN_TO_ZERO; the operand converter's offset, scale,
+    truncate and bypass take no part) and register operands taken as fp32 codes as they are;
+    EW_TRUNCATE takes no part. C: fp32 -> fp16 (:func:`sim.nvfloat.fp32_to_fp16`: beyond
+    65504 saturates to +-65504, no infinity); CVT_OFFSET / SCALE / SHIFT take no part. The
+    saturation counter counts outputs of magnitude 65504. Counters: SDP_RDMA's
+    D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM count the fp16 NaN / infinity codes of the input it
+    reads (offline, IN_PRECISION=FP16 and its PERF_NAN_INF_COUNT_EN; padding channels
+    included); SDP's D_STATUS_NAN_OUTPUT_NUM counts the NaN codes of the output (padding
+    included) in every fp16 layer, whatever PERF_NAN_INF_COUNT_EN says (NVDLA's write DMA
+    counts ungated); SDP's own D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM are 0 (NVDLA ties them
+    to 0). Outputs (``output``, ``padded_output``) are raw fp16 codes; a flying input is fp32
+    codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
+
 Memory layout: feature cubes are surfaces of ``memory_atom / bytes_per_element`` channels;
 each line is ``W`` atoms, lines ``LINE_STRIDE`` apart, surfaces ``SURFACE_STRIDE`` apart. A
 1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused;
@@ -55,6 +79,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lut import LutParams, bit_length, select_table
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp32, fp32_add, fp32_is_nan, fp32_max,
+                       fp32_min, fp32_mul, fp32_relu, fp32_to_fp16)
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -64,7 +90,9 @@ __all__ = [
     "shift_signed_saturate",
     # stages
     "XStage", "YStage", "x_stage", "y_stage", "y_operand_convert", "output_convert",
-    "LutParams", "LutOutput", "lut_lookup", "lut_index_linear", "lut_index_exponent",
+    "x_stage_fp16", "y_stage_fp16", "y_operand_fp16", "fp32_alu", "flush_nan_fp16",
+    "flush_nan_fp32", "LutParams", "LutOutput", "lut_lookup", "lut_index_linear",
+    "lut_index_exponent",
 ]
 
 INT8, INT16, FP16 = 0, 1, 2
@@ -239,6 +267,76 @@ def y_stage(data, alu_operand, mul_operand, st: YStage):
 
 
 # =========================================================================================
+# fp16 datapath (PROC_PRECISION=FP16): fp32 internal arithmetic
+# =========================================================================================
+def flush_nan_fp16(h, nan_to_zero: bool):
+    """fp16 codes with NaNs replaced by +0 when ``nan_to_zero`` (operands)."""
+    h = np.asarray(h, dtype=np.int64) & 0xFFFF
+    return np.where(fp16_is_nan(h), 0, h) if nan_to_zero else h
+
+
+def flush_nan_fp32(x, nan_to_zero: bool):
+    """fp32 codes with NaNs replaced by +0 when ``nan_to_zero`` (the layer's input)."""
+    x = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
+    return np.where(fp32_is_nan(x), 0, x) if nan_to_zero else x
+
+
+def fp32_alu(algo: int, a, b):
+    """The fp ALU on fp32 codes: MAX / MIN (NVDLA's sign-magnitude order, a NaN operand wins,
+    ``a``'s first), SUM (:func:`sim.nvfloat.fp32_add`), EQL (the integer 0 when the two codes
+    are equal bit for bit, else 1)."""
+    if algo == ALU_MAX:
+        return fp32_max(a, b)
+    if algo == ALU_MIN:
+        return fp32_min(a, b)
+    if algo == ALU_SUM:
+        return fp32_add(a, b)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return (a != b).astype(np.int64)
+
+
+def _fp32_sign(x):
+    return (np.asarray(x, dtype=np.int64) >> 31) & 1
+
+
+def x_stage_fp16(data, alu_operand, mul_operand, st: XStage, nan_to_zero: bool = False):
+    """One X stage of an fp16 layer on fp32 codes ``data``; the operands are fp16 codes
+    (register or DMA), NaNs flushed to +0 when ``nan_to_zero``, then widened to fp32
+    (:func:`sim.nvfloat.fp16_to_fp32`). ALU: :func:`fp32_alu` (data first). MUL:
+    :func:`sim.nvfloat.fp32_mul`; with PReLU a value whose sign bit is 0 passes unchanged.
+    ReLU: :func:`sim.nvfloat.fp32_relu`. ALU_SHIFT_VALUE and MUL_SHIFT_VALUE take no part."""
+    x = np.asarray(data, dtype=np.int64)
+    if not st.alu_bypass:
+        x = fp32_alu(st.alu_algo, x, fp16_to_fp32(flush_nan_fp16(alu_operand, nan_to_zero)))
+    if not st.mul_bypass:
+        y = fp32_mul(x, fp16_to_fp32(flush_nan_fp16(mul_operand, nan_to_zero)))
+        x = np.where(_fp32_sign(x) == 0, x, y) if st.mul_prelu else y
+    if not st.relu_bypass:
+        x = fp32_relu(x)
+    return x
+
+
+def y_operand_fp16(op16, nan_to_zero: bool = False):
+    """An EW operand read from memory in an fp16 layer: fp16 code -> fp32 code (NaN flushed
+    to +0 first when ``nan_to_zero``); the converter's offset / scale / truncate and its
+    bypass take no part."""
+    return fp16_to_fp32(flush_nan_fp16(op16, nan_to_zero))
+
+
+def y_stage_fp16(data, alu_operand, mul_operand, st: YStage):
+    """The EW multiplier then ALU (not the LUT) of an fp16 layer on fp32 codes; operands are
+    fp32 codes (the 32-bit register value as it is, or :func:`y_operand_fp16`). PReLU passes
+    sign-0 values; EW_TRUNCATE takes no part."""
+    x = np.asarray(data, dtype=np.int64)
+    if not st.mul_bypass:
+        y = fp32_mul(x, mul_operand)
+        x = np.where(_fp32_sign(x) == 0, x, y) if st.mul_prelu else y
+    if not st.alu_bypass:
+        x = fp32_alu(st.alu_algo, x, alu_operand)
+    return x
+
+
+# =========================================================================================
 # LUT
 # =========================================================================================
 def _difference_from_start(x, start):
@@ -380,8 +478,9 @@ class SdpResult:
 
     Counters are None when the hardware does not count them in this layer (their enable bit in
     D_PERF_ENABLE is off, or NaN/Inf counting on a non-fp16 layer): the hardware then leaves
-    the corresponding register at its previous value. All counts include the channel padding
-    of the last surface, which the datapath processes like real data.
+    the corresponding register at its previous value (the NaN / Inf ones of fp16 layers: see
+    the module docstring). All counts include the channel padding of the last surface, which
+    the datapath processes like real data.
     """
     output: np.ndarray                 #: [C, H, W] int64 output values (int8/int16 range);
     #: [B, C, H, W] for a batched layer
@@ -507,6 +606,8 @@ class _Program:
     perf_lut: bool = False
     perf_nan_inf: bool = False
     rdma_perf_nan_inf: bool = False
+    nan_to_zero: bool = False          #: D_FEATURE_MODE_CFG.NAN_TO_ZERO (fp16 layers only)
+    rdma_in_fp16: bool = False         #: SDP_RDMA.D_FEATURE_MODE_CFG.IN_PRECISION=FP16
 
 
 _DMA_PREFIX = {"BRDMA": "BS", "NRDMA": "BN", "ERDMA": "EW"}
@@ -577,13 +678,12 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     if (proc, out) in invalid:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              invalid[(proc, out)] + f" (PROC_PRECISION={_PRECISION_NAMES[proc]})")
-    if FP16 in (proc, out):
-        raise NotImplementedError("SDP fp16 datapath (fp32 internal arithmetic, NaN/Inf "
-                                  "counting) is not modelled yet; int8 and int16 are")
     if proc != out:
+        what = ("the WDMA's 8to16 / RDMA's 16to8 surface interleave" if FP16 not in (proc, out)
+                else "the output converter's fp16 <-> int16 conversion")
         raise NotImplementedError(
             f"SDP precision conversion {_PRECISION_NAMES[proc]} -> {_PRECISION_NAMES[out]} "
-            "(the WDMA's 8to16 / RDMA's 16to8 surface interleave) is not modelled yet")
+            f"({what}) is not modelled yet")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
@@ -624,7 +724,8 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
              f"(D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1})")
     prog = _Program(flying=flying, to_pdp=to_pdp, width=width, height=height, channel=channel,
                     in_prec=in_prec, proc_prec=proc, out_prec=out, bs_on=bs_on, bn_on=bn_on,
-                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql, batches=batches)
+                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql, batches=batches,
+                    nan_to_zero=proc == FP16 and bool(fm.NAN_TO_ZERO))
 
     # -- operand sources and their DMAs ---------------------------------------------------
     stages = (("BS", bs_on, bs), ("BN", bn_on, bn), ("EW", ew_on, ew))
@@ -765,6 +866,11 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     prog.perf_sat, prog.perf_lut = bool(pe.PERF_SAT_EN), bool(pe.PERF_LUT_EN)
     prog.perf_nan_inf = bool(pe.PERF_NAN_INF_COUNT_EN)
     prog.rdma_perf_nan_inf = bool(rdma.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN)
+    prog.rdma_in_fp16 = rfm.IN_PRECISION == FP16
+    if proc == FP16 and ew_on and not ew.lut_bypass:      # (after every program rule)
+        raise NotImplementedError("SDP LUT in an fp16 layer (SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO "
+                                  "with PROC_PRECISION=FP16: the LUT's fp32 index and "
+                                  "interpolation) is not modelled yet")
     return prog
 
 
@@ -888,13 +994,14 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     mem           memory of RAM type MC (DBBIF); also used for CV when ``sram`` is None
     lut           the LUT RAMs (a zero LUT if None)
     flying_input  int32 cube [C, H, W] (or [C rounded up to a surface, H, W]) from the
-                  accumulator, for FLYING_MODE=ON; [B, C, H, W] for a batched layer
-                  (``D_FEATURE_MODE_CFG.BATCH_NUMBER`` = B - 1)
+                  accumulator, for FLYING_MODE=ON (fp32 codes for an fp16 layer);
+                  [B, C, H, W] for a batched layer (``D_FEATURE_MODE_CFG.BATCH_NUMBER`` =
+                  B - 1)
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
     Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (fp16, Winograd,
-    int8<->int16 conversion).
+    NotImplementedError for valid modes this model does not cover yet (the LUT in fp16
+    layers, Winograd, precision conversion int8<->int16 and fp16<->int16).
 
     Batch mode (flying only, output to memory): every batch's cube goes through the same
     datapath with the same operands (the read DMAs' per-element data is shared by all
@@ -914,6 +1021,8 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
 
     # -- input ---------------------------------------------------------------------------
     B = prog.batches
+    fp = prog.proc_prec == FP16
+    rdma_counts = None
     if prog.flying:
         data = np.asarray(flying_input, dtype=np.int64)
         if data.ndim not in (3, 4):
@@ -925,7 +1034,7 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         if data.shape[1] != c_pad:
             data = np.concatenate([data, np.zeros((B, c_pad - C, H, W), dtype=np.int64)],
                                   axis=1)
-        data = wrap_signed(data, 32)
+        data = data & 0xFFFFFFFF if fp else wrap_signed(data, 32)
     else:
         ram, base, line, surf = prog.src
         nbytes = _BYTES[prog.in_prec]
@@ -934,6 +1043,13 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         _check_address_space(cfg, addrs, "SDP_RDMA.D_SRC_BASE_ADDR_LOW", base)
         raw = _pick_memory(ram, mem, sram).gather(addrs).reshape(surfaces, H, W, in_group, nbytes)
         data = _to_channels(_decode_values(raw, nbytes))[None]
+        if fp:
+            raw16 = data & 0xFFFF
+            if prog.rdma_perf_nan_inf and prog.rdma_in_fp16:
+                rdma_counts = (int(fp16_is_nan(raw16).sum()), int(fp16_is_inf(raw16).sum()))
+            data = fp16_to_fp32(raw16)
+    if fp:
+        data = flush_nan_fp32(data, prog.nan_to_zero)
 
     # -- operands ------------------------------------------------------------------------
     fetched = {}
@@ -952,12 +1068,27 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
 
     # -- datapath ------------------------------------------------------------------------
     x = data
-    if prog.bs_on:
-        x = x_stage(x, operand("BS", "alu"), operand("BS", "mul"), prog.bs)
-    if prog.bn_on:
-        x = x_stage(x, operand("BN", "alu"), operand("BN", "mul"), prog.bn)
     lut_out = None
-    if prog.ew_on:
+    if fp:
+        for on, name, st in ((prog.bs_on, "BS", prog.bs), (prog.bn_on, "BN", prog.bn)):
+            if on:
+                x = x_stage_fp16(x, operand(name, "alu"), operand(name, "mul"), st,
+                                 prog.nan_to_zero)
+        if prog.ew_on:
+            ops = {}
+            for unit in ("alu", "mul"):
+                op = operand("EW", unit)
+                if prog.operands.get(("EW", unit), ("reg",))[0] == "dma":
+                    op = y_operand_fp16(op, prog.nan_to_zero)
+                else:
+                    op = np.asarray(op, dtype=np.int64) & 0xFFFFFFFF
+                ops[unit] = op
+            x = y_stage_fp16(x, ops["alu"], ops["mul"], prog.ew)
+    if prog.bs_on and not fp:
+        x = x_stage(x, operand("BS", "alu"), operand("BS", "mul"), prog.bs)
+    if prog.bn_on and not fp:
+        x = x_stage(x, operand("BN", "alu"), operand("BN", "mul"), prog.bn)
+    if prog.ew_on and not fp:
         ops = {}
         for unit in ("alu", "mul"):
             op = operand("EW", unit)
@@ -976,6 +1107,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         # Equal mode: the converter passes the comparison result through; nothing is written.
         padded = wrap_signed(x, out_bits)
         sat = None
+    elif fp:
+        # fp16 output: fp32 -> fp16 (CVT_OFFSET / SCALE / SHIFT take no part); the
+        # saturation counter counts the outputs of magnitude 65504 (the converter's limit)
+        padded = fp32_to_fp16(x)
+        sat = (padded & 0x7FFF) == 0x7BFF
     else:
         padded, sat = output_convert(x, *prog.cvt, out_bits)
 
@@ -996,6 +1132,14 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
             result.lut_uflow, result.lut_oflow = lut_out.uflow, lut_out.oflow
             result.lut_hybrid = lut_out.hybrid
             result.lut_le_hit, result.lut_lo_hit = lut_out.le_hit, lut_out.lo_hit
+
+    if fp:
+        # NVDLA's SDP ties its own input counters to 0 (SDP_RDMA counts the input); the
+        # WDMA counts NaN outputs of every fp16 layer (not gated by PERF_NAN_INF_COUNT_EN)
+        result.nan_input_num = result.inf_input_num = 0
+        result.nan_output_num = int(fp16_is_nan(padded).sum())
+        if rdma_counts is not None:
+            result.rdma_nan_input_num, result.rdma_inf_input_num = rdma_counts
 
     # -- output --------------------------------------------------------------------------
     if prog.dst is not None:
