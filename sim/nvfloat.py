@@ -1,4 +1,5 @@
-"""NVDLA's floating-point units as vectorized integer numpy: fp16 <-> fp17, fp17 add and multiply.
+"""NVDLA's floating-point units as vectorized integer numpy: fp16 <-> fp17, fp17 add and
+multiply; fp16 <-> fp32 <-> fp17 and fp32 add, subtract, multiply, max / min, ReLU.
 
 NVDLA v1 computes its fp16 paths (PDP average pooling, CDP, parts of SDP) in "fp17": 1 sign
 bit, a 6-bit exponent with bias 31 and a 10-bit mantissa, i.e. fp16 with one more exponent
@@ -9,6 +10,13 @@ bit, so every fp16 value (denormals included) is a normal fp17 value. The arithm
 16 or 17 bits); each function states the rules, in our words. Checked against the Verilog of
 those units (exhaustively for the conversions, on random and edge-case operands for add and
 multiply); see :mod:`tests.test_nvfloat`.
+
+The SDP's fp16 datapath computes in fp32 (1 + 8 + 23 bits) with the same algorithms at that
+width (``HLS_fp32_add``, ``HLS_fp32_mul``, ``HLS_fp16_to_fp32``, ``HLS_fp32_to_fp16``,
+``HLS_fp32_to_fp17``, ``HLS_fp17_to_fp32``; the SDP's HLS modules inline the same ones):
+:func:`fp32_add` / :func:`fp32_mul` are :func:`fp17_add` / :func:`fp17_mul` at the fp32
+widths (one implementation, :func:`_add` / :func:`_mul`). Checked against those units'
+Verilog in :mod:`tests.test_nvfloat_fp32`.
 
 Common to the fp17 units:
 
@@ -31,7 +39,7 @@ __all__ = ["FP17_MAX", "fp16_to_fp17", "fp17_to_fp16", "fp17_add", "fp17_mul", "
            "fp16_is_inf", "fp17_from_float", "fp17_to_float", "fp16_from_float",
            "fp16_to_float", "FP32_MAX", "fp16_to_fp32", "fp32_to_fp16", "fp32_add",
            "fp32_mul", "fp32_max", "fp32_min", "fp32_relu", "fp32_is_nan", "fp32_from_float",
-           "fp32_to_float"]
+           "fp32_to_float", "fp32_sub", "fp32_to_fp17", "fp17_to_fp32", "fraction_to_fp17"]
 
 _M = 10                          # mantissa bits (fp16 and fp17)
 _MMASK = (1 << _M) - 1
@@ -372,6 +380,70 @@ def fp32_relu(x):
     return np.where(_FP32.is_nan(x) | ((x >> 31) & 1 == 0), x, 0)
 
 
+def fp32_sub(a, b):
+    """``a - b`` on fp32 codes (NVDLA's ``FpSub``): :func:`fp32_add` with ``b``'s sign bit
+    flipped (a NaN ``b`` comes back with its sign flipped)."""
+    return fp32_add(a, _i64(b) ^ _FP32.sign)
+
+
+def fp32_to_fp17(x):
+    """fp32 codes -> fp17 codes (NVDLA's ``Fp32ToFp17``, no denormals): the mantissa rounded
+    to 10 bits, nearest even; exponents 159 and above (fp32 infinity included), or rounding
+    past exponent 62, give the largest finite fp17 value of the sign; below the smallest
+    normal fp17 value a signed zero, unless rounding reaches it (then exponent 1); a NaN keeps
+    its sign and the low 10 bits of its mantissa."""
+    s, e, m = _FP32.split(x)
+    p1 = m | (1 << 23)
+    r = _rne(p1, 13)                              # 11 bits, 2^11 on overflow
+    oe = e - 96 + (r >> 11)
+    om = r & _MMASK
+    den = (e >= 86) & (e <= 96)
+    rd = _rne(p1, 13 + np.where(den, 97 - e, 1))  # 2^10: rounds up to the smallest normal
+    up = den & (rd >> _M == 1)
+    oe = np.where(den, np.where(up, 1, 0), oe)
+    om = np.where(den, 0, om)
+    big = (e >= 159) | (~den & (oe >= 63))
+    zero = (e < 86) | (den & ~up)
+    oe = np.where(big, 62, np.where(zero, 0, oe))
+    om = np.where(big, _MMASK, np.where(zero, 0, om))
+    nan = (e == 255) & (m != 0)
+    oe = np.where(nan, _E17, oe)
+    om = np.where(nan, m & _MMASK, om)
+    return _join17(s, oe, om)
+
+
+def fp17_to_fp32(x):
+    """fp17 codes -> fp32 codes (NVDLA's ``Fp17ToFp32``, no denormals): exact, an exponent-0
+    code with a non-zero mantissa read as a normal number; the fp17 infinity code becomes the
+    largest finite fp32 value of its sign; a NaN keeps its sign and 10-bit payload
+    (unshifted)."""
+    s, e, m = _split17(x)
+    zero = (e == 0) & (m == 0)
+    oe = np.where(zero, 0, e + 96)
+    om = m << 13
+    inf = (e == _E17) & (m == 0)
+    nan = (e == _E17) & (m != 0)
+    oe = np.where(inf, 254, np.where(nan, 255, oe))
+    om = np.where(inf, _FP32.mmask, np.where(nan, m, om))
+    return _FP32.join(s, oe, om)
+
+
+def fraction_to_fp17(frac, bits: int = 35):
+    """fp17 code of ``frac / 2^bits`` for ``bits``-bit fractions (NVDLA's
+    ``FpFractionToFloat``): rounded to 11 significant bits, nearest even; 0 gives +0, as do
+    values below 2^-30 that do not round up to it."""
+    f = _i64(frac)
+    nz = f != 0
+    zc = bits - _bit_length(f)                    # leading zeros in the field
+    sh = (f << np.clip(zc + 1, 0, bits + 1)) & ((np.int64(1) << (bits + 1)) - 1)
+    r = _rne(sh, bits - 10)                       # 11 bits, 2^11 on overflow
+    ovf = (r >> 11) == 1
+    oe = np.where(ovf, _BIAS17 - zc, _BIAS17 - zc - 1)
+    om = np.where(ovf, 0, r & _MMASK)
+    zero = ~nz | (~ovf & (zc + 1 >= _BIAS17))
+    return np.where(zero, 0, (oe << _M) | om)
+
+
 def fp32_from_float(x):
     """fp32 codes of floats (IEEE, numpy's rounding)."""
     with np.errstate(over="ignore"):
@@ -388,8 +460,9 @@ def fp32_to_float(x):
 # float helpers (tests, program generators): exact for the values the formats hold
 # -----------------------------------------------------------------------------------------
 def fp16_from_float(x):
-    """IEEE fp16 codes of floats (numpy's rounding: nearest even)."""
-    return _i64(np.asarray(x, dtype=np.float16).view(np.uint16))
+    """IEEE fp16 codes of floats (numpy's rounding: nearest even; beyond the range: inf)."""
+    with np.errstate(over="ignore"):
+        return _i64(np.asarray(x, dtype=np.float16).view(np.uint16))
 
 
 def fp16_to_float(h):

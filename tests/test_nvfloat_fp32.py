@@ -2,8 +2,8 @@
 
 The digests are of the outputs of NVDLA's own units (nvdla/hw ``nvdlav1``,
 ``vmod/vlibs/HLS_fp16_to_fp32.v``, ``HLS_fp32_to_fp16.v``, ``HLS_fp32_add.v``,
-``HLS_fp32_mul.v``) simulated with Icarus Verilog on the inputs :func:`_vectors` draws
-(exhaustive for fp16 -> fp32; random and edge-case codes for the rest). The slow test re-runs
+``HLS_fp32_mul.v``, ``HLS_fp32_to_fp17.v``, ``HLS_fp17_to_fp32.v``) simulated with Icarus Verilog on the inputs :func:`_vectors` draws
+(exhaustive for fp16 -> fp32 and fp17 -> fp32; random and edge-case codes for the rest). The slow test re-runs
 those units when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw (sources read with
 ``git show`` into a temporary directory; nothing of NVDLA's is kept here):
 
@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.nvfloat import (FP32_MAX, fp16_from_float, fp16_to_fp32, fp32_add, fp32_from_float,
-                         fp32_max, fp32_min, fp32_mul, fp32_relu, fp32_to_float, fp32_to_fp16)
+from sim.nvfloat import (FP32_MAX, fp16_from_float, fp16_to_fp32, fp17_to_fp32, fp32_add,
+                         fp32_from_float, fp32_max, fp32_min, fp32_mul, fp32_relu, fp32_sub,
+                         fp32_to_float, fp32_to_fp16, fp32_to_fp17, fraction_to_fp17)
 
 GIT = os.environ.get("NVDLA_HW_GIT")
 ONE = 0x3F800000
@@ -77,9 +78,19 @@ def _fp32_to_fp16_inputs(a):
     return np.concatenate([a, (s << 31) | (e << 23) | m])
 
 
+def _fp32_to_fp17_inputs(a):
+    """The converter inputs plus codes around fp17's smallest normal and largest values."""
+    rng = np.random.default_rng(3)
+    e = rng.integers(80, 165, 60000)
+    m = rng.integers(0, 1 << 23, 60000)
+    s = rng.integers(0, 2, 60000)
+    return np.concatenate([_fp32_to_fp16_inputs(a), (s << 31) | (e << 23) | m])
+
+
 DIGESTS = {"operands": "5652dfe762b43051",
            "fp32_add": "923fea48ddefd022", "fp32_mul": "f8c7bf07e306b337",
-           "fp16_to_fp32": "63397c632b3d7268", "fp32_to_fp16": "16df8903151f44d8"}
+           "fp16_to_fp32": "63397c632b3d7268", "fp32_to_fp16": "16df8903151f44d8",
+           "fp32_to_fp17": "6f6be247abbb7e1e", "fp17_to_fp32": "6094577beed92e71"}
 
 
 def test_against_nvdla_verilog_digests():
@@ -89,6 +100,8 @@ def test_against_nvdla_verilog_digests():
     assert _digest(fp32_mul(a, b)) == DIGESTS["fp32_mul"]
     assert _digest(fp16_to_fp32(np.arange(1 << 16))) == DIGESTS["fp16_to_fp32"]
     assert _digest(fp32_to_fp16(_fp32_to_fp16_inputs(a))) == DIGESTS["fp32_to_fp16"]
+    assert _digest(fp32_to_fp17(_fp32_to_fp17_inputs(a))) == DIGESTS["fp32_to_fp17"]
+    assert _digest(fp17_to_fp32(np.arange(1 << 17))) == DIGESTS["fp17_to_fp32"]
 
 
 def test_known_answers():
@@ -116,6 +129,14 @@ def test_known_answers():
     assert fp32_max(ONE, 0x7FC00000) == 0x7FC00000
     assert fp32_relu(NEG) == 0 and fp32_relu(NEG | ONE) == 0 and fp32_relu(ONE) == ONE
     assert fp32_relu(0xFFC00000) == 0xFFC00000
+    assert fp32_sub(ONE, ONE) == 0 and fp32_sub(0x7FC00000, ONE) == 0x7FC00000
+    assert fp32_sub(ONE, 0x7FC00000) == 0xFFC00000           # b's NaN, sign flipped
+    assert fp32_to_fp17(ONE) == 31 << 10 and fp32_to_fp17(0x7F800000) == (62 << 10) | 0x3FF
+    assert fp32_to_fp17(0x30000000) == 0                      # 2^-31: below fp17's range
+    assert fp17_to_fp32(31 << 10) == ONE and fp17_to_fp32(63 << 10) == FP32_MAX
+    assert fraction_to_fp17(1 << 34) == 30 << 10                # 0.5
+    assert fraction_to_fp17((1 << 35) - 1) == 31 << 10         # rounds up to 1
+    assert fraction_to_fp17(0) == 0 and fraction_to_fp17(1) == 0
 
 
 def test_correctly_rounded_in_range():
@@ -202,7 +223,8 @@ def run_unit(module, a, b=None, aw=32, bw=32, ow=32):
 
 
 
-@pytest.mark.parametrize("unit", ["fp32_add", "fp32_mul", "fp16_to_fp32", "fp32_to_fp16"])
+@pytest.mark.parametrize("unit", ["fp32_add", "fp32_mul", "fp16_to_fp32", "fp32_to_fp16",
+                                  "fp32_to_fp17", "fp17_to_fp32"])
 @pytest.mark.slow
 @pytest.mark.skipif(not GIT or not shutil.which("iverilog"),
                     reason="needs NVDLA_HW_GIT (nvdla/hw git dir) and iverilog")
@@ -215,9 +237,15 @@ def test_against_nvdla_verilog(unit):
     elif unit == "fp16_to_fp32":
         x = np.arange(1 << 16)
         got, want = run_unit("HLS_fp16_to_fp32", x, aw=16), fp16_to_fp32(x)
-    else:
+    elif unit == "fp32_to_fp16":
         x = _fp32_to_fp16_inputs(a)
         got, want = run_unit("HLS_fp32_to_fp16", x, ow=16), fp32_to_fp16(x)
+    elif unit == "fp32_to_fp17":
+        x = _fp32_to_fp17_inputs(a)
+        got, want = run_unit("HLS_fp32_to_fp17", x, ow=17), fp32_to_fp17(x)
+    else:
+        x = np.arange(1 << 17)
+        got, want = run_unit("HLS_fp17_to_fp32", x, aw=17), fp17_to_fp32(x)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, (f"{bad.size} mismatches, first: "
                            + ", ".join(f"{int(i)}: got {int(got[i]):#x} want {int(want[i]):#x}"

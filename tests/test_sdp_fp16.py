@@ -225,6 +225,37 @@ def test_flying_fp32_input_to_pdp_with_nan_flush():
     assert res.rdma_nan_input_num is None and res.nan_output_num == 0
 
 
+def test_lut_in_fp16_layers():
+    """LE exponent table le[i] = i from 1.0 (offset 0), LO linear table lo[i] = 2i from 0.0
+    (select 0); LO wins when both hit. Hits interpolate exactly here, misses extrapolate."""
+    from sim.sdp.lut import SdpLut
+    lut = SdpLut()
+    lut.load(le=[h(i) for i in range(65)], lo=[h(2 * i) for i in range(257)])
+    xs = [0.25, 1.5, 7.75, 255.5, 300.0, -3.0, 1e6, 0.0] + [2.0] * 8
+    cube = fp16_from_float(np.array(xs)).reshape(16, 1, 1)
+    res, _ = _layer(cube, lut=lut, sdp={
+        "D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_LUT_BYPASS": 0},
+        "S_LUT_CFG": {"LUT_LE_FUNCTION": 0, "LUT_HYBRID_PRIORITY": 1, "LUT_UFLOW_PRIORITY": 0,
+                      "LUT_OFLOW_PRIORITY": 1},
+        "S_LUT_INFO": {"LUT_LE_INDEX_OFFSET": 0, "LUT_LO_INDEX_SELECT": 0},
+        "S_LUT_LE_START": {"LUT_LE_START": 0}, "S_LUT_LO_START": {"LUT_LO_START": 0},
+        "S_LUT_LO_END": {"LUT_LO_END": int(fp32_from_float(256.0))},
+        "S_LUT_LE_SLOPE_SCALE": {"LUT_LE_SLOPE_UFLOW_SCALE": h(0.5)},
+        "S_LUT_LO_SLOPE_SCALE": {"LUT_LO_SLOPE_OFLOW_SCALE": h(0.25)},
+        "D_PERF_ENABLE": {"PERF_LUT_EN": 1}})
+    got = list(fp16_to_float(res.output[:8, 0, 0]))
+    # 0.25: LE underflows (exponent -2 < 0), LO hits -> 0.5; 1.5, 7.75: both hit -> LO: 2x;
+    # 255.5: LO hit (index 255) -> 511; 300: LO overflows, LE hits (index 8, fraction
+    # 300 / 256 - 1) -> 8 + 0.171875; -3: both underflow -> LE: le[0] + (x - (0 + 2^0)) x 0.5
+    # = -2; 1e6 (fp16: inf -> fp32 max): LO overflows, LE hits at index 64 -> overflow too:
+    # OFLOW_PRIORITY LO -> lo[256] + (x - 256) x 0.25 -> beyond fp16: 65504; 0: both underflow
+    # -> LE: 0 + (0 - 1) x 0.5
+    assert got == [0.5, 3.0, 15.5, 511.0, 8.171875, -2.0, 65504.0, -0.5]
+    assert int(res.output[8, 0, 0]) == h(4.0)
+    assert (res.lut_uflow, res.lut_oflow, res.lut_hybrid) == (2, 1, 13)
+    assert (res.lut_le_hit, res.lut_lo_hit) == (12, 12)
+
+
 # -----------------------------------------------------------------------------------------
 # program rules
 # -----------------------------------------------------------------------------------------
@@ -253,9 +284,6 @@ def test_fp16_program_rules():
 
 
 def test_fp16_modes_not_modelled_yet_say_so():
-    with pytest.raises(NotImplementedError, match=r"EW_LUT_BYPASS=NO with PROC_PRECISION=FP16"):
-        _run(FULL, sdp=_merge(F16, {"D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_LUT_BYPASS": 0}}),
-             rdma=R16)
     with pytest.raises(NotImplementedError, match=r"FP16 -> INT16 \(the output converter"):
         _run(FULL, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 2, "OUT_PRECISION": 1}}, rdma=R16)
     with pytest.raises(NotImplementedError, match=r"INT16 -> FP16"):

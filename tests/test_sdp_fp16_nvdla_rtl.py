@@ -18,7 +18,16 @@ stage functions:
 * ``NV_NVDLA_SDP_CORE_Y_core`` (EW MUL then ALU, EQL included) with
   :func:`sim.sdp.sdp.y_stage_fp16`;
 * ``NV_NVDLA_SDP_CORE_c`` (the output converter, fp32 -> fp16; equal mode) with
-  :func:`sim.nvfloat.fp32_to_fp16`.
+  :func:`sim.nvfloat.fp32_to_fp16`;
+* ``NV_NVDLA_SDP_CORE_Y_idx`` (the LUT's index generation and table choice: exponent and
+  linear LE, linear LO, any index offset / select, start values and priorities) with
+  :func:`sim.sdp.sdp.lut_select_fp16`;
+* ``NV_NVDLA_SDP_CORE_Y_inp`` (interpolation of hits, extrapolation of under- / overflows,
+  on random packed inputs) with :func:`sim.sdp.sdp.lut_interp_fp16`.
+
+The glue between the last two (``NV_NVDLA_SDP_CORE_Y_lut``: the RAM read of ``y0`` / ``y1``,
+the per-flow offset, fp16 slope scale and the fp32 bias ``2^LE_INDEX_OFFSET``) was read, not
+simulated; :func:`sim.sdp.sdp.lut_lookup_fp16` follows it.
 
     NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_sdp_fp16_nvdla_rtl.py
 """
@@ -312,5 +321,119 @@ def test_output_converter():
             got = unpack([b & ((1 << 256) - 1) for b in out], 16, 16)
             want = data & 0xFFFF if eql else fp32_to_fp16(data)
             _check(got, want, f"eql={eql}")
+    finally:
+        bench.close()
+
+
+# -----------------------------------------------------------------------------------------
+# LUT: index generation, interpolation / extrapolation
+# -----------------------------------------------------------------------------------------
+def _fields(beat, layout):
+    """{name: [4 lanes]} of one packed beat; ``layout`` [(name, width)] from bit 0 up, each
+    field 4 lanes wide."""
+    out, pos = {}, 0
+    for name, w in layout:
+        out[name] = [(beat >> (pos + i * w)) & ((1 << w) - 1) for i in range(4)]
+        pos += 4 * w
+    return out
+
+
+def _pack_fields(values, layout):
+    beat, pos = 0, 0
+    for name, w in layout:
+        for i in range(4):
+            beat |= (int(values[name][i]) & ((1 << w) - 1)) << (pos + i * w)
+        pos += 4 * w
+    return beat
+
+
+_IDX_OUT = [("fraction", 35), ("x", 32), ("oflow", 1), ("uflow", 1), ("sel", 1), ("addr", 9),
+            ("le_hit", 1), ("lo_hit", 1)]
+_INP_IN = [("x", 32), ("fraction", 35), ("y0", 16), ("y1", 16), ("scale", 16), ("shift", 5),
+           ("offset", 32), ("bias", 32), ("flow", 1)]
+
+
+def _lut_inputs(rng, shape, start):
+    """fp32 codes near ``start`` (so both tables see hits, under- and overflows)."""
+    from sim.nvfloat import fp32_to_float
+    base = fp32_to_float(start)
+    base = 0.0 if not np.isfinite(base) else base
+    v = fp32_from_float(base + rng.standard_normal(shape) * np.exp2(rng.integers(-6, 12, shape)))
+    return np.where(rng.random(shape) < .1, fp32_data(rng, shape), v)
+
+
+def test_lut_index():
+    from sim.lut import LutParams
+    from sim.sdp.sdp import lut_select_fp16
+    cfgw = {"cfg_lut_le_start_rsc_z": 32, "cfg_lut_lo_start_rsc_z": 32,
+            "cfg_lut_le_index_offset_rsc_z": 8, "cfg_lut_le_index_select_rsc_z": 8,
+            "cfg_lut_lo_index_select_rsc_z": 8, "cfg_lut_le_function_rsc_z": 1,
+            "cfg_lut_uflow_priority_rsc_z": 1, "cfg_lut_oflow_priority_rsc_z": 1,
+            "cfg_lut_hybrid_priority_rsc_z": 1, "cfg_precision_rsc_z": 2}
+    bench = HlsBench("NV_NVDLA_SDP_CORE_Y_idx", "vmod/nvdla/sdp/NV_NVDLA_SDP_CORE_Y_idx.v",
+                     {"chn_lut_in": 128}, ("chn_lut_out", 324), cfgw)
+    rng = np.random.default_rng(15)
+    n = 512
+    try:
+        for k in range(24):
+            starts = [int(fp32_from_float(rng.standard_normal() * 2.0 ** int(rng.integers(-4, 8))))
+                      if rng.random() < .8 else int(fp32_data(rng, 1)[0]) for _ in range(2)]
+            small = k % 3 != 0
+            p = LutParams(le_linear=bool(rng.integers(2)),
+                          uflow_priority_lo=bool(rng.integers(2)),
+                          oflow_priority_lo=bool(rng.integers(2)),
+                          hybrid_priority_lo=bool(rng.integers(2)),
+                          le_index_offset=int(rng.integers(-8, 8) if small
+                                              else rng.integers(-128, 128)),
+                          le_index_select=int(rng.integers(-6, 6) if small
+                                              else rng.integers(-128, 128)),
+                          lo_index_select=int(rng.integers(-6, 6) if small
+                                              else rng.integers(-128, 128)),
+                          le_start=starts[0], lo_start=starts[1])
+            x = _lut_inputs(rng, (n, 4), starts[k % 2])
+            cfg = {"cfg_lut_le_start_rsc_z": p.le_start, "cfg_lut_lo_start_rsc_z": p.lo_start,
+                   "cfg_lut_le_index_offset_rsc_z": p.le_index_offset & 0xFF,
+                   "cfg_lut_le_index_select_rsc_z": p.le_index_select & 0xFF,
+                   "cfg_lut_lo_index_select_rsc_z": p.lo_index_select & 0xFF,
+                   "cfg_lut_le_function_rsc_z": int(p.le_linear),
+                   "cfg_lut_uflow_priority_rsc_z": int(p.uflow_priority_lo),
+                   "cfg_lut_oflow_priority_rsc_z": int(p.oflow_priority_lo),
+                   "cfg_lut_hybrid_priority_rsc_z": int(p.hybrid_priority_lo),
+                   "cfg_precision_rsc_z": 2}
+            out = bench.run({"chn_lut_in": pack(x, 32)}, cfg, n)
+            got = [_fields(b, _IDX_OUT) for b in out]
+            index, frac, use_lo, uflow, oflow, le_hit, lo_hit = lut_select_fp16(x, p)
+            for name, want in (("addr", index), ("fraction", frac), ("sel", use_lo),
+                               ("uflow", uflow), ("oflow", oflow), ("le_hit", le_hit),
+                               ("lo_hit", lo_hit), ("x", x)):
+                g = np.array([r[name] for r in got], dtype=np.int64)
+                _check(g, np.asarray(want, dtype=np.int64), f"config {k} {p} {name}")
+    finally:
+        bench.close()
+
+
+def test_lut_interpolation():
+    from sim.sdp.sdp import lut_interp_fp16
+    bench = HlsBench("NV_NVDLA_SDP_CORE_Y_inp", "vmod/nvdla/sdp/NV_NVDLA_SDP_CORE_Y_inp.v",
+                     {"chn_inp_in": 740}, ("chn_inp_out", 128), {"cfg_precision_rsc_z": 2})
+    rng = np.random.default_rng(16)
+    n = 2048
+    frac_edges = np.array([0, 1, 2, (1 << 34), (1 << 35) - 1, (1 << 35) - 2, 1 << 20, 3 << 30])
+    v = {"x": fp32_data(rng, (n, 4)),
+         "fraction": np.where(rng.random((n, 4)) < .15, rng.choice(frac_edges, (n, 4)),
+                              rng.integers(0, 1 << 35, (n, 4))),
+         "y0": fp16_data(rng, (n, 4)), "y1": fp16_data(rng, (n, 4)),
+         "scale": fp16_data(rng, (n, 4)), "shift": rng.integers(0, 32, (n, 4)),
+         "offset": fp32_data(rng, (n, 4)),
+         "bias": np.where(rng.random((n, 4)) < .5, 0, rng.integers(0, 256, (n, 4)) << 23),
+         "flow": rng.integers(0, 2, (n, 4))}
+    v["fraction"] = np.where(rng.random((n, 4)) < .2, v["fraction"] >> rng.integers(
+        0, 35, (n, 4)), v["fraction"])
+    try:
+        beats = [_pack_fields({k: a[i] for k, a in v.items()}, _INP_IN) for i in range(n)]
+        out = bench.run({"chn_inp_in": beats}, {"cfg_precision_rsc_z": 2}, n)
+        want = lut_interp_fp16(v["x"], v["fraction"], v["y0"], v["y1"], v["scale"],
+                               v["offset"], v["bias"], v["flow"] == 1)
+        _check(unpack(out, 4, 32), want, "interpolation / extrapolation")
     finally:
         bench.close()

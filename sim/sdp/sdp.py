@@ -1,7 +1,7 @@
 """Golden model of the SDP (single data point processor) and its read DMA (SDP_RDMA).
 
 Bit-exact with the NVDLA v1 integer datapath, and with its fp16 datapath (builds with fp16;
-see "fp16 layers" below; the LUT excepted). One call runs one hardware layer:
+see "fp16 layers" below). One call runs one hardware layer:
 
     result = run_sdp(cfg, rdma_view, sdp_view, mem, lut=lut)
 
@@ -50,7 +50,8 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     part. Y stage: MUL then ALU (EQL: integer 0 / 1 on the raw fp32 codes) with DMA operands
     widened from fp16 (NaN -> +0 with NAN_TO_ZERO; the operand converter's offset, scale,
     truncate and bypass take no part) and register operands taken as fp32 codes as they are;
-    EW_TRUNCATE takes no part. C: fp32 -> fp16 (:func:`sim.nvfloat.fp32_to_fp16`: beyond
+    EW_TRUNCATE takes no part. LUT: :func:`lut_lookup_fp16` (fp32 indexing, fp17
+    interpolation, fp16 entries; same table choice and counters). C: fp32 -> fp16 (:func:`sim.nvfloat.fp32_to_fp16`: beyond
     65504 saturates to +-65504, no infinity); CVT_OFFSET / SCALE / SHIFT take no part. The
     saturation counter counts outputs of magnitude 65504. Counters: SDP_RDMA's
     D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM count the fp16 NaN / infinity codes of the input it
@@ -79,8 +80,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lut import LutParams, bit_length, select_table
-from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp32, fp32_add, fp32_is_nan, fp32_max,
-                       fp32_min, fp32_mul, fp32_relu, fp32_to_fp16)
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp16_to_fp32, fp17_add,
+                       fp17_mul, fp17_to_fp32, fp32_add, fp32_is_nan, fp32_max, fp32_min,
+                       fp32_mul, fp32_relu, fp32_sub, fp32_to_fp16, fp32_to_fp17,
+                       fraction_to_fp17)
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -92,7 +95,8 @@ __all__ = [
     "XStage", "YStage", "x_stage", "y_stage", "y_operand_convert", "output_convert",
     "x_stage_fp16", "y_stage_fp16", "y_operand_fp16", "fp32_alu", "flush_nan_fp16",
     "flush_nan_fp32", "LutParams", "LutOutput", "lut_lookup", "lut_index_linear",
-    "lut_index_exponent",
+    "lut_index_exponent", "lut_lookup_fp16", "lut_index_linear_fp16",
+    "lut_index_exponent_fp16", "lut_select_fp16", "lut_interp_fp16",
 ]
 
 INT8, INT16, FP16 = 0, 1, 2
@@ -455,6 +459,125 @@ def lut_lookup(lut: SdpLut, x, p: LutParams) -> LutOutput:
     return LutOutput(value=np.where(flow, extrapolated, interpolated),
                      uflow=int(uflow.sum()), oflow=int(oflow.sum()), hybrid=int((~flow).sum()),
                      le_hit=int(le_hit.sum()), lo_hit=int(lo_hit.sum()))
+
+
+def _fp32_miss(d):
+    """Elements whose ``x - start`` (fp32 codes ``d``) underflow a table: negative, zero (of
+    either sign) or NaN."""
+    d = np.asarray(d, dtype=np.int64)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    return (((d >> 31) & 1) == 1) | ((e == 0) & (m == 0)) | ((e == 0xFF) & (m != 0))
+
+
+def lut_index_linear_fp16(x, start: int, index_select: int, depth: int):
+    """Linear table index of an fp16 layer: ``d = x - start`` (fp32 codes,
+    :func:`sim.nvfloat.fp32_sub`); a negative, zero or NaN ``d`` underflows. Otherwise ``d``'s
+    significand (implied 1 always, a denormal too) is shifted by ``exponent - 127 -
+    INDEX_SELECT - 23`` (the exponent difference taken as 8-bit signed, so exponent 255 reads
+    as -128): the integer part (at most 511) is the index, the bits below the point the 35-bit
+    fraction (none for a left shift). An index of ``depth - 1`` or more is an overflow
+    clamped to ``depth - 1`` (fraction 0). Returns ``(index, fraction, underflow,
+    overflow)``."""
+    d = fp32_sub(x, start & 0xFFFFFFFF)
+    under = _fp32_miss(d)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    p1 = m | (1 << 23)
+    abs_e = ((e - 127 + 128) & 0xFF) - 128
+    ls = abs_e - int(index_select) - 23
+    whole = np.where(ls >= 0, 511, np.minimum(p1 >> np.clip(-ls, 0, 63), 511))
+    t = LUT_FRACTION_BITS + ls
+    frac = np.where(ls >= 0, 0, np.where(
+        t >= 0, (p1 << np.clip(t, 0, 40)) & ((1 << LUT_FRACTION_BITS) - 1),
+        p1 >> np.clip(-t, 0, 63)))
+    over = ~under & (whole >= depth - 1)
+    index = np.where(under, 0, np.where(over, depth - 1, whole))
+    return index, np.where(under | over, 0, frac), under, over
+
+
+def lut_index_exponent_fp16(x, start: int, index_offset: int, depth: int):
+    """Exponent table index of an fp16 layer: ``d = x - start`` (fp32); a negative, zero or
+    NaN ``d``, or one whose unbiased exponent is below LE_INDEX_OFFSET, underflows; else the
+    index is ``exponent - 127 - LE_INDEX_OFFSET`` (``depth - 1`` or more: overflow, clamped)
+    and the fraction ``d``'s 23 mantissa bits aligned to 35 bits."""
+    d = fp32_sub(x, start & 0xFFFFFFFF)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    se = e - 127
+    under = _fp32_miss(d) | (se < int(index_offset))
+    diff = (se - int(index_offset)) & 0x1FF
+    over = ~under & (diff >= depth - 1)
+    index = np.where(under, 0, np.where(over, depth - 1, diff))
+    frac = np.where(under | over, 0, m << (LUT_FRACTION_BITS - 23))
+    return index, frac, under, over
+
+
+def lut_select_fp16(x, p: LutParams):
+    """Both tables' indices of fp32 codes ``x`` and the table choice (NVDLA's ``Y_idx`` in
+    fp16 mode): ``(index, fraction, use_lo, uflow, oflow, le_hit, lo_hit)`` of the chosen
+    table (``le_hit`` / ``lo_hit``: each table's own hit)."""
+    x = np.asarray(x, dtype=np.int64)
+    if p.le_linear:
+        le_i, le_f, le_u, le_o = lut_index_linear_fp16(x, p.le_start, p.le_index_select,
+                                                       LE_DEPTH)
+    else:
+        le_i, le_f, le_u, le_o = lut_index_exponent_fp16(x, p.le_start, p.le_index_offset,
+                                                         LE_DEPTH)
+    lo_i, lo_f, lo_u, lo_o = lut_index_linear_fp16(x, p.lo_start, p.lo_index_select, LO_DEPTH)
+    use_lo, _ = select_table(le_u, le_o, lo_u, lo_o, p.uflow_priority_lo, p.oflow_priority_lo,
+                             p.hybrid_priority_lo)
+    return (np.where(use_lo, lo_i, le_i), np.where(use_lo, lo_f, le_f), use_lo,
+            np.where(use_lo, lo_u, le_u), np.where(use_lo, lo_o, le_o), ~(le_u | le_o),
+            ~(lo_u | lo_o))
+
+
+def lut_interp_fp16(x, frac, y0, y1, scale, offset, bias, flow):
+    """NVDLA's ``Y_inp`` in fp16 mode: fp32 results of fp32 ``x`` from the fp16 entries
+    ``y0`` / ``y1`` (hit: interpolation with the 35-bit ``frac``) or, where ``flow``, from
+    ``y0``, the fp16 slope ``scale`` and the fp32 ``offset`` and ``bias`` (extrapolation); see
+    :func:`lut_lookup_fp16`."""
+    y0, y1 = fp16_to_fp17(y0), fp16_to_fp17(y1)
+    frac = np.asarray(frac, dtype=np.int64)
+    a0 = np.where(frac == 0, 31 << 10, fraction_to_fp17((1 << LUT_FRACTION_BITS) - frac))
+    interpolated = fp17_add(fp17_mul(a0, y0), fp17_mul(fraction_to_fp17(frac), y1))
+    xob = fp32_sub(x, fp32_add(offset, bias))
+    extrapolated = fp17_add(y0, fp17_mul(fp32_to_fp17(xob), fp16_to_fp17(scale)))
+    return fp17_to_fp32(np.where(flow, extrapolated, interpolated))
+
+
+def lut_lookup_fp16(lut: SdpLut, x, p: LutParams) -> LutOutput:
+    """Look up fp32 codes ``x`` in the LUT of an fp16 layer (entries are fp16 codes).
+
+    Indexing: :func:`lut_index_linear_fp16` / :func:`lut_index_exponent_fp16`; the table
+    choice and the counters as in :func:`lut_lookup`. A hit interpolates in fp17
+    (:mod:`sim.nvfloat`): ``y0 x (1 - f) + y1 x f`` with the weights ``1 - f`` (exactly 1 when
+    f = 0) and ``f`` converted from their 35-bit fractions
+    (:func:`sim.nvfloat.fraction_to_fp17`), each product and the sum rounded in fp17. A miss
+    extrapolates ``y0 + fp17(x - (start_or_end + bias)) x scale`` (the subtraction in fp32,
+    then fp32 -> fp17; the slope scale is an fp16 code, the slope shift takes no part;
+    ``bias`` is the fp32 ``2^LE_INDEX_OFFSET`` for an LE exponent-table underflow, else 0).
+    Results are fp17 widened to fp32."""
+    x = np.asarray(x, dtype=np.int64)
+    index, frac, use_lo, uflow, oflow, le_hit, lo_hit = lut_select_fp16(x, p)
+    flow = uflow | oflow
+
+    def entry(i):
+        return np.where(use_lo, lut.lo[np.clip(i, 0, LO_DEPTH - 1)],
+                        lut.le[np.clip(i, 0, LE_DEPTH - 1)]) & 0xFFFF
+
+    def by_flow(le_u_v, le_o_v, lo_u_v, lo_o_v):
+        return np.where(use_lo, np.where(oflow, lo_o_v, lo_u_v),
+                        np.where(oflow, le_o_v, le_u_v))
+    mask32 = 0xFFFFFFFF
+    offset = by_flow(p.le_start & mask32, p.le_end & mask32, p.lo_start & mask32,
+                     p.lo_end & mask32)
+    scale = by_flow(p.le_uflow_scale, p.le_oflow_scale, p.lo_uflow_scale,
+                    p.lo_oflow_scale) & 0xFFFF
+    bias = ((p.le_index_offset + 127) & 0xFF) << 23 if not p.le_linear else 0
+    bias = np.where(~use_lo & uflow, bias, 0)
+    value = lut_interp_fp16(x, frac, entry(index), entry(np.where(flow, index, index + 1)),
+                            scale, offset, bias, flow)
+    return LutOutput(value=value, uflow=int(uflow.sum()), oflow=int(oflow.sum()),
+                     hybrid=int((~flow).sum()), le_hit=int(le_hit.sum()),
+                     lo_hit=int(lo_hit.sum()))
 
 
 # =========================================================================================
@@ -867,10 +990,6 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     prog.perf_nan_inf = bool(pe.PERF_NAN_INF_COUNT_EN)
     prog.rdma_perf_nan_inf = bool(rdma.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN)
     prog.rdma_in_fp16 = rfm.IN_PRECISION == FP16
-    if proc == FP16 and ew_on and not ew.lut_bypass:      # (after every program rule)
-        raise NotImplementedError("SDP LUT in an fp16 layer (SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO "
-                                  "with PROC_PRECISION=FP16: the LUT's fp32 index and "
-                                  "interpolation) is not modelled yet")
     return prog
 
 
@@ -1000,8 +1119,8 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
     Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (the LUT in fp16
-    layers, Winograd, precision conversion int8<->int16 and fp16<->int16).
+    NotImplementedError for valid modes this model does not cover yet (Winograd, precision
+    conversion int8<->int16 and fp16<->int16).
 
     Batch mode (flying only, output to memory): every batch's cube goes through the same
     datapath with the same operands (the read DMAs' per-element data is shared by all
@@ -1084,6 +1203,10 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
                     op = np.asarray(op, dtype=np.int64) & 0xFFFFFFFF
                 ops[unit] = op
             x = y_stage_fp16(x, ops["alu"], ops["mul"], prog.ew)
+            if not prog.ew.lut_bypass:
+                lut_out = lut_lookup_fp16(lut if lut is not None else SdpLut(), x,
+                                          LutParams.from_view(sdp))
+                x = lut_out.value
     if prog.bs_on and not fp:
         x = x_stage(x, operand("BS", "alu"), operand("BS", "mul"), prog.bs)
     if prog.bn_on and not fp:
