@@ -2,8 +2,9 @@
 
 The digests are of the outputs of NVDLA's own units (nvdla/hw ``nvdlav1``,
 ``vmod/vlibs/HLS_fp16_to_fp32.v``, ``HLS_fp32_to_fp16.v``, ``HLS_fp32_add.v``,
-``HLS_fp32_mul.v``, ``HLS_fp32_to_fp17.v``, ``HLS_fp17_to_fp32.v``) simulated with Icarus Verilog on the inputs :func:`_vectors` draws
-(exhaustive for fp16 -> fp32 and fp17 -> fp32; random and edge-case codes for the rest). The slow test re-runs
+``HLS_fp32_mul.v``, ``HLS_fp32_to_fp17.v``, ``HLS_fp17_to_fp32.v``) simulated with Icarus
+Verilog on the inputs :func:`_vectors` draws (exhaustive for fp16 -> fp32 and fp17 -> fp32;
+random and edge-case codes for the rest). The slow test re-runs
 those units when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw (sources read with
 ``git show`` into a temporary directory; nothing of NVDLA's is kept here):
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arch.config import PRESETS, NvdlaConfig
+from arch.config import PRESETS
 from sim.memory import SparseMemory
-from sim.nvfloat import (FP32_MAX, fp16_from_float, fp16_to_float, fp16_to_fp32, fp32_from_float,
-                         fp32_to_fp16)
+from sim.nvfloat import fp16_from_float, fp16_to_float, fp32_from_float, fp32_to_fp16
 from sim.sdp import SdpProgramError, run_sdp
 from sim.sdp.random_programs import random_program, write_random_traces
 from tests.conftest import NV_SMALL_EXT
@@ -256,6 +255,35 @@ def test_lut_in_fp16_layers():
     assert (res.lut_le_hit, res.lut_lo_hit) == (12, 12)
 
 
+def test_batched_flying_fp16_layer_is_its_batches():
+    rng = np.random.default_rng(5)
+    B, C, H, W = 3, 20, 2, 2
+    cube = fp32_from_float(rng.standard_normal((B, C, H, W)) * 50)
+    ops = _merge(F16, {"D_DP_BS_CFG": {"BS_BYPASS": 0, "BS_ALU_BYPASS": 0, "BS_ALU_ALGO": 2,
+                                       "BS_MUL_BYPASS": 0, "BS_MUL_PRELU": 1},
+                       "D_DP_BS_ALU_SRC_VALUE": {"BS_ALU_OPERAND": h(-3.5)},
+                       "D_DP_BS_MUL_SRC_VALUE": {"BS_MUL_OPERAND": h(0.125)}})
+    dst_surf = H * W * ATOM
+
+    def run(batches, flying):
+        sdp = _merge(ops, {"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1,
+                                                  "BATCH_NUMBER": batches - 1},
+                           "D_DST_BATCH_STRIDE": {"DST_BATCH_STRIDE": _a(
+                               "D_DST_BATCH_STRIDE", "DST_BATCH_STRIDE", 2 * dst_surf, "SDP")}})
+        rdma_v, sdp_v = program(FULL, W, H, C, sdp=sdp, rdma={"D_OP_ENABLE": {"OP_EN": 0}})
+        mem = SparseMemory()
+        return run_sdp(FULL, rdma_v, sdp_v, mem, flying_input=flying), mem
+
+    res, mem = run(B, cube)
+    assert res.output.shape == (B, C, H, W)
+    for b in range(B):
+        one, one_mem = run(1, cube[b])
+        assert np.array_equal(res.output[b], one.output)
+        assert np.array_equal(mem.read(0x9000_0000 + b * 2 * dst_surf, 2 * dst_surf),
+                              one_mem.read(0x9000_0000, 2 * dst_surf))
+    assert res.output.any()
+
+
 # -----------------------------------------------------------------------------------------
 # program rules
 # -----------------------------------------------------------------------------------------
@@ -392,3 +420,18 @@ def test_rtl_finishes_fp16_layers_without_memory_traffic():
         p = {**p, "rtl_rejects": "fp16 SDP layer: not in the RTL", "lut": None, "s": {}}
         layers.insert(2 * k, p)
     run_layers(FULL, layers, seed=6)
+
+
+def test_rtl_finishes_flying_fp16_layers_without_memory_traffic():
+    """The same for flying layers: an fp16 layer (valid for the golden model, input never
+    sent) ends at once without DMA, between int flying layers that run normally."""
+    from tests.test_sdp_flying import _valid, flying_layer, make_layers, run_flying_layers
+    rng = np.random.default_rng(7)
+    layers = make_layers(FULL, 62, 2, 64, offline=0)
+    for k in range(2):
+        while True:
+            layer = flying_layer(FULL, rng, 64, fp16=True)
+            if layer["shape"][3] == 2 and _valid(FULL, layer):
+                break
+        layers.insert(2 * k, {**layer, "rtl_rejects": "fp16 SDP layer: not in the RTL"})
+    run_flying_layers(FULL, layers, seed=7)

@@ -51,8 +51,9 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     widened from fp16 (NaN -> +0 with NAN_TO_ZERO; the operand converter's offset, scale,
     truncate and bypass take no part) and register operands taken as fp32 codes as they are;
     EW_TRUNCATE takes no part. LUT: :func:`lut_lookup_fp16` (fp32 indexing, fp17
-    interpolation, fp16 entries; same table choice and counters). C: fp32 -> fp16 (:func:`sim.nvfloat.fp32_to_fp16`: beyond
-    65504 saturates to +-65504, no infinity); CVT_OFFSET / SCALE / SHIFT take no part. The
+    interpolation, fp16 entries; same table choice and counters). C: fp32 -> fp16
+    (:func:`sim.nvfloat.fp32_to_fp16`: beyond 65504 saturates to +-65504, no infinity);
+    CVT_OFFSET / SCALE / SHIFT take no part. The
     saturation counter counts outputs of magnitude 65504. Counters: SDP_RDMA's
     D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM count the fp16 NaN / infinity codes of the input it
     reads (offline, IN_PRECISION=FP16 and its PERF_NAN_INF_COUNT_EN; padding channels
