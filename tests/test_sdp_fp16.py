@@ -411,7 +411,7 @@ def test_rtl_finishes_fp16_layers_without_memory_traffic():
     from tb.sdp_unit import run_layers
     from tests.test_sdp import make_layers
     rng = np.random.default_rng(6)
-    layers = make_layers(FULL, 61, 2, 64)
+    layers = make_layers(FULL, 61, 1, 64)
     for k in range(2):
         while True:
             p = random_program(FULL, rng, 64, slot=0)
