@@ -1,4 +1,5 @@
-"""NVDLA's floating-point units as vectorized integer numpy: fp16 <-> fp17, fp17 add and multiply.
+"""NVDLA's floating-point units as vectorized integer numpy: fp16 <-> fp17, fp17 add and
+multiply; fp16 <-> fp32 <-> fp17 and fp32 add, subtract, multiply, max / min, ReLU.
 
 NVDLA v1 computes its fp16 paths (PDP average pooling, CDP, parts of SDP) in "fp17": 1 sign
 bit, a 6-bit exponent with bias 31 and a 10-bit mantissa, i.e. fp16 with one more exponent
@@ -9,6 +10,13 @@ bit, so every fp16 value (denormals included) is a normal fp17 value. The arithm
 16 or 17 bits); each function states the rules, in our words. Checked against the Verilog of
 those units (exhaustively for the conversions, on random and edge-case operands for add and
 multiply); see :mod:`tests.test_nvfloat`.
+
+The SDP's fp16 datapath computes in fp32 (1 + 8 + 23 bits) with the same algorithms at that
+width (``HLS_fp32_add``, ``HLS_fp32_mul``, ``HLS_fp16_to_fp32``, ``HLS_fp32_to_fp16``,
+``HLS_fp32_to_fp17``, ``HLS_fp17_to_fp32``; the SDP's HLS modules inline the same ones):
+:func:`fp32_add` / :func:`fp32_mul` are :func:`fp17_add` / :func:`fp17_mul` at the fp32
+widths (one implementation, :func:`_add` / :func:`_mul`). Checked against those units'
+Verilog in :mod:`tests.test_nvfloat_fp32`.
 
 Common to the fp17 units:
 
@@ -29,7 +37,9 @@ import numpy as np
 
 __all__ = ["FP17_MAX", "fp16_to_fp17", "fp17_to_fp16", "fp17_add", "fp17_mul", "fp16_is_nan",
            "fp16_is_inf", "fp17_from_float", "fp17_to_float", "fp16_from_float",
-           "fp16_to_float"]
+           "fp16_to_float", "FP32_MAX", "fp16_to_fp32", "fp32_to_fp16", "fp32_add",
+           "fp32_mul", "fp32_max", "fp32_min", "fp32_relu", "fp32_is_nan", "fp32_from_float",
+           "fp32_to_float", "fp32_sub", "fp32_to_fp17", "fp17_to_fp32", "fraction_to_fp17"]
 
 _M = 10                          # mantissa bits (fp16 and fp17)
 _MMASK = (1 << _M) - 1
@@ -120,13 +130,115 @@ def fp17_to_fp16(x):
     return (s << 15) | (oe << _M) | om
 
 
-def _nan_pick(a, b, out):
-    """NaN propagation of the fp17 units: ``a`` if it is a NaN, else ``b`` if it is one."""
-    _, ea, ma = _split17(a)
-    _, eb, mb = _split17(b)
-    a_nan = (ea == _E17) & (ma != 0)
-    b_nan = (eb == _E17) & (mb != 0)
-    return np.where(a_nan, _i64(a), np.where(b_nan, _i64(b), out))
+class _Fmt:
+    """A float format of NVDLA's units: ``e`` exponent bits, ``m`` mantissa bits."""
+
+    def __init__(self, e, m):
+        self.e, self.m = e, m
+        self.emax = (1 << e) - 1                   # all-ones exponent (inf / NaN)
+        self.bias = (1 << (e - 1)) - 1
+        self.mmask = (1 << m) - 1
+        self.sign = 1 << (e + m)
+        self.max = ((self.emax - 1) << m) | self.mmask
+
+    def split(self, x):
+        x = _i64(x)
+        return (x >> (self.e + self.m)) & 1, (x >> self.m) & self.emax, x & self.mmask
+
+    def join(self, s, e, m):
+        return (s << (self.e + self.m)) | (e << self.m) | m
+
+    def is_nan(self, x):
+        _, e, m = self.split(x)
+        return (e == self.emax) & (m != 0)
+
+
+_FP17 = _Fmt(6, 10)
+_FP32 = _Fmt(8, 23)
+
+
+def _nan_pick(a, b, out, f=_FP17):
+    """NaN propagation of the units: ``a`` if it is a NaN, else ``b`` if it is one."""
+    return np.where(f.is_nan(a), _i64(a), np.where(f.is_nan(b), _i64(b), out))
+
+
+def _add(a, b, f):
+    """``a + b`` (NVDLA's ``FpAdd``; see :func:`fp17_add`); ``f`` the format."""
+    a, b = _i64(a), _i64(b)
+    M = f.m
+    more = M + 2                                          # guard room below the larger
+    width = 2 * M + 3                                     # the internal window
+    sa, ea, ma = f.split(a)
+    sb, eb, mb = f.split(b)
+    pa = np.where((ea == 0) & (ma == 0), 0, ma | (1 << M))
+    pb = np.where((eb == 0) & (mb == 0), 0, mb | (1 << M))
+    a_big = (ea > eb) | ((ea == eb) & (ma >= mb))
+    oe = np.where(a_big, ea, eb)
+    os = np.where(a_big, sa, sb)
+    d = np.abs(ea - eb)
+    big = np.where(a_big, pa, pb) << more
+    small = np.where(a_big, pb, pa)
+    small = np.where(d <= more, small << np.clip(more - d, 0, more),
+                     small >> np.clip(d - more, 0, 63))
+    add = sa == sb
+    v = np.where(add, big + small, big - small)           # < 2^(width + 1)
+    carry = (v >> width) & 1
+    top = f.emax - 1
+    sat = (carry == 1) & (oe >= top)
+    v = np.where(carry == 1, v >> 1, v)
+    oe = np.where((carry == 1) & (oe < top), oe + 1, oe)
+    # normalize (no carry): shift the leading 1 up to the window's top bit
+    lz = width - _bit_length(v)
+    zero = (carry == 0) & ((v == 0) | (oe <= lz))
+    norm = (carry == 0) & ~zero
+    v = np.where(norm, v << np.clip(lz, 0, width), v)
+    oe = np.where(norm, oe - lz, oe)
+    r = _rne(v, more)                                     # M + 1 bits, or 2^(M+1) on overflow
+    ovf = (r >> (M + 1)) & 1
+    sat |= (ovf == 1) & (oe >= top)
+    oe = np.where((ovf == 1) & (oe < top), oe + 1, oe)
+    om = r & f.mmask
+    oe = np.where(zero, 0, oe)
+    om = np.where(zero, 0, om)
+    oe = np.where(sat, top, oe)
+    om = np.where(sat, f.mmask, om)
+    return _nan_pick(a, b, f.join(os, oe, om), f)
+
+
+def _mul(a, b, f):
+    """``a x b`` (NVDLA's ``FpMul``; see :func:`fp17_mul`); ``f`` the format."""
+    a, b = _i64(a), _i64(b)
+    M = f.m
+    sa, ea, ma = f.split(a)
+    sb, eb, mb = f.split(b)
+    za = (ea == 0) & (ma == 0)
+    zb = (eb == 0) & (mb == 0)
+    pa = np.where(za, 0, ma | (1 << M))
+    pb = np.where(zb, 0, mb | (1 << M))
+    p = pa * pb                                           # 2M + 2 bits
+    os = sa ^ sb
+    es = ea + eb
+    top_e = f.emax - 1
+    zero = za | zb | (es < f.bias)
+    sat = ~zero & (es >= f.emax + f.bias)
+    ok = ~zero & ~sat
+    pe = np.where(ok, es - f.bias, 0)
+    fb = 2 * M + 1                                        # fraction bits below the leading 1
+    top = (p >> fb) & 1
+    sat |= ok & (top == 1) & (pe >= top_e)
+    pe = np.where(ok & (top == 1) & (pe < top_e), pe + 1, pe)
+    frac = np.where(top == 1, p & ((1 << fb) - 1), (p << 1) & ((1 << fb) - 1))
+    r = _rne(frac | (1 << fb), M + 1)                     # M + 1 bits with the leading 1
+    ovf = (r >> (M + 1)) & 1
+    oe = np.where(ovf == 1, pe + 1, pe)
+    om = np.where(ovf == 1, 0, r & f.mmask)
+    sat |= ok & (oe == f.emax)
+    oe = np.where(sat, top_e, oe)
+    om = np.where(sat, f.mmask, om)
+    zero |= oe == 0
+    oe = np.where(zero, 0, oe)
+    om = np.where(zero, 0, om)
+    return _nan_pick(a, b, f.join(os, oe, om), f)
 
 
 def fp17_add(a, b):
@@ -143,41 +255,7 @@ def fp17_add(a, b):
     rounded to 11, nearest even. Exponent overflow (carry or rounding past exponent 62)
     saturates to the largest finite value; an exponent-63 ("infinite") operand otherwise
     takes part as a number."""
-    a, b = _i64(a), _i64(b)
-    sa, ea, ma = _split17(a)
-    sb, eb, mb = _split17(b)
-    pa = np.where((ea == 0) & (ma == 0), 0, ma | (1 << _M))
-    pb = np.where((eb == 0) & (mb == 0), 0, mb | (1 << _M))
-    a_big = (ea > eb) | ((ea == eb) & (ma >= mb))
-    oe = np.where(a_big, ea, eb)
-    os = np.where(a_big, sa, sb)
-    d = np.abs(ea - eb)
-    big = np.where(a_big, pa, pb) << 12
-    small = np.where(a_big, pb, pa)
-    small = np.where(d <= 12, small << np.clip(12 - d, 0, 12), small >> np.clip(d - 12, 0, 63))
-    add = sa == sb
-    v = np.where(add, big + small, big - small)           # < 2^24
-    carry = (v >> 23) & 1
-    sat = np.zeros(v.shape, bool)
-    sat |= (carry == 1) & (oe >= 62)
-    v = np.where(carry == 1, v >> 1, v)
-    oe = np.where((carry == 1) & (oe < 62), oe + 1, oe)
-    # normalize (no carry): shift the leading 1 up to bit 22
-    lz = 23 - _bit_length(v)
-    zero = (carry == 0) & ((v == 0) | (oe <= lz))
-    norm = (carry == 0) & ~zero
-    v = np.where(norm, v << np.clip(lz, 0, 23), v)
-    oe = np.where(norm, oe - lz, oe)
-    r = _rne(v, 12)                                       # 11 bits, or 2^11 on overflow
-    ovf = (r >> 11) & 1
-    sat |= (ovf == 1) & (oe >= 62)
-    oe = np.where((ovf == 1) & (oe < 62), oe + 1, oe)
-    om = r & _MMASK
-    oe = np.where(zero, 0, oe)
-    om = np.where(zero, 0, om)
-    oe = np.where(sat, 62, oe)
-    om = np.where(sat, _MMASK, om)
-    return _nan_pick(a, b, _join17(os, oe, om))
+    return _add(a, b, _FP17)
 
 
 def fp17_mul(a, b):
@@ -188,44 +266,203 @@ def fp17_mul(a, b):
     Zero when an operand is zero or the exponent sum is below the bias (31), or when the
     result's exponent is 0; the largest finite value (saturation) when the exponent sum is 94
     or more, or normalization or rounding carries the exponent past 62."""
-    a, b = _i64(a), _i64(b)
-    sa, ea, ma = _split17(a)
-    sb, eb, mb = _split17(b)
-    za = (ea == 0) & (ma == 0)
-    zb = (eb == 0) & (mb == 0)
-    pa = np.where(za, 0, ma | (1 << _M))
-    pb = np.where(zb, 0, mb | (1 << _M))
-    p = pa * pb                                           # 22 bits
-    os = sa ^ sb
-    es = ea + eb
-    zero = za | zb | (es < _BIAS17)
-    sat = ~zero & (es >= 63 + _BIAS17)
-    ok = ~zero & ~sat
-    pe = np.where(ok, es - _BIAS17, 0)                    # 0..62
-    top = (p >> 21) & 1
-    sat |= ok & (top == 1) & (pe >= 62)
-    pe = np.where(ok & (top == 1) & (pe < 62), pe + 1, pe)
-    # 21-bit fraction below the leading 1
-    frac = np.where(top == 1, p & ((1 << 21) - 1), (p << 1) & ((1 << 21) - 1))
-    r = _rne(frac | (1 << 21), 11)                        # 11 bits with the leading 1
-    ovf = (r >> 11) & 1
-    oe = np.where(ovf == 1, pe + 1, pe)
-    om = np.where(ovf == 1, 0, r & _MMASK)
-    sat |= ok & (oe == 63)
-    oe = np.where(sat, 62, oe)
-    om = np.where(sat, _MMASK, om)
-    zero |= oe == 0
+    return _mul(a, b, _FP17)
+
+
+# -----------------------------------------------------------------------------------------
+# fp32 (the SDP's internal format when PROC_PRECISION is FP16)
+# -----------------------------------------------------------------------------------------
+FP32_MAX = _FP32.max             #: largest finite fp32 magnitude (0x7F7FFFFF)
+
+
+def fp32_is_nan(x):
+    return _FP32.is_nan(x)
+
+
+def fp16_to_fp32(h):
+    """fp16 codes -> fp32 codes (``HLS_fp16_to_fp32``): exact for zeros (signed), normals and
+    denormals (normalized); an infinity becomes the largest finite fp32 value of its sign
+    (``0x7F7FFFFF``); a NaN keeps its sign and its 10-bit payload, unshifted, in the low
+    mantissa bits (``0x7E00`` -> ``0x7F800200``)."""
+    h = _i64(h) & 0xFFFF
+    s, e, m = (h >> 15) & 1, (h >> _M) & 0x1F, h & _MMASK
+    oe = e + 112
+    om = m << 13
+    den = (e == 0) & (m != 0)
+    lz = _M - _bit_length(m)                      # leading zeros of the 10-bit mantissa
+    oe = np.where(den, 112 - lz, oe)
+    om = np.where(den, (m << (lz + 14)) & _FP32.mmask, om)
+    zero = (e == 0) & (m == 0)
     oe = np.where(zero, 0, oe)
-    om = np.where(zero, 0, om)
-    return _nan_pick(a, b, _join17(os, oe, om))
+    inf = (e == 0x1F) & (m == 0)
+    nan = (e == 0x1F) & (m != 0)
+    oe = np.where(inf, 254, np.where(nan, 255, oe))
+    om = np.where(inf, _FP32.mmask, np.where(nan, m, om))
+    return _FP32.join(s, oe, om)
+
+
+def fp32_to_fp16(x):
+    """fp32 codes -> fp16 codes (``HLS_fp32_to_fp16``), rounding to nearest even: exponents
+    143 and above (2^16 and beyond, fp32 infinity included) give the largest finite fp16
+    value 65504 of the sign (no infinity); a normal fp16 result rounds its mantissa (carrying
+    into the exponent, up to that largest value); exponents 102..112 give fp16 denormals (the
+    significand shifted right, nearest even; rounding up to 2^-14 gives the smallest normal);
+    below 102 a signed zero (an fp32 denormal too). A NaN keeps its sign and the low 10 bits
+    of its mantissa (so a NaN whose payload lies only in the upper 13 bits becomes an fp16
+    infinity, ``0x7FC00000`` -> ``0x7C00``)."""
+    s, e, m = _FP32.split(x)
+    p1 = m | (1 << 23)
+    # normal
+    r = _rne(p1, 13)                              # 11 bits, 2^11 on overflow
+    ovf = r >> 11
+    oe = e - 112 + ovf
+    om = r & _MMASK
+    # denormal: shift 1..11 more
+    den = (e >= 102) & (e <= 112)
+    shift = np.where(den, 113 - e, 1)
+    rd = _rne(p1, 13 + shift)                     # <= 2^10: 2^10 means the smallest normal
+    oe = np.where(den, rd >> _M, oe)
+    om = np.where(den, rd & _MMASK, om)
+    big = (e >= 143) | (~den & (oe >= 31))
+    zero = e < 102
+    oe = np.where(big, 30, np.where(zero, 0, oe))
+    om = np.where(big, _MMASK, np.where(zero, 0, om))
+    nan = (e == 255) & (m != 0)
+    oe = np.where(nan, 0x1F, oe)
+    om = np.where(nan, m & _MMASK, om)
+    return (s << 15) | (oe << _M) | om
+
+
+def fp32_add(a, b):
+    """``a + b`` on fp32 codes (``HLS_fp32_add``): the rules of :func:`fp17_add` with a 49-bit
+    window (the larger's 24 significand bits at the top, 25 bits of room below, the smaller's
+    bits beyond it truncated), exponent 255 ("infinity") an ordinary number, saturation to
+    the largest finite value (exponent 254) instead of infinity, no denormals (exponent 0
+    with a non-zero mantissa has an implied 1; results at exponent 0 or below become zero)."""
+    return _add(a, b, _FP32)
+
+
+def fp32_mul(a, b):
+    """``a x b`` on fp32 codes (``HLS_fp32_mul``): the rules of :func:`fp17_mul` with 24-bit
+    significands (product rounded to 24 bits, nearest even), bias 127, saturation to the
+    largest finite value (exponent sum 382 and up, or a carry past exponent 254)."""
+    return _mul(a, b, _FP32)
+
+
+def _fp32_greater(a, b):
+    """NVDLA's ``FpCmp`` order: ``a`` > ``b`` by sign, then magnitude (exponent, mantissa
+    fields); equal magnitudes are not greater, but +x is greater than -x (+0 > -0)."""
+    sa, ea, ma = _FP32.split(a)
+    sb, eb, mb = _FP32.split(b)
+    abs_gt = (ea > eb) | ((ea == eb) & (ma > mb))
+    return np.where(sa == 0, np.where(sb == 0, abs_gt, True),
+                    np.where(sb == 0, False, ~abs_gt))
+
+
+def fp32_max(a, b):
+    """Maximum of fp32 codes (NVDLA's ``FpMax``): :func:`_fp32_greater`'s order, ``b`` when
+    neither is greater; a NaN operand wins (``a``'s first)."""
+    a, b = _i64(a), _i64(b)
+    return _nan_pick(a, b, np.where(_fp32_greater(a, b), a, b), _FP32)
+
+
+def fp32_min(a, b):
+    """Minimum of fp32 codes (NVDLA's ``FpMin``): ``a`` unless it is the greater; a NaN
+    operand wins (``a``'s first)."""
+    a, b = _i64(a), _i64(b)
+    return _nan_pick(a, b, np.where(_fp32_greater(a, b), b, a), _FP32)
+
+
+def fp32_relu(x):
+    """NVDLA's ``FpRelu``: NaNs and sign-0 values pass, every negative value (-0 too) becomes
+    +0."""
+    x = _i64(x)
+    return np.where(_FP32.is_nan(x) | ((x >> 31) & 1 == 0), x, 0)
+
+
+def fp32_sub(a, b):
+    """``a - b`` on fp32 codes (NVDLA's ``FpSub``): :func:`fp32_add` with ``b``'s sign bit
+    flipped (a NaN ``b`` comes back with its sign flipped)."""
+    return fp32_add(a, _i64(b) ^ _FP32.sign)
+
+
+def fp32_to_fp17(x):
+    """fp32 codes -> fp17 codes (NVDLA's ``Fp32ToFp17``, no denormals): the mantissa rounded
+    to 10 bits, nearest even; exponents 159 and above (fp32 infinity included), or rounding
+    past exponent 62, give the largest finite fp17 value of the sign; below the smallest
+    normal fp17 value a signed zero, unless rounding reaches it (then exponent 1); a NaN keeps
+    its sign and the low 10 bits of its mantissa."""
+    s, e, m = _FP32.split(x)
+    p1 = m | (1 << 23)
+    r = _rne(p1, 13)                              # 11 bits, 2^11 on overflow
+    oe = e - 96 + (r >> 11)
+    om = r & _MMASK
+    den = (e >= 86) & (e <= 96)
+    rd = _rne(p1, 13 + np.where(den, 97 - e, 1))  # 2^10: rounds up to the smallest normal
+    up = den & (rd >> _M == 1)
+    oe = np.where(den, np.where(up, 1, 0), oe)
+    om = np.where(den, 0, om)
+    big = (e >= 159) | (~den & (oe >= 63))
+    zero = (e < 86) | (den & ~up)
+    oe = np.where(big, 62, np.where(zero, 0, oe))
+    om = np.where(big, _MMASK, np.where(zero, 0, om))
+    nan = (e == 255) & (m != 0)
+    oe = np.where(nan, _E17, oe)
+    om = np.where(nan, m & _MMASK, om)
+    return _join17(s, oe, om)
+
+
+def fp17_to_fp32(x):
+    """fp17 codes -> fp32 codes (NVDLA's ``Fp17ToFp32``, no denormals): exact, an exponent-0
+    code with a non-zero mantissa read as a normal number; the fp17 infinity code becomes the
+    largest finite fp32 value of its sign; a NaN keeps its sign and 10-bit payload
+    (unshifted)."""
+    s, e, m = _split17(x)
+    zero = (e == 0) & (m == 0)
+    oe = np.where(zero, 0, e + 96)
+    om = m << 13
+    inf = (e == _E17) & (m == 0)
+    nan = (e == _E17) & (m != 0)
+    oe = np.where(inf, 254, np.where(nan, 255, oe))
+    om = np.where(inf, _FP32.mmask, np.where(nan, m, om))
+    return _FP32.join(s, oe, om)
+
+
+def fraction_to_fp17(frac, bits: int = 35):
+    """fp17 code of ``frac / 2^bits`` for ``bits``-bit fractions (NVDLA's
+    ``FpFractionToFloat``): rounded to 11 significant bits, nearest even; 0 gives +0, as do
+    values below 2^-30 that do not round up to it."""
+    f = _i64(frac)
+    nz = f != 0
+    zc = bits - _bit_length(f)                    # leading zeros in the field
+    sh = (f << np.clip(zc + 1, 0, bits + 1)) & ((np.int64(1) << (bits + 1)) - 1)
+    r = _rne(sh, bits - 10)                       # 11 bits, 2^11 on overflow
+    ovf = (r >> 11) == 1
+    oe = np.where(ovf, _BIAS17 - zc, _BIAS17 - zc - 1)
+    om = np.where(ovf, 0, r & _MMASK)
+    zero = ~nz | (~ovf & (zc + 1 >= _BIAS17))
+    return np.where(zero, 0, (oe << _M) | om)
+
+
+def fp32_from_float(x):
+    """fp32 codes of floats (IEEE, numpy's rounding)."""
+    with np.errstate(over="ignore"):
+        return _i64(np.asarray(x, dtype=np.float32).view(np.uint32))
+
+
+def fp32_to_float(x):
+    """IEEE value of fp32 codes (as numpy reads them: denormals, inf and NaN included)."""
+    with np.errstate(invalid="ignore"):
+        return (_i64(x) & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 # -----------------------------------------------------------------------------------------
 # float helpers (tests, program generators): exact for the values the formats hold
 # -----------------------------------------------------------------------------------------
 def fp16_from_float(x):
-    """IEEE fp16 codes of floats (numpy's rounding: nearest even)."""
-    return _i64(np.asarray(x, dtype=np.float16).view(np.uint16))
+    """IEEE fp16 codes of floats (numpy's rounding: nearest even; beyond the range: inf)."""
+    with np.errstate(over="ignore"):
+        return _i64(np.asarray(x, dtype=np.float16).view(np.uint16))
 
 
 def fp16_to_float(h):

@@ -593,10 +593,10 @@ def test_error_precisions():
     _expect_error(FULL, r"PROC_PRECISION=3: reserved",
                   sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 3}})
     rdma_v, sdp_v = program(FULL, 1, 1, 8, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 2,
-                                                                 "OUT_PRECISION": 2}},
+                                                                 "OUT_PRECISION": 1}},
                             rdma={"D_FEATURE_MODE_CFG": {"IN_PRECISION": 2,
                                                          "PROC_PRECISION": 2}})
-    with pytest.raises(NotImplementedError, match="fp16"):
+    with pytest.raises(NotImplementedError, match="FP16 -> INT16"):
         run_sdp(FULL, rdma_v, sdp_v, SparseMemory())
 
 

@@ -354,11 +354,12 @@ def random_layer(cfg, rng, slot=0, max_elems=3000, flying=False, shape=None, pre
     return pdp_layer(cfg, **spec)
 
 
-def flying_layer(cfg, rng, slot=0, max_elems=1200, int8_only=False) -> dict:
+def flying_layer(cfg, rng, slot=0, max_elems=1200, int8_only=False, fp16=True) -> dict:
     """An SDP->PDP layer: a random offline SDP program (:mod:`sim.sdp.random_programs`)
     whose output goes to a random flying PDP layer (``int8_only``: redrawn unless SDP's
-    output is int8)."""
-    sdp = sdp_random.random_program(cfg, rng, max_elems, slot=slot)
+    output is int8; ``fp16=False``: no fp16 SDP program on builds with fp16, the same draws
+    as a build without it)."""
+    sdp = sdp_random.random_program(cfg, rng, max_elems, slot=slot, fp16=fp16)
     W, H, C, prec = sdp["shape"]
     if int8_only and prec != 0:
         raise _Redraw()
@@ -429,7 +430,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     a build without fp16."""
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
-        return [flying_layer(cfg, rng, slot=i, int8_only=int8_only)
+        return [flying_layer(cfg, rng, slot=i, int8_only=int8_only, fp16=fp16)
                 if rng.random() < flying_share else
                 random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only,
                              fp16=fp16)
@@ -671,7 +672,8 @@ def write_flying_invalid_traces(cfg, directory: str, seed: int = 0) -> list:
         # a valid SDP -> PDP layer: the golden model runs it unchanged
         while True:
             try:
-                layer = flying_layer(c, rng, int8_only="int16" not in c.data_types)
+                layer = flying_layer(c, rng, int8_only="int16" not in c.data_types,
+                                     fp16=False)
             except _Redraw:
                 continue
             if layer["info"]["H"] < 2:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from arch.registers import register_map
+from ..nvfloat import fp16_from_float, fp32_from_float
 
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Regs,
                              crc_check, enables, finish_trace, group_writes, random_ram,
@@ -37,8 +38,52 @@ def _pick(rng, *options, p=None):
     return options[int(rng.choice(len(options), p=p))]
 
 
-def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
+def _fp16_codes(rng, n, wild=False):
+    """``n`` fp16 codes: mostly moderate values (a few binades around 1, some exact small
+    integers), now and then zeros, denormals, the largest finite value, infinities, NaNs;
+    ``wild`` draws from a wider range (outputs reach the 65504 saturation)."""
+    spread = 12 if wild else 4
+    v = fp16_from_float(rng.standard_normal(n) * np.exp2(rng.integers(-spread, spread + 1, n)))
+    r = rng.random(n)
+    v = np.where(r < 0.1, fp16_from_float(rng.integers(-8, 9, n)), v)
+    special = np.array([0x0000, 0x8000, 0x0001, 0x83FF, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00,
+                        0xFD55])
+    return np.where(r > 0.98, rng.choice(special, n), v)
+
+
+def _fp16_bytes(rng, nbytes, wild=False):
+    return _fp16_codes(rng, nbytes // 2, wild).astype("<u2").view(np.uint8)
+
+
+def _fp16_layer(cfg, rng, sdp, rdma, images):
+    """Turn a drawn layer into fp16 (PROC/IN/OUT_PRECISION already FP16): fp16 input and
+    operand data, fp16 register operands for BS / BN, fp32 ones for EW, NaN-to-zero and the
+    NaN / Inf counters at random."""
+    wild = rng.random() < 0.3
+    for i, (addr, data, ram) in enumerate(images):
+        images[i] = (addr, _fp16_bytes(rng, len(data), wild and i == 0), ram)
+    for prefix in ("BS", "BN"):
+        for unit in ("ALU", "MUL"):
+            reg = f"D_DP_{prefix}_{unit}_SRC_VALUE"
+            if reg in sdp.block:
+                sdp.set(reg, **{f"{prefix}_{unit}_OPERAND": int(_fp16_codes(rng, 1)[0])})
+    if cfg.sdp_ew:
+        for unit in ("ALU", "MUL"):
+            code = int(fp32_from_float(float(rng.standard_normal()) * 2.0 ** int(
+                rng.integers(-4, 5)))) if rng.random() < 0.9 else \
+                int(rng.choice([0, 0x80000000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 1]))
+            sdp.set(f"D_DP_EW_{unit}_SRC_VALUE", **{f"EW_{unit}_OPERAND": code})
+    sdp.set("D_FEATURE_MODE_CFG", NAN_TO_ZERO=int(rng.random() < 0.5))
+    sdp.set("D_PERF_ENABLE", PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+    rdma.set("D_PERF_ENABLE", PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+
+
+def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = True) -> dict:
     """One random valid-looking SDP layer for ``cfg`` (the golden model has the last word).
+
+    On builds with fp16, fp16 layers are drawn too unless ``fp16`` is False (the RTL SDP has
+    no fp16 datapath): then the draws are the same as a build without fp16, and on every
+    other build they do not depend on ``fp16``.
 
     Returns ``{"sdp": {reg: word}, "rdma": {reg: word}, "images": [(addr, bytes, ram)],
     "window": (addr, size, ram)}``; ``ram`` is the register enum (1 = MC / DBBIF =
@@ -50,7 +95,8 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
     bases = {k: v + slot * _SLOT for k, v in _BASES.items()}
     sdp, rdma = Regs(rmap["SDP"]), Regs(rmap["SDP_RDMA"])
     atom = cfg.memory_atom
-    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    precs = [0] + ([1] if "int16" in cfg.data_types else []) + \
+        ([2] if fp16 and "fp16" in cfg.data_types else [])
     prec = int(rng.choice(precs))
     nbytes = _BYTES[prec]
     group = atom // nbytes
@@ -173,6 +219,8 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
         alu_mem, mul_mem = mem_units[dma]
         use = 2 if alu_mem and mul_mem else (1 if alu_mem else 0)
         size = int(rng.integers(0, 2))
+        if prec == 2:
+            size = 1                     # fp16 operands are two bytes
         per_element = rng.random() < 0.5
         op_ram = random_ram(cfg, rng)
         rdma.set(reg, **{f"{dma}RDMA_DISABLE": 0, f"{dma}RDMA_DATA_USE": use,
@@ -207,6 +255,8 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0) -> dict:
         sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(0, 1 << 32)))
         sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(0, 1 << 16)))
         sdp.set("D_CVT_SHIFT", CVT_SHIFT=int(rng.integers(0, 64)))
+    if prec == 2:
+        _fp16_layer(cfg, rng, sdp, rdma, images)
     return {"sdp": sdp.words, "rdma": rdma.words, "images": images, "window": window,
             "shape": (W, H, C, prec)}
 
@@ -228,14 +278,17 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
 
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
-                        two_layer_share: float = 0.25, max_elems: int = 1200) -> list:
+                        two_layer_share: float = 0.25, max_elems: int = 1200,
+                        fp16: bool = True) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Programs the golden model rejects are redrawn (the generator is constrained, not exact).
+    ``fp16=False`` draws no fp16 layers on builds with fp16 (the RTL SDP rejects them).
     """
     def draw(rng):
         n_layers = 2 if rng.random() < two_layer_share else 1
-        return [random_program(cfg, rng, max_elems, slot=i) for i in range(n_layers)]
+        return [random_program(cfg, rng, max_elems, slot=i, fp16=fp16)
+                for i in range(n_layers)]
     return write_random(cfg, directory, count, seed, "sdp_random", draw, write_trace)[0]
 
 

@@ -1,6 +1,7 @@
 """Golden model of the SDP (single data point processor) and its read DMA (SDP_RDMA).
 
-Bit-exact with the NVDLA v1 integer datapath. One call runs one hardware layer:
+Bit-exact with the NVDLA v1 integer datapath, and with its fp16 datapath (builds with fp16;
+see "fp16 layers" below). One call runs one hardware layer:
 
     result = run_sdp(cfg, rdma_view, sdp_view, mem, lut=lut)
 
@@ -37,6 +38,31 @@ Rounding everywhere is "round half away from zero" (the hardware adds the guard 
 negative values only when a sticky bit is set too). A right shift by at least the operand width
 gives 0.
 
+fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
+    The datapath computes on fp32 codes with NVDLA's own float units (:mod:`sim.nvfloat`:
+    no denormals inside the units, no infinities: overflow saturates to the largest finite
+    value, NaNs propagate, rounding to nearest even). Input: fp16 from memory widened to fp32
+    (:func:`sim.nvfloat.fp16_to_fp32`: an infinity becomes the largest finite fp32 value), or
+    the accumulator's fp32 codes in flying mode; with ``D_FEATURE_MODE_CFG.NAN_TO_ZERO`` input
+    NaNs (after the widening) become +0. X stage: ALU (MAX / MIN / SUM) then MUL with fp16
+    operands widened to fp32 (NaN operands -> +0 with NAN_TO_ZERO), PReLU passing sign-0
+    values, ReLU turning every negative value (-0 too) into +0; the shift fields take no
+    part. Y stage: MUL then ALU (EQL: integer 0 / 1 on the raw fp32 codes) with DMA operands
+    widened from fp16 (NaN -> +0 with NAN_TO_ZERO; the operand converter's offset, scale,
+    truncate and bypass take no part) and register operands taken as fp32 codes as they are;
+    EW_TRUNCATE takes no part. LUT: :func:`lut_lookup_fp16` (fp32 indexing, fp17
+    interpolation, fp16 entries; same table choice and counters). C: fp32 -> fp16
+    (:func:`sim.nvfloat.fp32_to_fp16`: beyond 65504 saturates to +-65504, no infinity);
+    CVT_OFFSET / SCALE / SHIFT take no part. The
+    saturation counter counts outputs of magnitude 65504. Counters: SDP_RDMA's
+    D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM count the fp16 NaN / infinity codes of the input it
+    reads (offline, IN_PRECISION=FP16 and its PERF_NAN_INF_COUNT_EN; padding channels
+    included); SDP's D_STATUS_NAN_OUTPUT_NUM counts the NaN codes of the output (padding
+    included) in every fp16 layer, whatever PERF_NAN_INF_COUNT_EN says (NVDLA's write DMA
+    counts ungated); SDP's own D_STATUS_NAN_INPUT_NUM / INF_INPUT_NUM are 0 (NVDLA ties them
+    to 0). Outputs (``output``, ``padded_output``) are raw fp16 codes; a flying input is fp32
+    codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
+
 Memory layout: feature cubes are surfaces of ``memory_atom / bytes_per_element`` channels;
 each line is ``W`` atoms, lines ``LINE_STRIDE`` apart, surfaces ``SURFACE_STRIDE`` apart. A
 1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused;
@@ -55,6 +81,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..lut import LutParams, bit_length, select_table
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp16_to_fp32, fp17_add,
+                       fp17_mul, fp17_to_fp32, fp32_add, fp32_is_nan, fp32_max, fp32_min,
+                       fp32_mul, fp32_relu, fp32_sub, fp32_to_fp16, fp32_to_fp17,
+                       fraction_to_fp17)
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -64,7 +94,10 @@ __all__ = [
     "shift_signed_saturate",
     # stages
     "XStage", "YStage", "x_stage", "y_stage", "y_operand_convert", "output_convert",
-    "LutParams", "LutOutput", "lut_lookup", "lut_index_linear", "lut_index_exponent",
+    "x_stage_fp16", "y_stage_fp16", "y_operand_fp16", "fp32_alu", "flush_nan_fp16",
+    "flush_nan_fp32", "LutParams", "LutOutput", "lut_lookup", "lut_index_linear",
+    "lut_index_exponent", "lut_lookup_fp16", "lut_index_linear_fp16",
+    "lut_index_exponent_fp16", "lut_select_fp16", "lut_interp_fp16",
 ]
 
 INT8, INT16, FP16 = 0, 1, 2
@@ -239,6 +272,76 @@ def y_stage(data, alu_operand, mul_operand, st: YStage):
 
 
 # =========================================================================================
+# fp16 datapath (PROC_PRECISION=FP16): fp32 internal arithmetic
+# =========================================================================================
+def flush_nan_fp16(h, nan_to_zero: bool):
+    """fp16 codes with NaNs replaced by +0 when ``nan_to_zero`` (operands)."""
+    h = np.asarray(h, dtype=np.int64) & 0xFFFF
+    return np.where(fp16_is_nan(h), 0, h) if nan_to_zero else h
+
+
+def flush_nan_fp32(x, nan_to_zero: bool):
+    """fp32 codes with NaNs replaced by +0 when ``nan_to_zero`` (the layer's input)."""
+    x = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
+    return np.where(fp32_is_nan(x), 0, x) if nan_to_zero else x
+
+
+def fp32_alu(algo: int, a, b):
+    """The fp ALU on fp32 codes: MAX / MIN (NVDLA's sign-magnitude order, a NaN operand wins,
+    ``a``'s first), SUM (:func:`sim.nvfloat.fp32_add`), EQL (the integer 0 when the two codes
+    are equal bit for bit, else 1)."""
+    if algo == ALU_MAX:
+        return fp32_max(a, b)
+    if algo == ALU_MIN:
+        return fp32_min(a, b)
+    if algo == ALU_SUM:
+        return fp32_add(a, b)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return (a != b).astype(np.int64)
+
+
+def _fp32_sign(x):
+    return (np.asarray(x, dtype=np.int64) >> 31) & 1
+
+
+def x_stage_fp16(data, alu_operand, mul_operand, st: XStage, nan_to_zero: bool = False):
+    """One X stage of an fp16 layer on fp32 codes ``data``; the operands are fp16 codes
+    (register or DMA), NaNs flushed to +0 when ``nan_to_zero``, then widened to fp32
+    (:func:`sim.nvfloat.fp16_to_fp32`). ALU: :func:`fp32_alu` (data first). MUL:
+    :func:`sim.nvfloat.fp32_mul`; with PReLU a value whose sign bit is 0 passes unchanged.
+    ReLU: :func:`sim.nvfloat.fp32_relu`. ALU_SHIFT_VALUE and MUL_SHIFT_VALUE take no part."""
+    x = np.asarray(data, dtype=np.int64)
+    if not st.alu_bypass:
+        x = fp32_alu(st.alu_algo, x, fp16_to_fp32(flush_nan_fp16(alu_operand, nan_to_zero)))
+    if not st.mul_bypass:
+        y = fp32_mul(x, fp16_to_fp32(flush_nan_fp16(mul_operand, nan_to_zero)))
+        x = np.where(_fp32_sign(x) == 0, x, y) if st.mul_prelu else y
+    if not st.relu_bypass:
+        x = fp32_relu(x)
+    return x
+
+
+def y_operand_fp16(op16, nan_to_zero: bool = False):
+    """An EW operand read from memory in an fp16 layer: fp16 code -> fp32 code (NaN flushed
+    to +0 first when ``nan_to_zero``); the converter's offset / scale / truncate and its
+    bypass take no part."""
+    return fp16_to_fp32(flush_nan_fp16(op16, nan_to_zero))
+
+
+def y_stage_fp16(data, alu_operand, mul_operand, st: YStage):
+    """The EW multiplier then ALU (not the LUT) of an fp16 layer on fp32 codes; operands are
+    fp32 codes (the 32-bit register value as it is, or :func:`y_operand_fp16`). PReLU passes
+    sign-0 values; EW_TRUNCATE takes no part."""
+    x = np.asarray(data, dtype=np.int64)
+    if not st.mul_bypass:
+        y = fp32_mul(x, mul_operand)
+        x = np.where(_fp32_sign(x) == 0, x, y) if st.mul_prelu else y
+    if not st.alu_bypass:
+        x = fp32_alu(st.alu_algo, x, alu_operand)
+    return x
+
+
+# =========================================================================================
 # LUT
 # =========================================================================================
 def _difference_from_start(x, start):
@@ -359,6 +462,125 @@ def lut_lookup(lut: SdpLut, x, p: LutParams) -> LutOutput:
                      le_hit=int(le_hit.sum()), lo_hit=int(lo_hit.sum()))
 
 
+def _fp32_miss(d):
+    """Elements whose ``x - start`` (fp32 codes ``d``) underflow a table: negative, zero (of
+    either sign) or NaN."""
+    d = np.asarray(d, dtype=np.int64)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    return (((d >> 31) & 1) == 1) | ((e == 0) & (m == 0)) | ((e == 0xFF) & (m != 0))
+
+
+def lut_index_linear_fp16(x, start: int, index_select: int, depth: int):
+    """Linear table index of an fp16 layer: ``d = x - start`` (fp32 codes,
+    :func:`sim.nvfloat.fp32_sub`); a negative, zero or NaN ``d`` underflows. Otherwise ``d``'s
+    significand (implied 1 always, a denormal too) is shifted by ``exponent - 127 -
+    INDEX_SELECT - 23`` (the exponent difference taken as 8-bit signed, so exponent 255 reads
+    as -128): the integer part (at most 511) is the index, the bits below the point the 35-bit
+    fraction (none for a left shift). An index of ``depth - 1`` or more is an overflow
+    clamped to ``depth - 1`` (fraction 0). Returns ``(index, fraction, underflow,
+    overflow)``."""
+    d = fp32_sub(x, start & 0xFFFFFFFF)
+    under = _fp32_miss(d)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    p1 = m | (1 << 23)
+    abs_e = ((e - 127 + 128) & 0xFF) - 128
+    ls = abs_e - int(index_select) - 23
+    whole = np.where(ls >= 0, 511, np.minimum(p1 >> np.clip(-ls, 0, 63), 511))
+    t = LUT_FRACTION_BITS + ls
+    frac = np.where(ls >= 0, 0, np.where(
+        t >= 0, (p1 << np.clip(t, 0, 40)) & ((1 << LUT_FRACTION_BITS) - 1),
+        p1 >> np.clip(-t, 0, 63)))
+    over = ~under & (whole >= depth - 1)
+    index = np.where(under, 0, np.where(over, depth - 1, whole))
+    return index, np.where(under | over, 0, frac), under, over
+
+
+def lut_index_exponent_fp16(x, start: int, index_offset: int, depth: int):
+    """Exponent table index of an fp16 layer: ``d = x - start`` (fp32); a negative, zero or
+    NaN ``d``, or one whose unbiased exponent is below LE_INDEX_OFFSET, underflows; else the
+    index is ``exponent - 127 - LE_INDEX_OFFSET`` (``depth - 1`` or more: overflow, clamped)
+    and the fraction ``d``'s 23 mantissa bits aligned to 35 bits."""
+    d = fp32_sub(x, start & 0xFFFFFFFF)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    se = e - 127
+    under = _fp32_miss(d) | (se < int(index_offset))
+    diff = (se - int(index_offset)) & 0x1FF
+    over = ~under & (diff >= depth - 1)
+    index = np.where(under, 0, np.where(over, depth - 1, diff))
+    frac = np.where(under | over, 0, m << (LUT_FRACTION_BITS - 23))
+    return index, frac, under, over
+
+
+def lut_select_fp16(x, p: LutParams):
+    """Both tables' indices of fp32 codes ``x`` and the table choice (NVDLA's ``Y_idx`` in
+    fp16 mode): ``(index, fraction, use_lo, uflow, oflow, le_hit, lo_hit)`` of the chosen
+    table (``le_hit`` / ``lo_hit``: each table's own hit)."""
+    x = np.asarray(x, dtype=np.int64)
+    if p.le_linear:
+        le_i, le_f, le_u, le_o = lut_index_linear_fp16(x, p.le_start, p.le_index_select,
+                                                       LE_DEPTH)
+    else:
+        le_i, le_f, le_u, le_o = lut_index_exponent_fp16(x, p.le_start, p.le_index_offset,
+                                                         LE_DEPTH)
+    lo_i, lo_f, lo_u, lo_o = lut_index_linear_fp16(x, p.lo_start, p.lo_index_select, LO_DEPTH)
+    use_lo, _ = select_table(le_u, le_o, lo_u, lo_o, p.uflow_priority_lo, p.oflow_priority_lo,
+                             p.hybrid_priority_lo)
+    return (np.where(use_lo, lo_i, le_i), np.where(use_lo, lo_f, le_f), use_lo,
+            np.where(use_lo, lo_u, le_u), np.where(use_lo, lo_o, le_o), ~(le_u | le_o),
+            ~(lo_u | lo_o))
+
+
+def lut_interp_fp16(x, frac, y0, y1, scale, offset, bias, flow):
+    """NVDLA's ``Y_inp`` in fp16 mode: fp32 results of fp32 ``x`` from the fp16 entries
+    ``y0`` / ``y1`` (hit: interpolation with the 35-bit ``frac``) or, where ``flow``, from
+    ``y0``, the fp16 slope ``scale`` and the fp32 ``offset`` and ``bias`` (extrapolation); see
+    :func:`lut_lookup_fp16`."""
+    y0, y1 = fp16_to_fp17(y0), fp16_to_fp17(y1)
+    frac = np.asarray(frac, dtype=np.int64)
+    a0 = np.where(frac == 0, 31 << 10, fraction_to_fp17((1 << LUT_FRACTION_BITS) - frac))
+    interpolated = fp17_add(fp17_mul(a0, y0), fp17_mul(fraction_to_fp17(frac), y1))
+    xob = fp32_sub(x, fp32_add(offset, bias))
+    extrapolated = fp17_add(y0, fp17_mul(fp32_to_fp17(xob), fp16_to_fp17(scale)))
+    return fp17_to_fp32(np.where(flow, extrapolated, interpolated))
+
+
+def lut_lookup_fp16(lut: SdpLut, x, p: LutParams) -> LutOutput:
+    """Look up fp32 codes ``x`` in the LUT of an fp16 layer (entries are fp16 codes).
+
+    Indexing: :func:`lut_index_linear_fp16` / :func:`lut_index_exponent_fp16`; the table
+    choice and the counters as in :func:`lut_lookup`. A hit interpolates in fp17
+    (:mod:`sim.nvfloat`): ``y0 x (1 - f) + y1 x f`` with the weights ``1 - f`` (exactly 1 when
+    f = 0) and ``f`` converted from their 35-bit fractions
+    (:func:`sim.nvfloat.fraction_to_fp17`), each product and the sum rounded in fp17. A miss
+    extrapolates ``y0 + fp17(x - (start_or_end + bias)) x scale`` (the subtraction in fp32,
+    then fp32 -> fp17; the slope scale is an fp16 code, the slope shift takes no part;
+    ``bias`` is the fp32 ``2^LE_INDEX_OFFSET`` for an LE exponent-table underflow, else 0).
+    Results are fp17 widened to fp32."""
+    x = np.asarray(x, dtype=np.int64)
+    index, frac, use_lo, uflow, oflow, le_hit, lo_hit = lut_select_fp16(x, p)
+    flow = uflow | oflow
+
+    def entry(i):
+        return np.where(use_lo, lut.lo[np.clip(i, 0, LO_DEPTH - 1)],
+                        lut.le[np.clip(i, 0, LE_DEPTH - 1)]) & 0xFFFF
+
+    def by_flow(le_u_v, le_o_v, lo_u_v, lo_o_v):
+        return np.where(use_lo, np.where(oflow, lo_o_v, lo_u_v),
+                        np.where(oflow, le_o_v, le_u_v))
+    mask32 = 0xFFFFFFFF
+    offset = by_flow(p.le_start & mask32, p.le_end & mask32, p.lo_start & mask32,
+                     p.lo_end & mask32)
+    scale = by_flow(p.le_uflow_scale, p.le_oflow_scale, p.lo_uflow_scale,
+                    p.lo_oflow_scale) & 0xFFFF
+    bias = ((p.le_index_offset + 127) & 0xFF) << 23 if not p.le_linear else 0
+    bias = np.where(~use_lo & uflow, bias, 0)
+    value = lut_interp_fp16(x, frac, entry(index), entry(np.where(flow, index, index + 1)),
+                            scale, offset, bias, flow)
+    return LutOutput(value=value, uflow=int(uflow.sum()), oflow=int(oflow.sum()),
+                     hybrid=int((~flow).sum()), le_hit=int(le_hit.sum()),
+                     lo_hit=int(lo_hit.sum()))
+
+
 # =========================================================================================
 # C (output converter)
 # =========================================================================================
@@ -380,8 +602,9 @@ class SdpResult:
 
     Counters are None when the hardware does not count them in this layer (their enable bit in
     D_PERF_ENABLE is off, or NaN/Inf counting on a non-fp16 layer): the hardware then leaves
-    the corresponding register at its previous value. All counts include the channel padding
-    of the last surface, which the datapath processes like real data.
+    the corresponding register at its previous value (the NaN / Inf ones of fp16 layers: see
+    the module docstring). All counts include the channel padding of the last surface, which
+    the datapath processes like real data.
     """
     output: np.ndarray                 #: [C, H, W] int64 output values (int8/int16 range);
     #: [B, C, H, W] for a batched layer
@@ -507,6 +730,8 @@ class _Program:
     perf_lut: bool = False
     perf_nan_inf: bool = False
     rdma_perf_nan_inf: bool = False
+    nan_to_zero: bool = False          #: D_FEATURE_MODE_CFG.NAN_TO_ZERO (fp16 layers only)
+    rdma_in_fp16: bool = False         #: SDP_RDMA.D_FEATURE_MODE_CFG.IN_PRECISION=FP16
 
 
 _DMA_PREFIX = {"BRDMA": "BS", "NRDMA": "BN", "ERDMA": "EW"}
@@ -577,13 +802,12 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     if (proc, out) in invalid:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              invalid[(proc, out)] + f" (PROC_PRECISION={_PRECISION_NAMES[proc]})")
-    if FP16 in (proc, out):
-        raise NotImplementedError("SDP fp16 datapath (fp32 internal arithmetic, NaN/Inf "
-                                  "counting) is not modelled yet; int8 and int16 are")
     if proc != out:
+        what = ("the WDMA's 8to16 / RDMA's 16to8 surface interleave" if FP16 not in (proc, out)
+                else "the output converter's fp16 <-> int16 conversion")
         raise NotImplementedError(
             f"SDP precision conversion {_PRECISION_NAMES[proc]} -> {_PRECISION_NAMES[out]} "
-            "(the WDMA's 8to16 / RDMA's 16to8 surface interleave) is not modelled yet")
+            f"({what}) is not modelled yet")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
@@ -624,7 +848,8 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
              f"(D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1})")
     prog = _Program(flying=flying, to_pdp=to_pdp, width=width, height=height, channel=channel,
                     in_prec=in_prec, proc_prec=proc, out_prec=out, bs_on=bs_on, bn_on=bn_on,
-                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql, batches=batches)
+                    ew_on=ew_on, bs=bs, bn=bn, ew=ew, eql=eql, batches=batches,
+                    nan_to_zero=proc == FP16 and bool(fm.NAN_TO_ZERO))
 
     # -- operand sources and their DMAs ---------------------------------------------------
     stages = (("BS", bs_on, bs), ("BN", bn_on, bn), ("EW", ew_on, ew))
@@ -765,6 +990,7 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     prog.perf_sat, prog.perf_lut = bool(pe.PERF_SAT_EN), bool(pe.PERF_LUT_EN)
     prog.perf_nan_inf = bool(pe.PERF_NAN_INF_COUNT_EN)
     prog.rdma_perf_nan_inf = bool(rdma.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN)
+    prog.rdma_in_fp16 = rfm.IN_PRECISION == FP16
     return prog
 
 
@@ -888,13 +1114,14 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     mem           memory of RAM type MC (DBBIF); also used for CV when ``sram`` is None
     lut           the LUT RAMs (a zero LUT if None)
     flying_input  int32 cube [C, H, W] (or [C rounded up to a surface, H, W]) from the
-                  accumulator, for FLYING_MODE=ON; [B, C, H, W] for a batched layer
-                  (``D_FEATURE_MODE_CFG.BATCH_NUMBER`` = B - 1)
+                  accumulator, for FLYING_MODE=ON (fp32 codes for an fp16 layer);
+                  [B, C, H, W] for a batched layer (``D_FEATURE_MODE_CFG.BATCH_NUMBER`` =
+                  B - 1)
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
     Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (fp16, Winograd,
-    int8<->int16 conversion).
+    NotImplementedError for valid modes this model does not cover yet (Winograd, precision
+    conversion int8<->int16 and fp16<->int16).
 
     Batch mode (flying only, output to memory): every batch's cube goes through the same
     datapath with the same operands (the read DMAs' per-element data is shared by all
@@ -914,6 +1141,8 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
 
     # -- input ---------------------------------------------------------------------------
     B = prog.batches
+    fp = prog.proc_prec == FP16
+    rdma_counts = None
     if prog.flying:
         data = np.asarray(flying_input, dtype=np.int64)
         if data.ndim not in (3, 4):
@@ -925,7 +1154,7 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         if data.shape[1] != c_pad:
             data = np.concatenate([data, np.zeros((B, c_pad - C, H, W), dtype=np.int64)],
                                   axis=1)
-        data = wrap_signed(data, 32)
+        data = data & 0xFFFFFFFF if fp else wrap_signed(data, 32)
     else:
         ram, base, line, surf = prog.src
         nbytes = _BYTES[prog.in_prec]
@@ -934,6 +1163,13 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         _check_address_space(cfg, addrs, "SDP_RDMA.D_SRC_BASE_ADDR_LOW", base)
         raw = _pick_memory(ram, mem, sram).gather(addrs).reshape(surfaces, H, W, in_group, nbytes)
         data = _to_channels(_decode_values(raw, nbytes))[None]
+        if fp:
+            raw16 = data & 0xFFFF
+            if prog.rdma_perf_nan_inf and prog.rdma_in_fp16:
+                rdma_counts = (int(fp16_is_nan(raw16).sum()), int(fp16_is_inf(raw16).sum()))
+            data = fp16_to_fp32(raw16)
+    if fp:
+        data = flush_nan_fp32(data, prog.nan_to_zero)
 
     # -- operands ------------------------------------------------------------------------
     fetched = {}
@@ -952,12 +1188,31 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
 
     # -- datapath ------------------------------------------------------------------------
     x = data
-    if prog.bs_on:
-        x = x_stage(x, operand("BS", "alu"), operand("BS", "mul"), prog.bs)
-    if prog.bn_on:
-        x = x_stage(x, operand("BN", "alu"), operand("BN", "mul"), prog.bn)
     lut_out = None
-    if prog.ew_on:
+    if fp:
+        for on, name, st in ((prog.bs_on, "BS", prog.bs), (prog.bn_on, "BN", prog.bn)):
+            if on:
+                x = x_stage_fp16(x, operand(name, "alu"), operand(name, "mul"), st,
+                                 prog.nan_to_zero)
+        if prog.ew_on:
+            ops = {}
+            for unit in ("alu", "mul"):
+                op = operand("EW", unit)
+                if prog.operands.get(("EW", unit), ("reg",))[0] == "dma":
+                    op = y_operand_fp16(op, prog.nan_to_zero)
+                else:
+                    op = np.asarray(op, dtype=np.int64) & 0xFFFFFFFF
+                ops[unit] = op
+            x = y_stage_fp16(x, ops["alu"], ops["mul"], prog.ew)
+            if not prog.ew.lut_bypass:
+                lut_out = lut_lookup_fp16(lut if lut is not None else SdpLut(), x,
+                                          LutParams.from_view(sdp))
+                x = lut_out.value
+    if prog.bs_on and not fp:
+        x = x_stage(x, operand("BS", "alu"), operand("BS", "mul"), prog.bs)
+    if prog.bn_on and not fp:
+        x = x_stage(x, operand("BN", "alu"), operand("BN", "mul"), prog.bn)
+    if prog.ew_on and not fp:
         ops = {}
         for unit in ("alu", "mul"):
             op = operand("EW", unit)
@@ -976,6 +1231,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
         # Equal mode: the converter passes the comparison result through; nothing is written.
         padded = wrap_signed(x, out_bits)
         sat = None
+    elif fp:
+        # fp16 output: fp32 -> fp16 (CVT_OFFSET / SCALE / SHIFT take no part); the
+        # saturation counter counts the outputs of magnitude 65504 (the converter's limit)
+        padded = fp32_to_fp16(x)
+        sat = (padded & 0x7FFF) == 0x7BFF
     else:
         padded, sat = output_convert(x, *prog.cvt, out_bits)
 
@@ -996,6 +1256,14 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
             result.lut_uflow, result.lut_oflow = lut_out.uflow, lut_out.oflow
             result.lut_hybrid = lut_out.hybrid
             result.lut_le_hit, result.lut_lo_hit = lut_out.le_hit, lut_out.lo_hit
+
+    if fp:
+        # NVDLA's SDP ties its own input counters to 0 (SDP_RDMA counts the input); the
+        # WDMA counts NaN outputs of every fp16 layer (not gated by PERF_NAN_INF_COUNT_EN)
+        result.nan_input_num = result.inf_input_num = 0
+        result.nan_output_num = int(fp16_is_nan(padded).sum())
+        if rdma_counts is not None:
+            result.rdma_nan_input_num, result.rdma_inf_input_num = rdma_counts
 
     # -- output --------------------------------------------------------------------------
     if prog.dst is not None:
