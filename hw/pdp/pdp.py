@@ -382,7 +382,7 @@ class Pdp(wiring.Component):
                     with m.If(flush & _nan16(v)):
                         m.d.comb += pool.i.payload.data[l].eq(0)
         if hasfp:
-            self._nan_counters(m, geom, G, start, go, finish, flying, isfp,
+            self._nan_counters(m, geom, G, clear, go, finish, flying, isfp,
                                splitter.o.valid & splitter.o.ready & ~flying,
                                splitter.o.payload.data,
                                pool.o.valid & pool.o.ready, pool.o.payload.data)
@@ -404,7 +404,8 @@ class Pdp(wiring.Component):
 
     def _nan_counters(self, m, geom, G, start, go, finish, flying, isfp, in_fire, in_data,
                       out_fire, out_data):
-        """fp16 builds: the NaN / Inf counters (see the module docstring)."""
+        """fp16 builds: the NaN / Inf counters (see the module docstring); ``start`` pulses
+        as a layer starts (its check), ``go`` as it starts running, ``finish`` as it ends."""
         T = self.lanes
         A = geom.atom_bytes // 2                 # fp16 channels per atom
         G2 = G // 2                              # transfers per fp16 atom
