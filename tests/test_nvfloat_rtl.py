@@ -65,3 +65,9 @@ def test_fp17_add(n):
 def test_fp17_mul(n):
     a, b = _pairs(n)
     np.testing.assert_array_equal(_run(Fp17Mul(), {"a": a, "b": b}), nvfloat.fp17_mul(a, b))
+
+
+def test_pdp_kernel_width_codes():
+    """The PDP's table of kernel widths 1..8 as fp17 codes (the vertical padding's factor)."""
+    from hw.pdp.pool import _KW_FP17
+    assert _KW_FP17 == [int(nvfloat.fp17_from_float(k)) for k in range(1, 9)]
