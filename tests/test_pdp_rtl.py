@@ -10,8 +10,9 @@
   split width, two-layer traces, SDP->PDP flying layers): int8 on nv_small (300, 3 shards of
   100) and nv_small_t8 (50: 8 PDP lanes, 512-bit DBBIF); int8 and int16 mixed on
   nv_small_int16 (nv_small with ``data_types`` int8 + int16: 300, 3 shards of 100, each with
-  at least 50 programs pooling int16, SDP->PDP int16 among them); slow: 100 on nv_full (int8
-  and int16, 8 PDP lanes, 32-byte atoms) plus its int16 invalid programs.
+  at least 50 programs pooling int16, SDP->PDP int16 among them); slow: 100 on nv_full (int8,
+  int16 and fp16, 8 PDP lanes, 32-byte atoms; with its NaN / Inf counters) plus its int16 and
+  fp16 invalid programs. fp16 on nv_small: tests/test_pdp_fp16_rtl.py.
 """
 
 from __future__ import annotations
@@ -154,14 +155,6 @@ def test_golden_invalid_pdp_programs_rtl(tmp_path, cfg, prec):
     _check(_rtl(paths, cfg, max_cycles=100_000, busy=0.3, latency=(1, 24)), len(paths))
 
 
-def _fp16_rejected(tmp_path, cfg):
-    """An fp16 layer (valid for the golden model, which pools it) for the RTL, which rejects
-    fp16 on every build: its destination must stay zero. Returns the trace path."""
-    layer = random_programs._base_layer(cfg, prec=2)
-    crcs = [zlib.crc32(bytes(layer["window"][1]))]
-    return random_programs.write_trace(str(tmp_path), "pdp_fp16_rejected_by_rtl", [layer], crcs)
-
-
 #: random programs of the golden model's generator (offline, split width, two-layer traces,
 #: SDP->PDP flying layers): 300 on nv_small, 50 on the 8-lane build with a 512-bit DBBIF
 #: (int8), 300 on nv_small_int16 (int8 and int16 layers mixed)
@@ -189,17 +182,17 @@ def test_random_pdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_nv_full_pdp_int8_int16_rtl(tmp_path):
-    """nv_full (8 PDP lanes, 32-byte atoms: 16 int16 channels, SDP->PDP at 16 lanes, 512-bit
-    DBBIF): 100 random programs with int8 and int16 layers mixed match the golden model, and
-    the int16 invalid programs and an fp16 layer (the RTL does not pool fp16) finish without
-    writing. The build takes about 10 minutes."""
+    """nv_full (8 PDP lanes, 32-byte atoms: 16 int16 / fp16 channels, SDP->PDP at 16 lanes,
+    512-bit DBBIF): 100 random programs with int8, int16 and fp16 layers mixed match the golden
+    model, memory and both groups' NaN / Inf counters, and the int16 and fp16 invalid programs
+    finish without writing. The build takes about 10 minutes."""
+    from .test_pdp_fp16_rtl import _add_status_polls, _fp16_programs
     cfg = NvdlaConfig.preset("nv_full")
-    # no fp16 layers: the RTL PDP rejects fp16 (hw/pdp/check.py), the golden model pools it
-    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300, fp16=False)
-    assert _int16_programs(paths) >= 40
-    invalid = [p for p, _ in write_invalid_traces(cfg, str(tmp_path / "invalid"), prec=1)]
-    fp16 = _fp16_rejected(tmp_path, cfg)
-    assert not random_programs.run_trace_golden(fp16, cfg).passed     # the golden model pools
-    invalid.append(fp16)
+    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300)
+    assert _int16_programs(paths) >= 40 and _fp16_programs(paths) >= 30
+    for p in paths:
+        _add_status_polls(p, cfg)
+    invalid = [p for prec in (1, 2)
+               for p, _ in write_invalid_traces(cfg, str(tmp_path / f"invalid{prec}"), prec=prec)]
     _check(_rtl(paths + invalid, cfg, max_cycles=1_000_000, seed=300, busy=0.3,
                 latency=(1, 24)), len(paths) + len(invalid))

@@ -6,9 +6,10 @@ unit. ``start`` (pulse) samples the rules; ``done`` pulses :data:`CHECK_CYCLES` 
 with ``ok``.
 
 Rules (any one fails the program)
-    * precision: PDP ``INPUT_DATA`` must be INT8, or INT16 on builds whose ``data_types``
-      include int16; PDP_RDMA's (when it takes part) must equal it. FP16 fails here on every
-      build (the RTL does not pool fp16), as does the reserved code 3;
+    * precision: PDP ``INPUT_DATA`` must be INT8, or INT16 / FP16 on builds whose
+      ``data_types`` include int16 / fp16; PDP_RDMA's (when it takes part) must equal it. The
+      reserved code 3 fails, as does FP16 in flying mode (this build's SDP has no fp16
+      output);
     * ``POOLING_METHOD`` 3;
     * padding not smaller than the kernel (``PAD_LEFT`` / ``PAD_RIGHT`` >= kernel width,
       ``PAD_TOP`` / ``PAD_BOTTOM`` >= kernel height): a window of padding only;
@@ -40,10 +41,10 @@ from ..mem.dma import RAM_CV
 from ..mem.dma_fields import byte_value
 from ..regfile import fields_layout
 
-__all__ = ["PdpCheck", "CHECK_CYCLES", "INT8", "INT16"]
+__all__ = ["PdpCheck", "CHECK_CYCLES", "INT8", "INT16", "FP16"]
 
 CHECK_CYCLES = 2
-INT8, INT16 = 0, 1
+INT8, INT16, FP16 = 0, 1, 2
 
 
 class PdpCheck(wiring.Component):
@@ -102,7 +103,14 @@ class PdpCheck(wiring.Component):
         # precision, method, padding
         prec = P.D_DATA_FORMAT.INPUT_DATA
         has16 = "int16" in cfg.data_types
-        if has16:
+        hasfp = "fp16" in cfg.data_types
+        if hasfp:
+            ok_prec = (prec == INT8) | (prec == FP16)
+            if has16:
+                ok_prec |= prec == INT16
+            errs += [~ok_prec, self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec),
+                     flying & (prec == FP16)]
+        elif has16:
             errs += [(prec != INT8) & (prec != INT16),
                      self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec)]
         else:
@@ -183,7 +191,10 @@ class PdpCheck(wiring.Component):
         atom = cfg.memory_atom
         surfaces = Signal(16)
         cm1 = P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL
-        if has16:       # an atom holds atom (int8) or atom / 2 (int16) channels
+        if hasfp:       # an atom holds atom (int8) or atom / 2 (int16, fp16) channels
+            m.d.comb += surfaces.eq(Mux((prec == INT16) | (prec == FP16), cm1 >> (ash - 1),
+                                        cm1 >> ash) + 1)
+        elif has16:     # an atom holds atom (int8) or atom / 2 (int16) channels
             m.d.comb += surfaces.eq(Mux(prec == INT16, cm1 >> (ash - 1), cm1 >> ash) + 1)
         else:
             m.d.comb += surfaces.eq((cm1 >> ash) + 1)

@@ -22,10 +22,12 @@ part is one cube per DMA and one job of the core, all surfaces and lines of it (
 NVDLA's PDP reads and writes).
 
 Precision: ``D_DATA_FORMAT.INPUT_DATA`` INT8, or INT16 on builds whose ``data_types``
-include int16 (per layer; PDP_RDMA's must agree). An int16 atom holds ``atom / 2`` channels,
-so a layer has ``ceil(2 C / atom)`` surfaces and each atom is ``G / 2`` transfers of the
-core; the core's widths follow the precision (:mod:`hw.pdp.pool`). Such builds need
-``pdp_throughput <= memory_atom / 2``. FP16 is rejected by the check on every build.
+include int16, FP16 on builds whose ``data_types`` include fp16 (per layer; PDP_RDMA's must
+agree). An int16 / fp16 atom holds ``atom / 2`` channels, so a layer has ``ceil(2 C / atom)``
+surfaces and each atom is ``G / 2`` transfers of the core; the core's widths and arithmetic
+follow the precision (:mod:`hw.pdp.pool`). Such builds need ``pdp_throughput <= memory_atom /
+2``. FP16 is offline only (the SDP has no fp16 output: the check rejects flying fp16); with
+``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` every NaN PDP_RDMA delivers enters the core as +0.
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
 int8 or int16, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read.
@@ -40,7 +42,12 @@ flying layer whose SDP output does not match, or that failed its own check, take
 the SDP's output until the SDP layer ends (an SDP layer sending to the PDP always finds a
 taker), then ends without writing.
 
-Status: the NaN / Inf counters stay 0 (no fp16); ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
+Status: on builds with fp16, ``D_NAN_INPUT_NUM`` / ``D_INF_INPUT_NUM`` count the NaN /
+infinite codes PDP_RDMA delivers (before the flush) and ``D_NAN_OUTPUT_NUM`` the NaNs the
+core outputs, on fp16 layers, all but the layer's last atom's last 8 bytes (NVDLA's quirk);
+the input counts pass through NVDLA's two slots (:class:`sim.pdp.pdp.NanCounters`: an offline
+layer stores its counts, every layer that runs reports a slot), 0 on layers that do not run
+and on builds without fp16. ``PERF_WRITE_STALL`` / ``PERF_READ_STALL``
 count the cycles a write / read request waited for the memory interface while the group's
 ``DMA_EN`` is set (saturating), 0 otherwise.
 """
@@ -58,7 +65,7 @@ from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
 from ..sdp.wdma import out_layout
-from .check import INT16, PdpCheck
+from .check import FP16, INT16, PdpCheck
 from .pool import PdpPool
 from .rdma import LaneAdapter, PdpAtomSplitter
 from .wdma import PdpAtomPacker
@@ -90,9 +97,10 @@ class Pdp(wiring.Component):
         self._sdp_lanes = cfg.sdp_bs_throughput
         pb, rb = rmap["PDP"], rmap["PDP_RDMA"]
         self._int16 = "int16" in cfg.data_types
-        if self._int16 and 2 * self.lanes > geom.atom_bytes:
-            raise ValueError(f"{cfg.name}: int16 PDP needs pdp_throughput={self.lanes} <= "
-                             f"memory_atom / 2 = {geom.atom_bytes // 2} (one int16 atom)")
+        self._fp16 = "fp16" in cfg.data_types
+        if (self._int16 or self._fp16) and 2 * self.lanes > geom.atom_bytes:
+            raise ValueError(f"{cfg.name}: int16 / fp16 PDP needs pdp_throughput={self.lanes} "
+                             f"<= memory_atom / 2 = {geom.atom_bytes // 2} (one 2-byte atom)")
         super().__init__({
             "regs": In(fields_layout(pb.d_registers, ("rw",))),
             "op_en": In(1), "done": Out(1),
@@ -128,28 +136,37 @@ class Pdp(wiring.Component):
         m.d.comb += [check.regs.eq(P), check.rdma_regs.eq(R),
                      check.rdma_active.eq(rdma_active)]
 
-        has16 = self._int16
+        has16, hasfp = self._int16, self._fp16
+        wide_build = has16 or hasfp
         is16 = Signal()                          # the layer pools int16
         if has16:
             m.d.comb += is16.eq(P.D_DATA_FORMAT.INPUT_DATA == INT16)
+        isfp = Signal()                          # the layer pools fp16
+        wide = is16                              # 2-byte elements
+        if hasfp:
+            wide = Signal()
+            m.d.comb += [isfp.eq(P.D_DATA_FORMAT.INPUT_DATA == FP16), wide.eq(is16 | isfp)]
 
         def surfaces_m1(channel_m1):
             """Surfaces - 1 of a cube of ``channel_m1 + 1`` channels (an atom holds ``atom``
-            int8 or ``atom / 2`` int16 channels)."""
-            if not has16:
+            int8 or ``atom / 2`` int16 / fp16 channels)."""
+            if not wide_build:
                 return channel_m1 >> ash
-            return Mux(is16, channel_m1 >> (ash - 1), channel_m1 >> ash)
+            return Mux(wide, channel_m1 >> (ash - 1), channel_m1 >> ash)
 
-        m.submodules.pool = pool = PdpPool(T, G, LB, int16=has16)
+        m.submodules.pool = pool = PdpPool(T, G, LB, int16=has16, fp16=hasfp)
         m.submodules.in_reader = reader = CubeReader(geom)
         m.submodules.in_ser = ser = AtomSerializer(geom)
-        m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=has16)
+        m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=wide_build)
         m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T,
                                                      value_bits=16 if has16 else 8)
-        m.submodules.packer = packer = PdpAtomPacker(geom, T, int16=has16)
+        m.submodules.packer = packer = PdpAtomPacker(geom, T, int16=wide_build)
         if has16:
-            m.d.comb += [pool.cfg.int16.eq(is16), splitter.int16.eq(is16),
-                         packer.int16.eq(is16)]
+            m.d.comb += pool.cfg.int16.eq(is16)
+        if hasfp:
+            m.d.comb += pool.cfg.fp16.eq(isfp)
+        if wide_build:
+            m.d.comb += [splitter.int16.eq(wide), packer.int16.eq(wide)]
         m.submodules.apack = apack = AtomPacker(geom)
         m.submodules.writer = writer = CubeWriter(geom)
         wiring.connect(m, flipped(self.rd_pdp), reader.dma)
@@ -358,6 +375,17 @@ class Pdp(wiring.Component):
             m.d.comb += [pool.i.valid.eq(splitter.o.valid),
                          pool.i.payload.eq(splitter.o.payload),
                          splitter.o.ready.eq(pool.i.ready)]
+            if hasfp:                   # NAN_TO_ZERO: PDP_RDMA's NaNs become +0
+                flush = isfp & P.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO
+                for l in range(T):
+                    v = splitter.o.payload.data[l]
+                    with m.If(flush & _nan16(v)):
+                        m.d.comb += pool.i.payload.data[l].eq(0)
+        if hasfp:
+            self._nan_counters(m, geom, G, clear, go, finish, flying, isfp,
+                               splitter.o.valid & splitter.o.ready & ~flying,
+                               splitter.o.payload.data,
+                               pool.o.valid & pool.o.ready, pool.o.payload.data)
 
         # -- counters ---------------------------------------------------------------------------
         wstall, rstall = Signal(32), Signal(32)
@@ -373,3 +401,71 @@ class Pdp(wiring.Component):
         m.d.comb += [self.status.D_PERF_WRITE_STALL.PERF_WRITE_STALL.eq(wstall),
                      self.rdma_status.D_PERF_READ_STALL.PERF_READ_STALL.eq(rstall)]
         return m
+
+    def _nan_counters(self, m, geom, G, start, go, finish, flying, isfp, in_fire, in_data,
+                      out_fire, out_data):
+        """fp16 builds: the NaN / Inf counters (see the module docstring); ``start`` pulses
+        as a layer starts (its check), ``go`` as it starts running, ``finish`` as it ends."""
+        T = self.lanes
+        A = geom.atom_bytes // 2                 # fp16 channels per atom
+        G2 = G // 2                              # transfers per fp16 atom
+
+        def count(name, fire, lanes, pred):
+            """``pred`` over the lanes of every fp16 transfer of the layer, less those of
+            the last atom's last 8 bytes (channels A - 4 ..)."""
+            g = Signal(range(max(G2, 2)), name=f"{name}_g")
+            total = Signal(32, name=f"{name}_total")
+            tail = Signal(32, name=f"{name}_tail")
+            hits = [Signal(name=f"{name}_hit{l}") for l in range(T)]
+            m.d.comb += [hits[l].eq(pred(lanes[l])) for l in range(T)]
+            in_tail = [g * T + l >= A - 4 for l in range(T)]
+            n_all = sum(hits)
+            n_tail = sum(h & t for h, t in zip(hits, in_tail))
+            with m.If(start):
+                m.d.sync += [g.eq(0), total.eq(0), tail.eq(0)]
+            with m.Elif(fire & isfp):
+                m.d.sync += [total.eq(total + n_all),
+                             tail.eq(Mux(g == 0, 0, tail) + n_tail),
+                             g.eq(Mux(g == G2 - 1, 0, g + 1))]
+            out = Signal(32, name=name)
+            m.d.comb += out.eq(total - tail)
+            return out
+
+        nan_in = count("nan_in", in_fire, in_data, _nan16)
+        inf_in = count("inf_in", in_fire, in_data, _inf16)
+        nan_out = count("nan_out", out_fire, out_data, _nan16)
+        # NVDLA's two input-count slots: an offline layer stores into ``store``; every layer
+        # that runs reports ``report``; each pointer flips when used
+        ran = Signal()
+        with m.If(start):
+            m.d.sync += ran.eq(0)
+        with m.If(go):
+            m.d.sync += ran.eq(1)
+        slots = [[Signal(32, name=f"nan_slot{i}"), Signal(32, name=f"inf_slot{i}")]
+                 for i in range(2)]
+        store, report = Signal(), Signal()
+        rep_nan, rep_inf = Signal(32), Signal(32)
+        stored = Signal()
+        m.d.comb += stored.eq(~flying & (store == report))
+        m.d.comb += [rep_nan.eq(Mux(stored, nan_in, Mux(report, slots[1][0], slots[0][0]))),
+                     rep_inf.eq(Mux(stored, inf_in, Mux(report, slots[1][1], slots[0][1])))]
+        with m.If(finish & ran):
+            m.d.sync += report.eq(~report)
+            with m.If(~flying):
+                m.d.sync += store.eq(~store)
+                for i in range(2):
+                    with m.If(store == i):
+                        m.d.sync += [slots[i][0].eq(nan_in), slots[i][1].eq(inf_in)]
+            m.d.comb += [self.status.D_NAN_INPUT_NUM.NAN_INPUT_NUM.eq(rep_nan),
+                         self.status.D_INF_INPUT_NUM.INF_INPUT_NUM.eq(rep_inf),
+                         self.status.D_NAN_OUTPUT_NUM.NAN_OUTPUT_NUM.eq(nan_out)]
+
+
+def _nan16(v):
+    """The fp16 code ``v`` (low 16 bits) is a NaN."""
+    return (v[10:15] == 0x1F) & v[:10].any()
+
+
+def _inf16(v):
+    """The fp16 code ``v`` (low 16 bits) is an infinity."""
+    return (v[10:15] == 0x1F) & ~v[:10].any()

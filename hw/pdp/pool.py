@@ -29,6 +29,25 @@ layer's ``cfg.int16`` selects the widths above and the transfers per atom (``G``
 ``G / 2`` for int16: an atom holds half as many 2-byte elements); one build runs int8 and
 int16 layers. On int8-only builds none of this exists (16-bit sums, no ``int16`` field).
 
+fp16 (``PdpPool(..., fp16=True)``, builds whose ``data_types`` include fp16; the layer's
+``cfg.fp16``; ``G / 2`` transfers per atom; lanes carry the raw fp16 codes), as the golden
+model (:func:`sim.pdp.pdp.pool_fp16`) and NVDLA's RTL compute it, with the units of
+:mod:`hw.nvfloat`:
+
+* max / min on the codes ordered by sign and magnitude; a NaN wins, along a line the running
+  result's (it is the comparison's first operand), down the lines the new line's;
+* average in fp17: the input converted (``Fp16ToFp17``) as it enters the horizontal ring; a
+  window row is ``((x0 + x1) + x2) + ...`` then ``+ PAD_VALUE_<nh>X`` (low 17 bits, +0 when
+  no column is padded); down the lines ``row + (running sum)``, then ``+ PAD_VALUE_<nv>X x
+  kernel_width`` (an fp17 product), ``x RECIP_KERNEL_WIDTH``, ``x RECIP_KERNEL_HEIGHT`` (low
+  17 bits, fp17) and the conversion to fp16. The sums are kept as 17-bit codes in the ring and
+  the line buffer (at least 17 bits wide on such builds).
+
+The fp17 adders are combinational and replicated per open window like the integer adders
+(``16 x T`` in the ring update, ``8 x T`` in the line buffer update, ``2 x T`` for the pad
+additions), plus ``2 x T + 1`` multipliers: on ECP5 the core takes about 30k LUT4 on nv_small_fp16
+against 6.5k on nv_small (fine for simulation, large for an FPGA).
+
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (each a small LUT RAM of ``G`` entries of ``T`` lanes, read asynchronously at the
 input's and at the flush's channel group): every input transfer updates all open
@@ -52,6 +71,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..nvfloat import fp16_to_fp17, fp17_add, fp17_mul, fp17_to_fp16
+
 __all__ = ["PdpPool", "job_layout", "lanes_layout", "pool_out_layout", "pool_cfg_layout",
            "METHOD_AVE", "METHOD_MAX", "METHOD_MIN", "SLOTS", "pad_value"]
 
@@ -64,6 +85,10 @@ ACC16 = 22                                  # builds with int16: B + 6 bits, wra
 ROW_BITS = 11                               # a window row's sum: B + 3 bits, wrapping
 ROW_BITS16 = 19                             # int16: the pad value a row adds (B + 3 bits)
 ROW_SUM16 = 22                              # int16: a window row's sum, B + 6 bits, wrapping
+FP17 = 17                                   # builds with fp16: sums are fp17 codes
+#: fp17 codes of the kernel widths 1..8 (the vertical padding's PAD_VALUE x kernel_width)
+_KW_FP17 = [(e << 10) | m for e, m in ((31, 0), (32, 0), (32, 0x200), (33, 0), (33, 0x100),
+                                       (33, 0x200), (33, 0x300), (34, 0))]
 
 
 def lanes_layout(lanes):
@@ -81,9 +106,9 @@ def job_layout():
     return data.StructLayout({"win_m1": 13, "wout_m1": 13, "pad_left": 3, "pad_right": 3})
 
 
-def pool_cfg_layout(int16=False):
-    """The layer's pooling parameters (static while the layer runs); ``int16`` (builds with
-    int16) adds the layer's precision flag."""
+def pool_cfg_layout(int16=False, fp16=False):
+    """The layer's pooling parameters (static while the layer runs); ``int16`` / ``fp16``
+    (builds with int16 / fp16) add the layer's precision flags."""
     fields = {
         "method": 2, "kw_m1": 3, "kh_m1": 3, "sw_m1": 4, "sh_m1": 4,
         "pad_top": 3, "pad_bottom": 3, "h_m1": 13, "hout_m1": 13, "s_m1": 13,
@@ -91,6 +116,8 @@ def pool_cfg_layout(int16=False):
     }
     if int16:
         fields["int16"] = 1
+    if fp16:
+        fields["fp16"] = 1
     return data.StructLayout(fields)
 
 
@@ -189,6 +216,33 @@ def _pads(m, name, start, k_m1, last_pos):
     return n[:4]
 
 
+def _pad17(m, name, values, count):
+    """``PAD_VALUE_{count}X``'s low 17 bits (an fp17 code), +0 when ``count`` is 0."""
+    out = Signal(FP17, name=name)
+    with m.Switch(count):
+        for n in range(1, 8):
+            with m.Case(n):
+                m.d.comb += out.eq(values[n - 1][:FP17])
+    return out
+
+
+def _fp16_key(h):
+    """Sign-magnitude order of the fp16 code ``h`` as a signed value (-0 below +0)."""
+    return Cat(h[:15] ^ h[15].replicate(15), h[15]).as_signed()
+
+
+def _fp16_pick(m, first, second, is_max):
+    """NVDLA's fp16 max (``is_max``) / min of two codes: a NaN wins, ``first``'s if both are."""
+    def nan(h):
+        return (h[10:15] == 0x1F) & h[:10].any()
+    take1 = Mux(is_max, _fp16_key(first) > _fp16_key(second),
+                _fp16_key(first) < _fp16_key(second))
+    r = Signal(16)
+    m.d.comb += r.eq(Mux(nan(first), first, Mux(nan(second), second,
+                                                 Mux(take1, first, second))))
+    return r
+
+
 def _round_recip(m, name, value, recip, bits, acc=ACC, sel16=None, bits16=None):
     """``value x recip / 2^16`` rounded half away from zero into ``bits`` signed bits as
     NVDLA's cal2d does it: a negative product keeps the low ``bits`` of its rounded quotient,
@@ -239,14 +293,14 @@ class PdpPool(wiring.Component):
     flushed waits for the flush (interlock).
     """
 
-    def __init__(self, lanes, groups, line_atoms, int16=False):
+    def __init__(self, lanes, groups, line_atoms, int16=False, fp16=False):
         self._T, self._G, self._lb = lanes, groups, line_atoms
-        self._int16 = int16
-        if int16 and groups % 2:
-            raise ValueError(f"PdpPool: int16 needs an even number of transfers per atom "
+        self._int16, self._fp16 = int16, fp16
+        if (int16 or fp16) and groups % 2:
+            raise ValueError(f"PdpPool: int16 / fp16 need an even number of transfers per atom "
                              f"(groups={groups}: pdp_throughput <= memory_atom / 2)")
         super().__init__({
-            "cfg": In(pool_cfg_layout(int16)),
+            "cfg": In(pool_cfg_layout(int16, fp16)),
             "job": In(stream.Signature(job_layout())),
             "i": In(stream.Signature(lanes_layout(lanes))),
             "o": Out(stream.Signature(pool_out_layout(lanes))),
@@ -258,8 +312,12 @@ class PdpPool(wiring.Component):
         m = Module()
         T, G, LB = self._T, self._G, self._lb
         cfg = self.cfg
-        acc = ACC16 if self._int16 else ACC
+        acc = ACC16 if self._int16 else FP17 if self._fp16 else ACC
         is16 = cfg.int16 if self._int16 else None
+        isfp = cfg.fp16 if self._fp16 else None      # the layer pools fp16
+        wide = is16                                  # 2-byte elements (int16 or fp16)
+        if isfp is not None:
+            wide = isfp if is16 is None else (is16 | isfp)
 
         def wrap(v, b8, b16):
             """The low B-dependent bits of ``v``, signed: ``b8`` for int8, ``b16`` for
@@ -269,10 +327,10 @@ class PdpPool(wiring.Component):
             return Mux(is16, v[:b16].as_signed(), v[:b8].as_signed())
 
         def is_last_group(g):
-            """``g`` is an atom's last transfer (G, or G / 2 for int16)."""
-            if is16 is None:
+            """``g`` is an atom's last transfer (G, or G / 2 for int16 / fp16)."""
+            if wide is None:
                 return g == G - 1
-            return g == Mux(is16, G // 2 - 1, G - 1)
+            return g == Mux(wide, G // 2 - 1, G - 1)
         jb = (G - 1).bit_length()
         ob = max(1, (LB - 1).bit_length())
         avg = Signal()
@@ -281,10 +339,12 @@ class PdpPool(wiring.Component):
         # the horizontal ring's sums are only used in their low B + 3 bits (int8) / B + 6 bits
         # (int16: NVDLA's cal1d keeps 22-bit row sums): 22 bits on builds with int16
         # (int8-only builds keep their 16)
-        hacc = ROW_SUM16 if self._int16 else ACC
+        hacc = ROW_SUM16 if self._int16 else FP17 if self._fp16 else ACC
 
-        def op(old, new, width=acc):
-            """Lane-wise max / min / wrapping sum."""
+        def op(old, new, width=acc, vertical=False):
+            """Lane-wise max / min / wrapping sum; on fp16 layers the fp16 max / min (a NaN
+            wins: the running result's along a line, the new line's down the lines) or the
+            fp17 sum (``old + new`` along a line, ``new + old`` down the lines)."""
             r = Signal(signed(width))
             with m.Switch(cfg.method):
                 with m.Case(METHOD_MAX):
@@ -293,7 +353,16 @@ class PdpPool(wiring.Component):
                     m.d.comb += r.eq(Mux(new < old, new, old))
                 with m.Default():
                     m.d.comb += r.eq(old + new)
-            return r
+            if isfp is None:
+                return r
+            first, second = (new, old) if vertical else (old, new)
+            fr = Signal(signed(width))
+            m.d.comb += fr.eq(Mux(avg, fp17_add(m, first[:FP17], second[:FP17]),
+                                  _fp16_pick(m, first[:16], second[:16],
+                                             cfg.method == METHOD_MAX)))
+            out = Signal(signed(width))
+            m.d.comb += out.eq(Mux(isfp, fr, r))
+            return out
 
         def addr(ow, g):
             return Cat(g[:jb], ow[:ob]) if jb else ow[:ob]
@@ -408,6 +477,13 @@ class PdpPool(wiring.Component):
         hpad_lo = self._row_pad(m, _pads(m, "hpad_lo", hx.lo_start, cfg.kw_m1, job.win_m1),
                                 is16, acc)
         x = self.i.payload.data
+        if isfp is not None:            # fp16 average: the ring sums fp17 codes
+            xf = []
+            for l in range(T):
+                v = Signal(signed(hacc), name=f"xin{l}")
+                m.d.comb += v.eq(Mux(isfp & avg, fp16_to_fp17(m, x[l][:16]), x[l]))
+                xf.append(v)
+            x = xf
         new_vals = [[Signal(signed(hacc), name=f"hnew{k}_{l}") for l in range(T)]
                     for k in range(HS)]
         for k in range(HS):
@@ -429,6 +505,25 @@ class PdpPool(wiring.Component):
         in_fire = Signal()
         m.d.comb += in_fire.eq(self.i.valid & in_ok)
 
+        a_fp = None
+        if isfp is not None:            # fp16: max / min as is, average + PAD_VALUE (fp17)
+            hpad17_f = _pad17(m, "hpad17_f", cfg.pad_values,
+                              _pads(m, "hpad17f", hf_start, cfg.kw_m1, job.win_m1))
+            hpad17_lo = _pad17(m, "hpad17_lo", cfg.pad_values,
+                               _pads(m, "hpad17lo", hx.lo_start, cfg.kw_m1, job.win_m1))
+            a_pad = Mux(hf_active, hpad17_f, hpad17_lo)
+            a_fp = []
+            for l in range(T):
+                src = Signal(signed(acc), name=f"a_src{l}")
+                v = Signal(signed(acc), name=f"a_fp{l}")
+                m.d.comb += [src.eq(Mux(hf_active, hf_vals[l], lo_new[l])),
+                             v.eq(Mux(avg, fp17_add(m, src[:FP17], a_pad), src))]
+                a_fp.append(v)
+
+        def row_value(l, v):
+            """Stage A's lane ``l``: the int row result ``v``, or the fp16 one."""
+            return v if a_fp is None else Mux(isfp, a_fp[l], v)
+
         def tag(ow, g, rowf):
             ll = (ow == job.wout_m1) & is_last_group(g)
             return [a.last_line.eq(ll), a.last.eq(ll & rowf.last_out),
@@ -439,8 +534,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hf_ow, hf_j))]
             m.d.comb += tag(hf_ow, hf_j, hf_row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(wrap(hf_vals[l] + Mux(avg, hpad_f, 0),
-                                              ROW_BITS, ROW_SUM16))
+                m.d.comb += a.data[l].eq(row_value(l, wrap(hf_vals[l] + Mux(avg, hpad_f, 0),
+                                                           ROW_BITS, ROW_SUM16)))
             with m.If(a_adv):
                 m.d.sync += hf_j.eq(Mux(hf_jl, 0, hf_j + 1))
                 with m.If(hf_jl):
@@ -452,8 +547,8 @@ class PdpPool(wiring.Component):
                          rd_addr.eq(addr(hx.lo, j))]
             m.d.comb += tag(hx.lo, j, row)
             for l in range(T):
-                m.d.comb += a.data[l].eq(wrap(lo_new[l] + Mux(avg, hpad_lo, 0),
-                                              ROW_BITS, ROW_SUM16))
+                m.d.comb += a.data[l].eq(row_value(l, wrap(lo_new[l] + Mux(avg, hpad_lo, 0),
+                                                           ROW_BITS, ROW_SUM16)))
 
         # input position and bookkeeping updates
         for k in range(HS):
@@ -530,7 +625,7 @@ class PdpPool(wiring.Component):
         for k in range(SLOTS):
             for l in range(T):
                 m.d.comb += vnew[k][l].eq(Mux(b.row.first[k], b.data[l],
-                                              op(rdv[k][l], b.data[l])))
+                                              op(rdv[k][l], b.data[l], vertical=True)))
                 m.d.comb += wdata.word_select(k * T + l, acc).eq(
                     Mux(b.row.member[k], vnew[k][l], rdv[k][l]))
         m.d.comb += [wp.addr.eq(addr(b.ow, b.j)), wp.data.eq(wdata),
@@ -547,18 +642,35 @@ class PdpPool(wiring.Component):
         m.d.comb += [vpad_sel.eq(Mux(f1.valid, f1.vpad, b.row.vpad)),
                      kpad.eq(pad_value(m, cfg.pad_values, vpad_sel, 19, acc) *
                                 (cfg.kw_m1 + 1))]
+        c_fp = None
+        if isfp is not None:            # fp16: max / min as is, average + PAD_VALUE x kw (fp17)
+            kw17 = Array(Const(v, FP17) for v in _KW_FP17)[cfg.kw_m1]
+            kpad17 = fp17_mul(m, _pad17(m, "vpad17", cfg.pad_values, vpad_sel), kw17)
+            c_fp = []
+            for l in range(T):
+                src = Signal(signed(acc), name=f"c_src{l}")
+                v = Signal(signed(acc), name=f"c_fp{l}")
+                m.d.comb += [src.eq(Mux(f1.valid, Array(fdv[k][l] for k in range(SLOTS))[f1.slot],
+                                        Array(vnew[k][l] for k in range(SLOTS))[b.row.slot])),
+                             v.eq(Mux(avg, fp17_add(m, src[:FP17], kpad17), src))]
+                c_fp.append(v)
+
+        def sum_value(l, v):
+            """Stage C's lane ``l``: the int window sum ``v``, or the fp16 one."""
+            return v if c_fp is None else Mux(isfp, c_fp[l], v)
         with m.If(adv):
             with m.If(f1.valid):
                 m.d.sync += [c.valid.eq(1), c.last_line.eq(f1.last_line), c.last.eq(f1.last)]
                 for l in range(T):
-                    m.d.sync += c.data[l].eq(Array(fdv[k][l] for k in range(SLOTS))[f1.slot] +
-                                             Mux(avg, kpad, 0))
+                    m.d.sync += c.data[l].eq(sum_value(
+                        l, Array(fdv[k][l] for k in range(SLOTS))[f1.slot] + Mux(avg, kpad, 0)))
             with m.Else():
                 m.d.sync += [c.valid.eq(b.valid & b.row.emit & ~b_stall),
                              c.last_line.eq(b.last_line), c.last.eq(b.last)]
                 for l in range(T):
-                    m.d.sync += c.data[l].eq(Array(vnew[k][l] for k in range(SLOTS))[b.row.slot] +
-                                             Mux(avg, kpad, 0))
+                    m.d.sync += c.data[l].eq(sum_value(
+                        l, Array(vnew[k][l] for k in range(SLOTS))[b.row.slot] +
+                        Mux(avg, kpad, 0)))
         with m.If(a_adv):
             pass
 
@@ -570,12 +682,21 @@ class PdpPool(wiring.Component):
                 # the window sum as NVDLA's B + 6 bits, the width result as B + 3 bits
                 r = _round_recip(m, f"rw{l}", wrap(c.data[l], 14, 22), cfg.recip_w, 11, acc,
                                  is16, 19)
-                m.d.sync += cm.data[l].eq(Mux(avg, r, c.data[l]))
+                v = Mux(avg, r, c.data[l])
+                if isfp is not None:    # fp16 average: x RECIP_KERNEL_WIDTH (fp17)
+                    v = Mux(isfp, Mux(avg, fp17_mul(m, c.data[l][:FP17], cfg.recip_w), c.data[l]),
+                            v)
+                m.d.sync += cm.data[l].eq(v)
             m.d.sync += [d_valid.eq(cm.valid), d.last_line.eq(cm.last_line),
                          d.last.eq(cm.last)]
             for l in range(T):
                 r = _round_recip(m, f"rh{l}", cm.data[l], cfg.recip_h, 8, acc, is16, 16)
-                m.d.sync += d.data[l].eq(Mux(avg, r, wrap(cm.data[l], 8, 16)))
+                v = Mux(avg, r, wrap(cm.data[l], 8, 16))
+                if isfp is not None:    # fp16: x RECIP_KERNEL_HEIGHT (fp17), to fp16
+                    v = Mux(isfp, Mux(avg, fp17_to_fp16(m, fp17_mul(m, cm.data[l][:FP17],
+                                                                     cfg.recip_h)),
+                                      cm.data[l][:16]), v)
+                m.d.sync += d.data[l].eq(v)
 
         # -- jobs ------------------------------------------------------------------------------
         empty = Signal()

@@ -3,7 +3,8 @@
 holds ``atom / 2`` channels of two bytes each, little-endian).
 
 :class:`PdpAtomSplitter` turns one atom of int8 channels into ``G = atom / T`` transfers
-(of int16 channels, on builds with int16 while ``int16`` is set: ``G / 2`` transfers), lane
+(of 2-byte channels -- int16, or fp16 codes -- on builds with int16 or fp16 while ``int16``
+is set: ``G / 2`` transfers), lane
 ``l`` of transfer ``g`` being channel ``g*T + l`` (sign-extended). :class:`LaneAdapter`
 re-cuts the SDP's ``Ts``-lane flying output into ``T``-lane transfers (``Ts`` a multiple of
 ``T``). The read commands themselves (one cube per split) are issued by :class:`hw.pdp.Pdp`.

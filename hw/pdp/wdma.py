@@ -2,9 +2,10 @@
 (spec: PDP, write DMA; data-format spec: Feature Data Format).
 
 :class:`PdpAtomPacker` collects ``G = atom / T`` transfers into one atom (channel ``g*T + l``
-from lane ``l`` of transfer ``g``, int8; on builds with int16, while ``int16`` is set,
-``G / 2`` transfers of int16 channels, two bytes each, little-endian), carrying the core's
-``last_line`` / ``last`` of the atom's final transfer, for :class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`.
+from lane ``l`` of transfer ``g``, int8; on builds with int16 or fp16, while ``int16`` is
+set, ``G / 2`` transfers of 2-byte channels, int16 or fp16 codes, little-endian), carrying
+the core's ``last_line`` / ``last`` of the atom's final transfer, for
+:class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`.
 One transfer per cycle: the finished atom waits in an output register while the next one is
 assembled.
 """

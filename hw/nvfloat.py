@@ -1,0 +1,248 @@
+"""NVDLA's floating-point units in hardware: fp16 <-> fp17 conversions, fp17 add and multiply.
+
+Combinational :class:`wiring.Component` s computing bit for bit what :mod:`sim.nvfloat`
+defines (the rules are stated there: no denormals, no infinities, saturation to the largest
+finite value, NaN inputs passed through -- the first operand's when both are NaN --, rounding
+to nearest even, the adder truncating what the smaller operand shifts out of its 23-bit
+window). Codes are raw bits: fp16 16 bits, fp17 17 bits (sign, 6-bit exponent with bias 31,
+10-bit mantissa).
+
+    m.submodules.add = add = Fp17Add()
+    m.d.comb += [add.a.eq(x), add.b.eq(y)]            # add.o: the fp17 sum
+
+:func:`fp17_add`, :func:`fp17_mul`, :func:`fp16_to_fp17` and :func:`fp17_to_fp16` add one
+unit to a module and return its output.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Fp17Add", "Fp17Mul", "Fp16ToFp17", "Fp17ToFp16", "fp17_add", "fp17_mul",
+           "fp16_to_fp17", "fp17_to_fp16", "FP17_MAX_MAG"]
+
+_M = 10
+_MMASK = (1 << _M) - 1
+FP17_MAX_MAG = (62 << _M) | _MMASK          #: largest finite fp17 magnitude
+
+
+def _split17(x):
+    return x[16], x[_M:16], x[:_M]
+
+
+def _is_nan17(x):
+    return (x[_M:16] == 63) & x[:_M].any()
+
+
+def _msb_index(m, v, name):
+    """Index of the highest set bit of ``v`` (0 when ``v`` is 0)."""
+    idx = Signal(range(max(len(v), 2)), name=name)
+    for i in range(len(v)):
+        with m.If(v[i]):
+            m.d.comb += idx.eq(i)
+    return idx
+
+
+def _rne(m, v, drop, name):
+    """``v >> drop`` rounded to nearest, ties to even (``drop`` >= 1, an int or a Signal)."""
+    q = Signal(len(v), name=f"{name}_q")
+    guard = Signal(name=f"{name}_guard")
+    sticky = Signal(name=f"{name}_sticky")
+    r = Signal(len(v) + 1, name=name)
+    if isinstance(drop, int):
+        m.d.comb += [q.eq(v >> drop), guard.eq(v[drop - 1]), sticky.eq(v[:drop - 1].any()
+                                                                       if drop > 1 else 0)]
+    else:
+        dm1 = Signal(len(drop), name=f"{name}_dm1")
+        mask = Signal(len(v), name=f"{name}_mask")
+        m.d.comb += [dm1.eq(drop - 1), mask.eq((Const(1, len(v) + 1) << dm1) - 1),
+                     q.eq(v >> drop), guard.eq((v >> dm1)[0]), sticky.eq((v & mask).any())]
+    m.d.comb += r.eq(q + (guard & (sticky | q[0])))
+    return r
+
+
+class Fp17Add(wiring.Component):
+    """``o = a + b`` on fp17 codes (``HLS_fp17_add``; :func:`sim.nvfloat.fp17_add`)."""
+
+    a: In(17)
+    b: In(17)
+    o: Out(17)
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        sa, ea, ma = _split17(a)
+        sb, eb, mb = _split17(b)
+        pa, pb = Signal(11), Signal(11)
+        m.d.comb += [pa.eq(Mux((ea == 0) & (ma == 0), 0, Cat(ma, 1))),
+                     pb.eq(Mux((eb == 0) & (mb == 0), 0, Cat(mb, 1)))]
+        a_big = Signal()
+        m.d.comb += a_big.eq((ea > eb) | ((ea == eb) & (ma >= mb)))
+        oe, os, d = Signal(6), Signal(), Signal(6)
+        m.d.comb += [oe.eq(Mux(a_big, ea, eb)), os.eq(Mux(a_big, sa, sb)),
+                     d.eq(Mux(a_big, ea - eb, eb - ea))]
+        big, small = Signal(23), Signal(23)
+        m.d.comb += [big.eq(Cat(Const(0, 12), Mux(a_big, pa, pb))),
+                     small.eq(Cat(Const(0, 12), Mux(a_big, pb, pa)) >> d)]
+        v = Signal(24)
+        m.d.comb += v.eq(Mux(sa == sb, big + small, big - small))
+        carry = v[23]
+        v1 = Signal(23)
+        oe1 = Signal(6)
+        m.d.comb += [v1.eq(Mux(carry, v[1:24], v[:23])),
+                     oe1.eq(Mux(carry & (oe < 62), oe + 1, oe))]
+        msb = _msb_index(m, v[:23], "add_msb")
+        lz = Signal(range(24))
+        m.d.comb += lz.eq(Mux(v[:23] == 0, 23, 22 - msb))
+        zero = Signal()
+        norm = Signal()
+        m.d.comb += [zero.eq(~carry & ((v[:23] == 0) | (oe <= lz))), norm.eq(~carry & ~zero)]
+        v2 = Signal(23)
+        oe2 = Signal(6)
+        m.d.comb += [v2.eq(Mux(norm, v1 << lz, v1)), oe2.eq(Mux(norm, oe1 - lz, oe1))]
+        r = _rne(m, v2, 12, "add_rne")                    # 11 bits, or 2^11 on overflow
+        ovf = r[11]
+        sat = Signal()
+        m.d.comb += sat.eq((carry & (oe >= 62)) | (ovf & (oe2 >= 62)))
+        oe3, om = Signal(6), Signal(10)
+        m.d.comb += [oe3.eq(Mux(ovf & (oe2 < 62), oe2 + 1, oe2)), om.eq(r[:10])]
+        res = Signal(17)
+        with m.If(sat):
+            m.d.comb += res.eq(Cat(Const(FP17_MAX_MAG, 16), os))
+        with m.Elif(zero):
+            m.d.comb += res.eq(Cat(Const(0, 16), os))
+        with m.Else():
+            m.d.comb += res.eq(Cat(om, oe3, os))
+        m.d.comb += self.o.eq(Mux(_is_nan17(a), a, Mux(_is_nan17(b), b, res)))
+        return m
+
+
+class Fp17Mul(wiring.Component):
+    """``o = a x b`` on fp17 codes (``HLS_fp17_mul``; :func:`sim.nvfloat.fp17_mul`)."""
+
+    a: In(17)
+    b: In(17)
+    o: Out(17)
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        sa, ea, ma = _split17(a)
+        sb, eb, mb = _split17(b)
+        za, zb = (ea == 0) & (ma == 0), (eb == 0) & (mb == 0)
+        pa, pb = Signal(11), Signal(11)
+        m.d.comb += [pa.eq(Mux(za, 0, Cat(ma, 1))), pb.eq(Mux(zb, 0, Cat(mb, 1)))]
+        p = Signal(22)
+        es = Signal(7)
+        m.d.comb += [p.eq(pa * pb), es.eq(ea + eb)]
+        os = sa ^ sb
+        zero0, sat0, ok = Signal(), Signal(), Signal()
+        m.d.comb += [zero0.eq(za | zb | (es < 31)), sat0.eq(~zero0 & (es >= 94)),
+                     ok.eq(~zero0 & ~sat0)]
+        pe = Signal(6)
+        m.d.comb += pe.eq(Mux(ok, es - 31, 0))
+        top = p[21]
+        pe2 = Signal(6)
+        m.d.comb += pe2.eq(Mux(ok & top & (pe < 62), pe + 1, pe))
+        frac = Signal(21)
+        m.d.comb += frac.eq(Mux(top, p[:21], Cat(Const(0, 1), p[:20])))
+        r = _rne(m, Cat(frac, Const(1, 1)), 11, "mul_rne")    # 11 bits with the leading 1
+        ovf = r[11]
+        oe = Signal(7)
+        om = Signal(10)
+        m.d.comb += [oe.eq(Mux(ovf, pe2 + 1, pe2)), om.eq(Mux(ovf, 0, r[:10]))]
+        sat = Signal()
+        m.d.comb += sat.eq(sat0 | (ok & top & (pe >= 62)) | (ok & (oe == 63)))
+        zero = Signal()
+        m.d.comb += zero.eq(zero0 | (~sat & (oe == 0)))
+        res = Signal(17)
+        with m.If(zero):
+            m.d.comb += res.eq(Cat(Const(0, 16), os))
+        with m.Elif(sat):
+            m.d.comb += res.eq(Cat(Const(FP17_MAX_MAG, 16), os))
+        with m.Else():
+            m.d.comb += res.eq(Cat(om, oe[:6], os))
+        m.d.comb += self.o.eq(Mux(_is_nan17(a), a, Mux(_is_nan17(b), b, res)))
+        return m
+
+
+class Fp16ToFp17(wiring.Component):
+    """fp16 code -> fp17 code (``HLS_fp16_to_fp17``; :func:`sim.nvfloat.fp16_to_fp17`)."""
+
+    a: In(16)
+    o: Out(17)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = self.a[15], self.a[_M:15], self.a[:_M]
+        msb = _msb_index(m, mm, "h2f_msb")
+        lz = Signal(4)
+        m.d.comb += lz.eq(9 - msb)                        # leading zeros of the mantissa
+        oe, om = Signal(6), Signal(10)
+        with m.If((e == 0) & (mm == 0)):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif(e == 0):                              # denormal: normalized
+            m.d.comb += [oe.eq(16 - lz), om.eq(mm << (lz + 1))]
+        with m.Elif((e == 0x1F) & (mm == 0)):             # infinity: the largest value
+            m.d.comb += [oe.eq(62), om.eq(_MMASK)]
+        with m.Elif(e == 0x1F):                           # NaN: sign and payload kept
+            m.d.comb += [oe.eq(63), om.eq(mm)]
+        with m.Else():
+            m.d.comb += [oe.eq(e + 16), om.eq(mm)]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+class Fp17ToFp16(wiring.Component):
+    """fp17 code -> fp16 code (``HLS_fp17_to_fp16``; :func:`sim.nvfloat.fp17_to_fp16`)."""
+
+    a: In(17)
+    o: Out(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = _split17(self.a)
+        shift = Signal(4)
+        m.d.comb += shift.eq(17 - e)
+        r = _rne(m, Cat(mm, Const(1, 1)), shift, "f2h_rne")  # <= 2^10: the smallest normal
+        oe, om = Signal(5), Signal(10)
+        with m.If((e == 63) & (mm != 0)):
+            m.d.comb += [oe.eq(0x1F), om.eq(mm)]
+        with m.Elif(e < 6):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif(e <= 16):
+            m.d.comb += [oe.eq(r[_M:]), om.eq(r[:_M])]
+        with m.Elif(e >= 47):
+            m.d.comb += [oe.eq(30), om.eq(_MMASK)]
+        with m.Else():
+            m.d.comb += [oe.eq(e - 16), om.eq(mm)]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+def _unit(m, cls, **ports):
+    u = cls()
+    m.submodules += u
+    for k, v in ports.items():
+        m.d.comb += getattr(u, k).eq(v)
+    return u.o
+
+
+def fp17_add(m, a, b):
+    """An :class:`Fp17Add` in ``m``; returns ``a + b``."""
+    return _unit(m, Fp17Add, a=a, b=b)
+
+
+def fp17_mul(m, a, b):
+    """An :class:`Fp17Mul` in ``m``; returns ``a x b``."""
+    return _unit(m, Fp17Mul, a=a, b=b)
+
+
+def fp16_to_fp17(m, a):
+    """An :class:`Fp16ToFp17` in ``m``; returns the fp17 code of ``a``."""
+    return _unit(m, Fp16ToFp17, a=a)
+
+
+def fp17_to_fp16(m, a):
+    """An :class:`Fp17ToFp16` in ``m``; returns the fp16 code of ``a``."""
+    return _unit(m, Fp17ToFp16, a=a)
