@@ -38,7 +38,7 @@ __all__ = ["Regs", "Redraw", "GUARD", "SLOT", "MEM", "BYTES", "random_ram", "set
 GUARD = 64                     # guard band before and after an output window, in bytes
 SLOT = 0x0040_0000             # address offset between the layers of one trace
 MEM = {1: "pri_mem", 0: "sec_mem"}      # RAM_TYPE -> trace memory name
-BYTES = {0: 1, 1: 2}           # precision (INT8, INT16) -> bytes per element
+BYTES = {0: 1, 1: 2, 2: 2}     # precision (INT8, INT16, FP16) -> bytes per element
 
 
 class Regs:

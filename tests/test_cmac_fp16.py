@@ -134,7 +134,8 @@ def test_digest():
 # -----------------------------------------------------------------------------------------
 # NVDLA's Verilog
 # -----------------------------------------------------------------------------------------
-_SOURCES = ["vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_mac.v", "vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_MAC_mul.v",
+_SOURCES = ["vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_mac.v",
+            "vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_MAC_mul.v",
             "vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_MAC_exp.v",
             "vmod/nvdla/cmac/NV_NVDLA_CMAC_CORE_MAC_nan.v", "vmod/vlibs/NV_DW02_tree.v",
             "vmod/vlibs/NV_DW_minmax.v"]

@@ -13,7 +13,8 @@ import numpy as np
 from .csc import padded_input, windows
 from .program import ConvProgram
 
-__all__ = ["convolve", "fp16_mac_cell", "fp16_psum_value", "FP16_PSUM_BITS", "FP16_PSUM_FRAC"]
+__all__ = ["convolve", "convolve_fp16", "fp16_mac_cell", "fp16_psum_value", "FP16_PSUM_BITS",
+           "FP16_PSUM_FRAC"]
 
 
 def convolve(p: ConvProgram, cube: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -165,3 +166,31 @@ def fp16_psum_value(psum):
     s = np.where(s >> 37, s - (1 << 38), s)
     v = np.ldexp(s.astype(np.float64), (e - FP16_PSUM_FRAC).astype(np.int64))
     return np.where(e == 0x3F, np.nan, v)
+
+
+def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c: int):
+    """The CMAC partial sums of an fp16 layer, in the order CACC receives them per output.
+
+    ``cube`` [B, H, W, C*] and ``weights`` [K, C, R, S] hold fp16 codes (any integer form of
+    the 16 bits); ``atom_c`` is the channels of one atom (the build's Atomic-C bytes / 2).
+    Returns (psums int64 [G x R x S, B, K, Ho, Wo], NaN flags of the same shape): for channel
+    group g (atom_c channels each, the last one zero-filled), kernel row r, kernel column s,
+    the order of NVDLA's sequencer (channel groups outermost, then the kernel positions in
+    weight order, column fastest)."""
+    padded = padded_input(p, cube) & 0xFFFF
+    B, _, _, C = padded.shape
+    G = -(-C // atom_c)
+    pad_c = G * atom_c - C
+    w = np.asarray(weights, dtype=np.int64) & 0xFFFF
+    w = np.pad(w, ((0, 0), (0, pad_c), (0, 0), (0, 0))).reshape(p.kernels, G, atom_c,
+                                                                  p.kh, p.kw)
+    steps = {}
+    for ky, kx, win in windows(p, padded):
+        d = np.pad(win, ((0, 0), (0, 0), (0, 0), (0, pad_c)))
+        d = d.reshape(B, p.out_height, p.out_width, 1, G, atom_c)
+        ps, nan = fp16_mac_cell(w[None, None, None, :, :, :, ky, kx], d)   # [B, Ho, Wo, K, G]
+        steps[ky, kx] = (ps.transpose(4, 0, 3, 1, 2), nan.transpose(4, 0, 3, 1, 2))
+    order = [(g, ky, kx) for g in range(G) for ky in range(p.kh) for kx in range(p.kw)]
+    psums = np.stack([steps[ky, kx][0][g] for g, ky, kx in order])
+    nans = np.stack([steps[ky, kx][1][g] for g, ky, kx in order])
+    return psums, nans
