@@ -3,7 +3,8 @@
 The MAC cell and the accumulator are checked against NVDLA's Verilog in
 tests/test_cmac_fp16.py and tests/test_cacc_fp16.py; here the layer level: CDMA's fetch of fp16
 features and weights (the int16 layout), the sequencer's operands (padding with the fp16
-``D_ZERO_PADDING_VALUE``, stride, dilation, channel groups of Atomic-C / 2), and the order in
+``D_ZERO_PADDING_VALUE``, stride, dilation, channel groups of a CBUF entry's 16-bit elements:
+64 on nv_full, as NVDLA's cell), and the order in
 which CACC folds the partial sums (channel groups, then kernel rows, then kernel columns),
 against a per-output loop over the same cell and accumulator; and the result against float64.
 Full-core runs keep rejecting fp16 (no SDP fp16 datapath on this branch).
@@ -118,7 +119,7 @@ CASES = [
     ("stride_dilation", NV_SMALL_FP16, dict(W=8, H=7, C=6, K=5, kh=2, kw=3, stride=(2, 1),
                                              dilation=(1, 2), pad=(2, 0, 1, 1),
                                              pad_value=0xBA00)),
-    ("groups", NV_FULL, dict(W=4, H=3, C=70, K=20, kh=2, kw=2)),
+    ("groups", NV_FULL, dict(W=4, H=3, C=150, K=20, kh=2, kw=2)),
     ("wide", NV_SMALL_FP16, dict(W=4, H=4, C=11, K=4, kh=2, kw=2, pad=(1, 0, 0, 1),
                                  pad_value=0x4A00)),
 ]
@@ -131,7 +132,7 @@ def test_cacc_output_matches_reference(name, cfg, spec):
                               wide=name == "wide")
     got = run_conv_fp16_cacc(_Core(cfg, layer), CbufState())
     assert got.shape[0] == 1
-    want = _reference(spec, data, wts, cfg.atomic_c // 2, spec.get("pad_value", 0))
+    want = _reference(spec, data, wts, cfg.cbuf_entry_bytes // 2, spec.get("pad_value", 0))
     assert np.array_equal(got[0], want)
 
 

@@ -172,7 +172,7 @@ def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c:
     """The CMAC partial sums of an fp16 layer, in the order CACC receives them per output.
 
     ``cube`` [B, H, W, C*] and ``weights`` [K, C, R, S] hold fp16 codes (any integer form of
-    the 16 bits); ``atom_c`` is the channels of one atom (the build's Atomic-C bytes / 2).
+    the 16 bits); ``atom_c`` is the channels of one atom (a CBUF entry of 16-bit elements).
     Returns (psums int64 [G x R x S, B, K, Ho, Wo], NaN flags of the same shape): for channel
     group g (atom_c channels each, the last one zero-filled), kernel row r, kernel column s,
     the order of NVDLA's sequencer (channel groups outermost, then the kernel positions in

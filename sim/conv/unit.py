@@ -57,7 +57,9 @@ def run_conv_fp16_cacc(core, state: CbufState):
         raise ConvProgramError("CDMA.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=ENABLE: CDMA's fp16 NaN "
                                "flushing is not modelled yet")
     cube, weights = load_cbuf(core, core.cfg, p, state)
-    psums, _ = convolve_fp16(p, cube, weights, core.cfg.atomic_c // 2)
+    # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
+    # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full)
+    psums, _ = convolve_fp16(p, cube, weights, core.cfg.cbuf_entry_bytes // 2)
     return accumulate_fp16(psums)
 
 
