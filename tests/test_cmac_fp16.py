@@ -78,10 +78,11 @@ def test_known_answers():
     assert float(fp16_psum_value(fp16_mac_cell([0xFC00], [0x4000])[0])) == -131072.0
     # denormals are exact: 2^-24 x 2^-24
     assert float(fp16_psum_value(fp16_mac_cell([0x0001], [0x0001])[0])) == 2.0 ** -48
-    # zeros give a zero sum; a zero weight (mask set) with non-zero data still sets the
-    # exponent field (4 x (0 + 3)), zero data (either sign) never does
-    assert fp16_mac_cell([0x8000, 0], [0x3C00, 0x8000])[0] == 12 << 38
+    # zeros (either sign) take no part: a zero sum with exponent field 0
+    assert fp16_mac_cell([0x8000, 0], [0x3C00, 0x8000])[0] == 0
     assert fp16_mac_cell([0x3C00, 0], [0x8000, 0])[0] == 0
+    # ... unless a weight mask marks the zero weight: its exponent then counts (4 x (0 + 3))
+    assert fp16_mac_cell([0x8000, 0], [0x3C00, 0x8000], [True, False])[0] == 12 << 38
 
 
 def test_alignment_drops_small_products():
@@ -94,12 +95,13 @@ def test_alignment_drops_small_products():
 
 
 def test_weight_mask_and_exponent_of_zero_weights():
-    # a zero weight still counts in the alignment when its mask is set (uncompressed weights)
+    # a zero weight counts in the alignment only when a mask marks it (CSC never does)
     w = fp16_from_float([0.0, 1.0 + 2.0 ** -10])
     d = fp16_from_float([2.0 ** 15, 2.0 ** -4])
     kept = fp16_psum_value(fp16_mac_cell(w, d, [False, True])[0])
     cut = fp16_psum_value(fp16_mac_cell(w, d, [True, True])[0])
     assert kept == (1 + 2.0 ** -10) * 2.0 ** -4 and cut < kept
+    assert fp16_psum_value(fp16_mac_cell(w, d)[0]) == kept
 
 
 def test_nan_atoms():

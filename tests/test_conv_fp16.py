@@ -157,6 +157,31 @@ def test_cacc_output_close_to_float(name, cfg, spec):
     assert np.allclose(got, want, rtol=0, atol=2.0 ** -12 * C * kh * kw)
 
 
+def test_compressed_weights():
+    """Compressed fp16 weights (half of them zero) give the same output as the reference."""
+    cfg = NV_FULL
+    rng = np.random.default_rng(3)
+    spec = dict(W=3, H=3, C=70, K=5, kh=2, kw=2)
+    data = fp16_from_float(rng.uniform(-2, 2, (70, 3, 3)))
+    wts = fp16_from_float(rng.uniform(-1, 1, (5, 70, 2, 2)))
+    wts[rng.random(wts.shape) < 0.5] = 0
+    wts[rng.random(wts.shape) < 0.05] = 0x8000
+    layer = rp.conv_layer(cfg, prec=2, data=_signed16(data), weights=_signed16(wts),
+                          compress=True, **spec)
+    got = run_conv_fp16_cacc(_Core(cfg, layer), CbufState())
+    assert np.array_equal(got[0], _reference(spec, data, wts, 64, 0))
+
+
+def test_nan_to_zero_rejected():
+    rng = np.random.default_rng(0)
+    layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))
+    rmap = register_map(NV_FULL)
+    layer["regs"]["CDMA"]["D_NAN_FLUSH_TO_ZERO"] = \
+        rmap["CDMA"]["D_NAN_FLUSH_TO_ZERO"].pack(NAN_TO_ZERO=1)
+    with pytest.raises(ConvProgramError, match="NAN_TO_ZERO"):
+        run_conv_fp16_cacc(_Core(NV_FULL, layer), CbufState())
+
+
 def test_full_core_still_rejects_fp16():
     rng = np.random.default_rng(0)
     layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))

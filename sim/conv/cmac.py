@@ -122,16 +122,17 @@ def fp16_mac_cell(weights, data, weight_mask=None):
     """NVDLA's fp16 MAC cell on atoms: (partial sums int64 [...], NaN flags bool [...]).
 
     ``weights`` and ``data`` are fp16 codes [..., n] (n = the atom's channel count), paired by
-    channel. ``weight_mask`` (bool [..., n], default: all set) is the weight's element mask
-    from CSC (compressed weights clear it for zeros); a data element takes part when its
-    magnitude bits are not all zero. The partial sum is a 44-bit code: bits 43..38 the
+    channel. A pair takes part (in the alignment too) when both elements' magnitude bits are
+    not all zero: CSC's element masks (its weight decoder and data loader both mark an fp16
+    element by ``code & 0x7FFF != 0``). ``weight_mask`` (bool [..., n]) overrides the weight
+    side, for driving the cell as NVDLA's bench does. The partial sum is a 44-bit code: bits 43..38 the
     exponent field ``4 x max coarse exponent sum``, bits 37..0 the two's-complement sum, its
     value ``sum x 2^(exponent field - 50)``; a NaN atom gives ``0x3F`` in the exponent field
     and the NaN's sign and mantissa in bits 37..27 (see :data:`FP16_PSUM_FRAC`)."""
     w = np.asarray(weights, dtype=np.int64) & 0xFFFF
     d = np.asarray(data, dtype=np.int64) & 0xFFFF
     w, d = np.broadcast_arrays(w, d)
-    wmask = (np.ones(w.shape, bool) if weight_mask is None
+    wmask = ((w & 0x7FFF) != 0 if weight_mask is None
              else np.broadcast_to(np.asarray(weight_mask, bool), w.shape))
     dmask = (d & 0x7FFF) != 0
     wmag, wexp, wnan = _fp16_operand(w, wmask)

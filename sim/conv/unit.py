@@ -44,15 +44,13 @@ def run_conv_fp16_cacc(core, state: CbufState):
     [B, K, Ho, Wo]) CACC delivers to SDP.
 
     Not a full-core path (:func:`run_conv` rejects fp16: SDP's fp16 datapath is not modelled
-    here). CDMA fetches fp16 features and weights in the int16 layout (2-byte elements). Also
-    rejected: compressed weights (their element mask would decide which zero weights join the
-    MAC cell's alignment) and ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's NaN flushing)."""
+    here). CDMA fetches fp16 features and weights in the int16 layout (2-byte elements;
+    compressed weights decompressed at the fetch: CSC's weight decoder marks an element by
+    its value, so zeros, packed or not, take no part). Also rejected:
+    ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's NaN flushing is not modelled)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS), allow_fp16=True)
     if p.precision != FP16:
         raise ConvProgramError("CDMA.D_MISC_CFG.PROC_PRECISION: not an fp16 layer")
-    if p.compression is not None:
-        raise ConvProgramError("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED: fp16 compressed "
-                               "weights are not modelled yet")
     if core.view("CDMA").D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
         raise ConvProgramError("CDMA.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=ENABLE: CDMA's fp16 NaN "
                                "flushing is not modelled yet")
