@@ -176,8 +176,8 @@ def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c:
     the 16 bits); ``atom_c`` is the channels of one atom (a CBUF entry of 16-bit elements).
     Returns (psums int64 [G x R x S, B, K, Ho, Wo], NaN flags of the same shape): for channel
     group g (atom_c channels each, the last one zero-filled), kernel row r, kernel column s,
-    the order of NVDLA's sequencer (channel groups outermost, then the kernel positions in
-    weight order, column fastest)."""
+    the order of NVDLA's sequencer (``NV_NVDLA_CSC_sg``: within a stripe, channel groups
+    outermost, then kernel rows, kernel columns fastest)."""
     padded = padded_input(p, cube) & 0xFFFF
     B, _, _, C = padded.shape
     G = -(-C // atom_c)
