@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from sim.core import Launch, UnitModel, Wait
 
-from .cacc import deliver
+from .cacc import accumulate_fp16, deliver
 from .cdma import CbufState, load_cbuf
-from .cmac import convolve
-from .program import check_batch_delivery, decode
+from .cmac import convolve, convolve_fp16
+from .program import FP16, ConvProgramError, check_batch_delivery, decode
 
-__all__ = ["ConvUnit", "run_conv"]
+__all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc"]
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
@@ -37,6 +37,28 @@ def run_conv(core, state: CbufState):
                  "D_INF_INPUT_WEIGHT_NUM": {"INF_WEIGHT_NUM": 0}},
     }
     return out, written
+
+
+def run_conv_fp16_cacc(core, state: CbufState):
+    """An fp16 layer of the consumer groups up to CACC's output: the fp32 codes (int64
+    [B, K, Ho, Wo]) CACC delivers to SDP.
+
+    Not a full-core path (:func:`run_conv` rejects fp16: SDP's fp16 datapath is not modelled
+    here). CDMA fetches fp16 features and weights in the int16 layout (2-byte elements;
+    compressed weights decompressed at the fetch: CSC's weight decoder marks an element by
+    its value, so zeros, packed or not, take no part). Also rejected:
+    ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's NaN flushing is not modelled)."""
+    p = decode(core.cfg, *(core.view(b) for b in BLOCKS), allow_fp16=True)
+    if p.precision != FP16:
+        raise ConvProgramError("CDMA.D_MISC_CFG.PROC_PRECISION: not an fp16 layer")
+    if core.view("CDMA").D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
+        raise ConvProgramError("CDMA.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=ENABLE: CDMA's fp16 NaN "
+                               "flushing is not modelled yet")
+    cube, weights = load_cbuf(core, core.cfg, p, state)
+    # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
+    # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full)
+    psums, _ = convolve_fp16(p, cube, weights, core.cfg.cbuf_entry_bytes // 2)
+    return accumulate_fp16(psums)
 
 
 class ConvUnit(UnitModel):
