@@ -297,7 +297,7 @@ def test_nan_counter_slots_across_offline_and_flying_layers():
 # Random fp16 programs on the golden core
 # -----------------------------------------------------------------------------------------
 def test_random_fp16_programs_run(tmp_path):
-    paths = rp.write_random_traces(NV_FULL, str(tmp_path), 40, seed=21)
+    paths = rp.write_random_traces(NV_FULL, str(tmp_path), 40, seed=21, flying_fp16=True)
     fp16 = [p for p in paths if any("NVDLA_PDP.D_DATA_FORMAT_0, 0x2)" in f.read_text()
                                     for f in Path(p).glob("*.cfg"))]
     assert len(fp16) >= 8

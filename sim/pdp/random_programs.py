@@ -420,17 +420,20 @@ reject_log = RejectLog()
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, flying_share: float = 0.2,
                         max_elems: int = 3000, prefix: str = "pdp_random",
-                        int8_only: bool = False, fp16: bool = True) -> list:
+                        int8_only: bool = False, fp16: bool = True,
+                        flying_fp16: bool = False) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Deterministic by ``seed``. ``flying_share`` of the layers are SDP->PDP. A program the
     golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
     draws int8 layers only, also on builds whose data types include int16; ``fp16=False``
-    draws no fp16 layers on builds with fp16 (the RTL PDP rejects them): the same programs as
-    a build without fp16."""
+    draws no fp16 layers on builds with fp16: the same programs as a build without fp16.
+    SDP->PDP layers are fp16 only with ``flying_fp16`` (and ``fp16``): the RTL SDP has no fp16
+    and the RTL PDP rejects flying fp16, so by default the flying layers draw as before the
+    golden SDP had fp16."""
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
-        return [flying_layer(cfg, rng, slot=i, int8_only=int8_only, fp16=fp16)
+        return [flying_layer(cfg, rng, slot=i, int8_only=int8_only, fp16=fp16 and flying_fp16)
                 if rng.random() < flying_share else
                 random_layer(cfg, rng, slot=i, max_elems=max_elems, int8_only=int8_only,
                              fp16=fp16)
