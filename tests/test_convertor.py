@@ -32,6 +32,13 @@ def test_convertor_lanes_match_golden():
                            for _ in range(lanes)],
                           rng.choice(edge_s + [rng.randint(-32768, 32767)]), trunc,
                           rng.random() < 0.9))
+    # the saturation edges (127 / 128 / -128 / -129) and the narrow shifter's 9-bit edge
+    # (511 / 512), exactly and half a step below, for several shifts
+    for t in (0, 1, 3, 9, 16):
+        for k in (127, 128, 129, 255, 256, 511, 512, 513):
+            for v in (k << t, (k << t) - (1 << t >> 1)):
+                if v < (1 << 17):
+                    cases.append(([v, -v, v - 1, 1 - v], [0] * 4, 1, t, True))
     # ties: (d - o) * scale = +-(2k + 1) * 2^(t-1)
     cases += [([3, -3, 5, -5], [0] * 4, 1, 1, True), ([6, -6, 10, -10], [0] * 4, 1, 2, True)]
 

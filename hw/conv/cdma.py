@@ -120,7 +120,7 @@ from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
 from .cdma_img import ImageFetch
 from .common import cbuf_write_layout, conv_int16
-from .convertor import AtomConvertor
+from .convertor import AtomConvertor, Convertor
 from .wdecomp import WeightDecompressor
 
 __all__ = ["Cdma", "csc_fields_layout"]
@@ -289,11 +289,26 @@ class Cdma(wiring.Component):
         is_img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
         m.d.comb += imgf.regs.eq(R)
         # feature input: the input convertor on every atom (hw.conv.convertor)
-        m.submodules.dat_cvt = dcv = AtomConvertor(g)
-        m.d.comb += [dcv.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
-                     dcv.offset.eq(R.D_CVT_OFFSET.CVT_OFFSET.as_signed()),
-                     dcv.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
-                     dcv.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
+        m.submodules.dat_cvt = dcv = AtomConvertor(g, shared=True)
+        m.d.comb += dcv.offset.eq(R.D_CVT_OFFSET.CVT_OFFSET.as_signed())
+        # one Convertor for both paths: a layer is either feature or image input, and both
+        # paths are empty (busy_any) when the register group, and so is_img, changes
+        lanes = max(g.atom_bits // 8, cfg.cbuf_bank_width)
+        m.submodules.cvt = cvt = Convertor(lanes)
+        m.d.comb += [cvt.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
+                     cvt.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
+                     cvt.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
+        for client in (imgf.cvt, dcv.cvt):
+            n = len(client.q)
+            m.d.comb += client.q.eq(cvt.q.as_value()[:n * 8])
+        with m.If(is_img):
+            m.d.comb += [cvt.en.eq(imgf.cvt.en)]
+            m.d.comb += [cvt.d[i].eq(imgf.cvt.d[i]) for i in range(len(imgf.cvt.d))]
+            m.d.comb += [cvt.o[i].eq(imgf.cvt.o[i]) for i in range(len(imgf.cvt.o))]
+        with m.Else():
+            m.d.comb += [cvt.en.eq(dcv.cvt.en)]
+            m.d.comb += [cvt.d[i].eq(dcv.cvt.d[i]) for i in range(len(dcv.cvt.d))]
+            m.d.comb += [cvt.o[i].eq(dcv.cvt.o[i]) for i in range(len(dcv.cvt.o))]
 
         # -- persistent reuse state --------------------------------------------------------
         kept_count = Signal(15)

@@ -39,7 +39,7 @@ from ..mem import dma_fields
 from ..mem.cube import atom_layout
 from ..mem.dma import DmaGeometry, cube_layout
 from ..regfile import fields_layout
-from .convertor import Convertor
+from .convertor import convertor_port
 from .image import image_formats
 
 __all__ = ["ImageFetch", "image_write_layout"]
@@ -71,6 +71,8 @@ class ImageFetch(wiring.Component):
             "atoms": In(stream.Signature(atom_layout(geom))),
             "wr": Out(stream.Signature(image_write_layout(cfg))),
             "busy": Out(1),
+            # the CDMA's convertor, shared with the feature path (hw.conv.convertor)
+            "cvt": Out(convertor_port(cfg.cbuf_bank_width)),
         })
 
     # per format and pass: (G, pixels per atom, bytes per pixel, lanes)
@@ -295,11 +297,9 @@ class ImageFetch(wiring.Component):
         for i in range(BW):
             m.d.sync += [e1_d[i].eq(lane_d[i]), e1_o[i].eq(lane_o[i])]
 
-        # -- E2: (d - o) x scale; E3: round, saturate (hw.conv.convertor) -------------------
-        m.submodules.cvt = cvt = Convertor(BW)
-        m.d.comb += [cvt.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
-                     cvt.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
-                     cvt.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
+        # -- E2: (d - o) x scale; E3: round, saturate (the CDMA's Convertor, every cycle) ---
+        cvt = self.cvt
+        m.d.comb += cvt.en.eq(1)
         for i in range(BW):
             m.d.comb += [cvt.d[i].eq(e1_d[i]), cvt.o[i].eq(e1_o[i])]
         e2 = Signal(tok_l)

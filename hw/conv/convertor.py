@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem.cube import atom_layout
 
-__all__ = ["Convertor", "AtomConvertor"]
+__all__ = ["Convertor", "AtomConvertor", "convertor_port"]
 
 
 class Convertor(wiring.Component):
@@ -50,8 +50,13 @@ class Convertor(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pw = max(self._dw, self._ow) + 1 + 16                # (d - o) x scale
-        trunc = self.trunc
-        half = (Const(1, 1) << trunc) >> 1
+        # A shift of pw + 1 or more rounds every product to 0 (|product| <= 2^(pw - 1) <
+        # half): clamp the shift there, so the rounding constant has pw + 1 bits, not 64.
+        tmax = pw + 1
+        t = Signal(range(tmax + 1))
+        m.d.comb += t.eq(Mux(self.trunc > tmax, tmax, self.trunc))
+        half = Signal(tmax)                                  # 2^(t-1); 0 for t = 0
+        m.d.comb += half.eq((Const(1, tmax + 1) << t) >> 1)
         for i in range(self._lanes):
             # stage 1: (d - o) x scale, and d's low byte for the bypass
             p = Signal(signed(pw), name=f"prod{i}")
@@ -59,48 +64,77 @@ class Convertor(wiring.Component):
             with m.If(self.en):
                 m.d.sync += [p.eq((self.d[i] - self.o[i]) * self.scale),
                              low.eq(self.d[i][:8])]
-            # stage 2: round by the truncate shift (ties away from zero), saturate to int8
+            # stage 2: round the magnitude by the truncate shift (ties away from zero),
+            # saturate to int8. Only the shifted sum's low 9 bits and whether any bit above
+            # them is set are needed, which keeps the shifter narrow.
             neg = p < 0
             mag_in = Signal(pw, name=f"abs{i}")
             m.d.comb += mag_in.eq(Mux(neg, -p, p))
-            mag = Signal(pw + 1, name=f"mag{i}")
-            m.d.comb += mag.eq((mag_in + half) >> trunc)
-            sat = Mux(neg, Mux(mag > 128, Const(0x80, 8), (-mag)[:8]),
-                      Mux(mag > 127, Const(0x7F, 8), mag[:8]))
+            total = Signal(pw + 1, name=f"sum{i}")
+            m.d.comb += total.eq(mag_in + half)
+            shifted = total >> t
+            mag = Signal(9, name=f"mag{i}")
+            high = Signal(name=f"high{i}")                  # the magnitude is >= 512
+            m.d.comb += [mag.eq(shifted[:9]), high.eq(shifted[9:].any())]
+            sat = Mux(neg, Mux(high | (mag > 128), Const(0x80, 8), (-mag)[:8]),
+                      Mux(high | (mag > 127), Const(0x7F, 8), mag[:8]))
             with m.If(self.en):
                 m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat, low))
         return m
+
+
+def convertor_port(lanes, *, d_width=18, o_width=16):
+    """A client's side of a :class:`Convertor` it shares: it drives ``en`` (advance), the
+    lanes' ``d`` and ``o``, and reads ``q``; ``cvt_en`` / ``scale`` / ``trunc`` are the
+    owner's. The CDMA's feature and image paths share one convertor (a layer uses one of
+    them), which saves a whole convertor's multipliers and rounding logic."""
+    return wiring.Signature({
+        "en": Out(1),
+        "d": Out(data.ArrayLayout(signed(d_width), lanes)),
+        "o": Out(data.ArrayLayout(signed(o_width), lanes)),
+        "q": In(data.ArrayLayout(8, lanes)),
+    })
 
 
 class AtomConvertor(wiring.Component):
     """``AtomConvertor(geom)``: the convertor on a stream of memory atoms (``i`` -> ``o``,
     :func:`hw.mem.cube.atom_layout`), each byte a signed int8 element; ``offset`` is the
     signed ``CVT_OFFSET``. One atom per cycle; the pipeline stalls as a whole while its last
-    stage holds an atom that is not taken. ``busy``: an atom is in the pipeline."""
+    stage holds an atom that is not taken. ``busy``: an atom is in the pipeline.
 
-    def __init__(self, geom):
+    ``shared=True``: no convertor of its own; the ``cvt`` port (:func:`convertor_port`)
+    drives one its owner shares, and sets ``cvt_en`` / ``scale`` / ``trunc`` there."""
+
+    def __init__(self, geom, *, shared=False):
         self._geom = geom
-        super().__init__({
+        self._shared = shared
+        lanes = geom.atom_bits // 8
+        members = {
             "i": In(stream.Signature(atom_layout(geom))),
             "o": Out(stream.Signature(atom_layout(geom))),
-            "cvt_en": In(1),
             "offset": In(signed(16)),
-            "scale": In(signed(16)),
-            "trunc": In(6),
             "busy": Out(1),
-        })
+        }
+        if shared:
+            members["cvt"] = Out(convertor_port(lanes, d_width=8))
+        else:
+            members.update({"cvt_en": In(1), "scale": In(signed(16)), "trunc": In(6)})
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         lanes = self._geom.atom_bits // 8
-        m.submodules.cvt = cvt = Convertor(lanes, d_width=8)
+        if self._shared:
+            cvt = self.cvt
+        else:
+            m.submodules.cvt = cvt = Convertor(lanes, d_width=8)
+            m.d.comb += [cvt.cvt_en.eq(self.cvt_en), cvt.scale.eq(self.scale),
+                         cvt.trunc.eq(self.trunc)]
         n = Convertor.LATENCY
         v = [Signal(name=f"v{k}") for k in range(n)]
         flags = [Signal(2, name=f"flags{k}") for k in range(n)]
         en = Signal()
-        m.d.comb += [en.eq(~v[-1] | self.o.ready), self.i.ready.eq(en), cvt.en.eq(en),
-                     cvt.cvt_en.eq(self.cvt_en), cvt.scale.eq(self.scale),
-                     cvt.trunc.eq(self.trunc)]
+        m.d.comb += [en.eq(~v[-1] | self.o.ready), self.i.ready.eq(en), cvt.en.eq(en)]
         for k in range(lanes):
             m.d.comb += [cvt.d[k].eq(self.i.payload.data[k * 8:(k + 1) * 8].as_signed()),
                          cvt.o[k].eq(self.offset)]
