@@ -7,7 +7,8 @@ features and weights (the int16 layout), the sequencer's operands (padding with 
 64 on nv_full, as NVDLA's cell), and the order in
 which CACC folds the partial sums (channel groups, then kernel rows, then kernel columns),
 against a per-output loop over the same cell and accumulator; and the result against float64.
-Full-core runs keep rejecting fp16 (no SDP fp16 datapath on this branch).
+On the golden core, whole fp16 layers fly into SDP's fp16 datapath; SDP must process what
+CACC delivers (fp32 for fp16, int32 otherwise).
 """
 
 from __future__ import annotations
@@ -182,12 +183,74 @@ def test_nan_to_zero_rejected():
         run_conv_fp16_cacc(_Core(NV_FULL, layer), CbufState())
 
 
-def test_full_core_still_rejects_fp16():
+def _run_core(cfg, tmp_path, layer, name):
+    """Run one conv layer as a trace on the golden core; returns (core, result)."""
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    from .test_conv_model import _core
+    path = rp.write_trace(str(tmp_path), name, [layer])
+    crcs, err = rp._golden_crcs(cfg, path, 1)        # the model's own CRCs, or its message
+    if crcs is not None:
+        path = rp.write_trace(str(tmp_path), name, [layer], crcs)
+    core = _core(cfg)
+    res = run_golden(parse_trace(path, cfg), cfg, core=core)
+    if err is not None:
+        res.passed, res.message = False, err
+    return core, res
+
+
+def _output(cfg, core, layer):
+    """SDP's fp16 output [K, Ho, Wo] from the layer's destination."""
+    info = layer["info"]
+    base, line, surf = info["dst"]
+    per = cfg.memory_atom // 2
+    mem = core.sram if layer["window"][2] == 0 else core.dbb
+    out = np.zeros((-(-info["K"] // per) * per, info["Ho"], info["Wo"]), np.int64)
+    for s in range(out.shape[0] // per):
+        for y in range(info["Ho"]):
+            raw = mem.read(base + s * surf + y * line, info["Wo"] * cfg.memory_atom)
+            out[s * per:(s + 1) * per, y] = raw.view(np.uint16).reshape(-1, per).T
+    return out[:info["K"]]
+
+
+@pytest.mark.parametrize("name,cfg,spec", CASES[:3], ids=[c[0] for c in CASES[:3]])
+def test_full_core_fp16_conv_into_sdp(tmp_path, name, cfg, spec):
+    """A whole fp16 layer on the golden core: CACC's fp32 values fly into SDP (pass-through,
+    fp16 out) and land in memory as fp16 (NVDLA's fp32 -> fp16, saturating at 65504)."""
+    from sim.nvfloat import fp32_to_fp16
+    rng = np.random.default_rng(11)
+    layer, data, wts = _layer(cfg, rng, spec, special=0.02)
+    cacc = run_conv_fp16_cacc(_Core(cfg, layer), CbufState())[0]
+    core, res = _run_core(cfg, tmp_path, layer, f"fp16_{name}")
+    assert res.passed, res.message
+    expect = np.asarray(fp32_to_fp16(cacc), np.int64) & 0xFFFF
+    assert np.array_equal(_output(cfg, core, layer), expect)
+
+
+@pytest.mark.parametrize("conv_prec,sdp_prec", [(2, 0), (2, 1), (0, 2)])
+def test_sdp_must_process_what_cacc_delivers(tmp_path, conv_prec, sdp_prec):
+    """fp16 convolution into an integer SDP layer, or integer into fp16: named, no output."""
+    from sim.random_traces import set_fields
+    rng = np.random.default_rng(5)
+    if conv_prec == 2:
+        layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))
+    else:
+        layer = rp.conv_layer(NV_FULL, W=2, H=2, C=4, K=2,
+                              data=rng.integers(-8, 8, (4, 2, 2)),
+                              weights=rng.integers(-8, 8, (2, 4, 1, 1)))
+    set_fields(NV_FULL, layer, "SDP", "D_DATA_FORMAT", PROC_PRECISION=sdp_prec)
+    _, res = _run_core(NV_FULL, tmp_path, layer, "mismatch")
+    assert not res.passed and "SDP.D_DATA_FORMAT.PROC_PRECISION" in res.message, res.message
+
+
+def test_fp16_conv_is_a_limit_of_this_cores_rtl():
+    from sim.conv.core_limits import check_core_limits
     rng = np.random.default_rng(0)
     layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))
     core = _Core(NV_FULL, layer)
-    with pytest.raises(ConvProgramError, match="fp16 convolution is not modelled yet"):
-        decode(NV_FULL, *(core.view(b) for b in BLOCKS))
+    p = decode(NV_FULL, *(core.view(b) for b in BLOCKS))
+    with pytest.raises(ConvProgramError, match="PROC_PRECISION=FP16.*this core's RTL"):
+        check_core_limits(NV_FULL, p)
 
 
 def test_fold_order_known_answer():

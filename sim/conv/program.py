@@ -353,11 +353,8 @@ def uv_x_offset_bytes(f: PixelFormat, x_offset: int, atom: int) -> int:
     return (x_offset * f.bytes_per_pixel[1]) % (atom * esize)
 
 
-def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc, *, allow_fp16: bool = False) -> ConvProgram:
-    """Check the consumer groups' program and return it (see the module docstring).
-
-    fp16 layers are rejected unless ``allow_fp16`` (the CACC-output model of
-    :func:`sim.conv.unit.run_conv_fp16_cacc`; SDP's fp16 datapath is not modelled here)."""
+def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
+    """Check the consumer groups' program and return it (see the module docstring)."""
     D = "CDMA"
     fmt = _enum(cdma, D, "D_DATAIN_FORMAT", "DATAIN_FORMAT")
     _same("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT", fmt, "CSC.D_DATAIN_FORMAT.DATAIN_FORMAT",
@@ -390,8 +387,6 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc, *, allow_fp16: bool = False) ->
               _enum(v, blk, "D_MISC_CFG", "PROC_PRECISION"), "one precision per layer")
     _same("CDMA.D_MISC_CFG.IN_PRECISION", in_prec, "CSC.D_MISC_CFG.IN_PRECISION",
           _enum(csc, "CSC", "D_MISC_CFG", "IN_PRECISION"), "one input precision per layer")
-    if prec == FP16 and not allow_fp16:
-        _err("CDMA.D_MISC_CFG.PROC_PRECISION=FP16", "fp16 convolution is not modelled yet")
 
     cvt = None
     if _enum(cdma, D, "D_CVT_CFG", "CVT_EN"):

@@ -16,17 +16,36 @@ from .cdma import CbufState, load_cbuf
 from .cmac import convolve, convolve_fp16
 from .program import FP16, ConvProgramError, check_batch_delivery, decode
 
-__all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc"]
+__all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc", "check_sdp_precision"]
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
+def check_sdp_precision(p, sdp) -> None:
+    """CACC delivers int32 sums of an integer layer and fp32 values of an fp16 one: the SDP
+    layer they fly into must process that kind (``sdp``: SDP's register view)."""
+    sdp_fp16 = sdp.D_DATA_FORMAT.PROC_PRECISION == FP16
+    if (p.precision == FP16) != sdp_fp16:
+        kind = "an fp16 convolution delivers fp32" if p.precision == FP16 else \
+            "an integer convolution delivers int32 sums"
+        raise ConvProgramError(
+            f"SDP.D_DATA_FORMAT.PROC_PRECISION={'FP16' if sdp_fp16 else 'INT8/INT16'}: "
+            f"{kind}; SDP's processing precision must be "
+            f"{'FP16' if p.precision == FP16 else 'INT8 or INT16'}")
+
+
 def run_conv(core, state: CbufState):
-    """Run the convolution of the consumer groups; returns (int32 cube [B, K, Ho, Wo],
-    hardware-written fields of the conv blocks)."""
+    """Run the convolution of the consumer groups; returns (the cube CACC delivers [B, K, Ho,
+    Wo]: int32 sums, or fp32 codes of an fp16 layer; hardware-written fields of the conv
+    blocks)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
+    check_sdp_precision(p, core.view("SDP"))
     if p.batches > 1:
         check_batch_delivery(core.cfg, p, core.view("CACC"), core.view("SDP"))
+    if p.precision == FP16:
+        # the fp cells have no saturation count; CDMA's fp16 NaN / Inf input counters are
+        # not modelled (left as they were)
+        return _fp16_cacc(core, p, state), {"CACC": {"D_OUT_SATURATION": {"SAT_COUNT": 0}}}
     cube, weights = load_cbuf(core, core.cfg, p, state)
     out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
     written = {
@@ -39,18 +58,7 @@ def run_conv(core, state: CbufState):
     return out, written
 
 
-def run_conv_fp16_cacc(core, state: CbufState):
-    """An fp16 layer of the consumer groups up to CACC's output: the fp32 codes (int64
-    [B, K, Ho, Wo]) CACC delivers to SDP.
-
-    Not a full-core path (:func:`run_conv` rejects fp16: SDP's fp16 datapath is not modelled
-    here). CDMA fetches fp16 features and weights in the int16 layout (2-byte elements;
-    compressed weights decompressed at the fetch: CSC's weight decoder marks an element by
-    its value, so zeros, packed or not, take no part). Also rejected:
-    ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's NaN flushing is not modelled)."""
-    p = decode(core.cfg, *(core.view(b) for b in BLOCKS), allow_fp16=True)
-    if p.precision != FP16:
-        raise ConvProgramError("CDMA.D_MISC_CFG.PROC_PRECISION: not an fp16 layer")
+def _fp16_cacc(core, p, state):
     if core.view("CDMA").D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
         raise ConvProgramError("CDMA.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=ENABLE: CDMA's fp16 NaN "
                                "flushing is not modelled yet")
@@ -59,6 +67,20 @@ def run_conv_fp16_cacc(core, state: CbufState):
     # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full)
     psums, _ = convolve_fp16(p, cube, weights, core.cfg.cbuf_entry_bytes // 2)
     return accumulate_fp16(psums)
+
+
+def run_conv_fp16_cacc(core, state: CbufState):
+    """An fp16 layer of the consumer groups up to CACC's output: the fp32 codes (int64
+    [B, K, Ho, Wo]) CACC delivers to SDP (what :func:`run_conv` hands SDP for such a layer).
+
+    CDMA fetches fp16 features and weights in the int16 layout (2-byte elements; compressed
+    weights decompressed at the fetch: CSC's weight decoder marks an element by its value, so
+    zeros, packed or not, take no part). Rejected: ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's
+    NaN flushing is not modelled)."""
+    p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
+    if p.precision != FP16:
+        raise ConvProgramError("CDMA.D_MISC_CFG.PROC_PRECISION: not an fp16 layer")
+    return _fp16_cacc(core, p, state)
 
 
 class ConvUnit(UnitModel):
