@@ -61,6 +61,16 @@ def _rne(m, v, drop, name):
     return r
 
 
+def _significand(m, x, name):
+    """(sign, exponent, mantissa, is zero, 11-bit significand with the hidden 1; 0 for a
+    zero) of the fp17 code ``x``."""
+    s, e, mant = _split17(x)
+    zero = (e == 0) & (mant == 0)
+    sig = Signal(11, name=name)
+    m.d.comb += sig.eq(Mux(zero, 0, Cat(mant, 1)))
+    return s, e, mant, zero, sig
+
+
 class Fp17Add(wiring.Component):
     """``o = a + b`` on fp17 codes (``HLS_fp17_add``; :func:`sim.nvfloat.fp17_add`)."""
 
@@ -71,11 +81,8 @@ class Fp17Add(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         a, b = self.a, self.b
-        sa, ea, ma = _split17(a)
-        sb, eb, mb = _split17(b)
-        pa, pb = Signal(11), Signal(11)
-        m.d.comb += [pa.eq(Mux((ea == 0) & (ma == 0), 0, Cat(ma, 1))),
-                     pb.eq(Mux((eb == 0) & (mb == 0), 0, Cat(mb, 1)))]
+        sa, ea, ma, _, pa = _significand(m, a, "pa")
+        sb, eb, mb, _, pb = _significand(m, b, "pb")
         a_big = Signal()
         m.d.comb += a_big.eq((ea > eb) | ((ea == eb) & (ma >= mb)))
         oe, os, d = Signal(6), Signal(), Signal(6)
@@ -127,11 +134,8 @@ class Fp17Mul(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         a, b = self.a, self.b
-        sa, ea, ma = _split17(a)
-        sb, eb, mb = _split17(b)
-        za, zb = (ea == 0) & (ma == 0), (eb == 0) & (mb == 0)
-        pa, pb = Signal(11), Signal(11)
-        m.d.comb += [pa.eq(Mux(za, 0, Cat(ma, 1))), pb.eq(Mux(zb, 0, Cat(mb, 1)))]
+        sa, ea, ma, za, pa = _significand(m, a, "pa")
+        sb, eb, mb, zb, pb = _significand(m, b, "pb")
         p = Signal(22)
         es = Signal(7)
         m.d.comb += [p.eq(pa * pb), es.eq(ea + eb)]
