@@ -105,7 +105,7 @@ from .image import image_rules
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
 
 _NARROW = 15                 #: bits of the narrow factor of every product
-CHECK_CYCLES = _NARROW + 2   #: from ``start`` to ``done``
+CHECK_CYCLES = _NARROW + 3   #: from ``start`` to ``done`` (the verdict is registered)
 _BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
 _WT_ALIGN_BITS = 7           #: WEIGHT_BYTES is a multiple of 128 bytes
@@ -532,6 +532,10 @@ class ConvCheck(wiring.Component):
             m.d.sync += count.eq(CHECK_CYCLES)
         with m.Elif(count != 0):
             m.d.sync += count.eq(count - 1)
-        m.d.comb += [self.done.eq(count == 1),
-                     self.ok.eq(~static_err & ~Cat(*late).any())]
+        # the verdict is registered the cycle before ``done``: the rules' OR is a deep cone
+        # (the whole-core ECP5 netlist's worst path ran from it through the layer start
+        # into CMAC and the CSC), and the products are final a cycle before that
+        ok = Signal()
+        m.d.sync += ok.eq(~static_err & ~Cat(*late).any())
+        m.d.comb += [self.done.eq(count == 1), self.ok.eq(ok)]
         return m
