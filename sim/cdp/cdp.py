@@ -61,12 +61,15 @@ import numpy as np
 
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
                    bit_length, select_table)
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp17_mul, fp17_to_fp16,
+                       fp17_to_fp32, fp32_add, fp32_mul)
 from ..sdp.sdp import saturate, sign_extend
 from .program import INT8, CdpLutParams, CdpProgram, decode
 
 __all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
            "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
-           "CdpLutOutput"]
+           "CdpLutOutput", "input_convert_fp16", "square_sum_fp16", "multiply_fp16",
+           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count"]
 
 LUT_FRACTION_BITS = 16                  # interpolation weight precision
 EXTRAPOLATION_BITS = 56                 # slope term width
@@ -238,6 +241,85 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
     out = saturate(rounded, bits)
     truncated = v >> min(int(shift), 62)
     return out, np.abs(truncated - out) > 1
+
+
+# =========================================================================================
+# fp16 stages (INPUT_DATA=FP16): fp17 values, fp32 square sums
+# =========================================================================================
+# NVDLA's fp16 CDP (vmod/nvdla/cdp: _DP_nan, _DP_cvtin / HLS_cdp_icvt, _DP_sum / fp_sum_block,
+# _DP_mul / _DP_MUL_unit, _DP_cvtout / HLS_cdp_ocvt, _wdma) per element, on raw codes:
+#
+#   fp16 --(NAN_TO_ZERO)--> fp17 --fp32 square sum--> LUT (fp32 in, fp17 out) --x input--> fp16
+#
+# The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
+# and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
+def input_convert_fp16(raw, nan_to_zero: bool = False):
+    """fp16 input codes -> fp17 codes: NaNs replaced by +0 first when ``nan_to_zero``
+    (``D_NAN_FLUSH_TO_ZERO``), then NVDLA's fp16 -> fp17 (:func:`sim.nvfloat.fp16_to_fp17`:
+    exact, infinities become the largest finite fp17 value, NaNs keep sign and payload)."""
+    h = np.asarray(raw, dtype=np.int64) & 0xFFFF
+    if nan_to_zero:
+        h = np.where(fp16_is_nan(h), 0, h)
+    return fp16_to_fp17(h)
+
+
+def square_sum_fp16(x, window: int, bypass: bool = False):
+    """fp32 square sums of fp17 codes ``x[C, ...]`` over ``window`` channels centred on each
+    channel (channels outside ``x`` count +0); with ``bypass`` the centre value in fp32.
+
+    Each value is widened to fp32 and squared with NVDLA's fp32 multiplier; the squares of
+    channels c-k and c+k are added pairwise, then accumulated in the order of NVDLA's adder
+    tree, all with NVDLA's fp32 adder (not associative: the order is part of the result)::
+
+        ((((sq[c-1] + sq[c+1]) + sq[c]) + (sq[c-2] + sq[c+2])) + (sq[c-3] + sq[c+3]))
+                                                                + (sq[c-4] + sq[c+4])
+
+    stopping after the window's last pair (window 3: the first two additions)."""
+    w = fp17_to_fp32(np.asarray(x, dtype=np.int64))
+    if bypass:
+        return w
+    n = window // 2
+    sq = fp32_mul(w, w)
+    c = sq.shape[0]
+    zeros = np.zeros((n,) + sq.shape[1:], dtype=np.int64)
+    padded = np.concatenate([zeros, sq, zeros])          # padded[n + k] = sq[k]
+
+    def at(d):                                           # sq[c + d] for every c
+        return padded[n + d:n + d + c]
+
+    s = fp32_add(fp32_add(at(-1), at(1)), at(0))
+    for k in range(2, n + 1):
+        s = fp32_add(s, fp32_add(at(-k), at(k)))
+    return s
+
+
+def multiply_fp16(lut, x, bypass: bool = False):
+    """The multiplier on fp17 codes: ``x * lut`` (NVDLA's fp17 multiplier, the input first);
+    with ``bypass`` (MUL_BYPASS) the LUT value, except that a NaN input passes itself."""
+    x = np.asarray(x, dtype=np.int64)
+    lut = np.asarray(lut, dtype=np.int64)
+    if bypass:
+        nan = (((x >> 10) & 0x3F) == 0x3F) & ((x & 0x3FF) != 0)
+        return np.where(nan, x, lut)
+    return fp17_mul(x, lut)
+
+
+def output_convert_fp16(y):
+    """fp17 codes -> fp16 output codes (NVDLA's fp17 -> fp16: nearest even, saturating to
+    +-65504, no infinities; NaNs keep sign and payload); never counts a saturation."""
+    return fp17_to_fp16(np.asarray(y, dtype=np.int64))
+
+
+def fp16_nan_inf_counts(raw):
+    """``(NaN, Inf)`` counts of fp16 input codes (``D_NAN_INPUT_NUM`` / ``D_INF_INPUT_NUM``,
+    before any flush)."""
+    h = np.asarray(raw, dtype=np.int64)
+    return int(np.count_nonzero(fp16_is_nan(h))), int(np.count_nonzero(fp16_is_inf(h)))
+
+
+def fp16_nan_count(out):
+    """NaN count of fp16 output codes (``D_NAN_OUTPUT_NUM``)."""
+    return int(np.count_nonzero(fp16_is_nan(np.asarray(out, dtype=np.int64))))
 
 
 # =========================================================================================
