@@ -253,6 +253,20 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 #
 # The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
 # and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
+#
+# Not modelled yet: the LUT in fp16 mode (sim.cdp.program.decode raises NotImplementedError
+# naming CDP.S_LUT_CFG). What NVDLA's Verilog shows of it, for whoever continues:
+# - _DP_LUT_CTRL_unit: per table (X = LE, Y = LO) d = HLS_fp32_sub(sum, START) with START the
+#   low 32 bits of the *_START registers read as fp32; underflow when d is NaN, +-0 or negative.
+#   LE exponent mode: index = (exponent field of d) - 127 - LE_INDEX_OFFSET (8-bit signed
+#   compare; negative -> underflow), fraction = d's mantissa bits 22:7; linear modes: d as a
+#   fixed-point number shifted by INDEX_SELECT (negative shifts left), index = integer part,
+#   >= 64 (LE) / 256 (LO) -> overflow (index clamped), fraction = the 16 bits below.
+# - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
+#   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
+# - _DP_INTP_unit (hit): fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(y1, y0)), frac), y0).
+# - _DP_intp: the under/overflow extrapolation (slope scale/shift fields) in fp, and the table
+#   choice (priorities, counters) as in integer mode -- not read yet.
 def input_convert_fp16(raw, nan_to_zero: bool = False):
     """fp16 input codes -> fp17 codes: NaNs replaced by +0 first when ``nan_to_zero``
     (``D_NAN_FLUSH_TO_ZERO``), then NVDLA's fp16 -> fp17 (:func:`sim.nvfloat.fp16_to_fp17`:
