@@ -1,10 +1,12 @@
-"""The fp16 CDP stages of :mod:`sim.cdp.cdp` (input converter, square sum, multiplier, output
-converter, NaN / Inf counters).
+"""The fp16 CDP stages of :mod:`sim.cdp.cdp` (input converter, square sum, LUT index,
+multiplier, output converter, NaN / Inf counters).
 
 Fast tests check known answers and digests; the digests are of the outputs of NVDLA's own
 Verilog (nvdla/hw ``nvdlav1``: ``vmod/vlibs/HLS_cdp_icvt.v`` and ``HLS_cdp_ocvt.v`` in FP16
 mode, exhaustively; ``vmod/nvdla/cdp/fp_sum_block.v`` with ``HLS_fp32_add.v`` on the squares of
-random fp17 channel windows, every window length). The slow tests re-run that Verilog in
+random fp17 channel windows, every window length; ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``
+with ``HLS_fp32_sub.v`` in fp16 mode, the LUT index stage, on 3,000 square sums under 9 LUT
+configurations). The slow tests re-run that Verilog in
 Icarus when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw (sources read with ``git show``
 into a temporary directory; nothing of NVDLA's is kept here):
 
@@ -28,7 +30,7 @@ from sim.cdp import CdpProgramError, decode
 from sim.cdp.random_programs import random_program
 from sim.regs import GroupView
 from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
-                         multiply_fp16, output_convert_fp16, square_sum_fp16)
+                         lut_index_fp16, multiply_fp16, output_convert_fp16, square_sum_fp16)
 from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
                          fp17_to_fp16, fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float)
 
@@ -56,6 +58,38 @@ def _windows(n=6000):
                    (62 << 10) | 0x3FF, 31 << 10, 1 << 10])
     special = rng.random((9, n)) < .05
     return np.where(special, rng.choice(sp, (9, n)), x)
+
+
+#: (LE exponent mode, LE offset, LE select, LE start, LO select, LO start, start high bits)
+LUT_CONFIGS = [(True, 0, 0, 0.0, 0, 0.0, 0), (True, -10, 5, 1.5, -3, 100.0, 0x2A),
+               (True, 20, 0, -2.0, 5, -2.0, 0x3F), (False, 0, -4, 0.25, 10, 0.0, 0),
+               (False, 0, 7, 3.0e-3, -128, 0.5, 0x15), (True, -128, 127, 0.0, -20, 7.0, 0),
+               (False, 127, 127, 0.0, 127, 1e30, 0), (False, 0, -30, 1e-6, 0, -0.0, 0),
+               (True, 3, 0, -np.inf, 2, -np.inf, 0)]
+
+
+def _lut_sums(n=3000):
+    """fp32 square sums for the LUT index: zeros, NaNs, negatives (sqsum bypass), values
+    spread over the whole range and values near the table starts of :data:`LUT_CONFIGS`."""
+    rng = np.random.default_rng(13)
+    e = rng.integers(0, 255, n)
+    e = np.where(rng.random(n) < .6, rng.integers(100, 160, n), e)
+    x = (e << 23) | rng.integers(0, 1 << 23, n)
+    x = np.where(rng.random(n) < .1, x | (1 << 31), x)
+    near = fp32_from_float(np.array([c[3] for c in LUT_CONFIGS] + [c[5] for c in LUT_CONFIGS]))
+    k = n // 5
+    x[:k] = rng.choice(near, k) + rng.integers(-3, 4, k)
+    sp = np.array([0, 1 << 31, 0x7FC00000, 0x7F800001, 0xFFC00000, 0x7F7FFFFF, 0x7F800000,
+                   0x00000001, 0x3F800000])
+    x[k:k + 40] = rng.choice(sp, 40)
+    return x & 0xFFFFFFFF
+
+
+def _lut_index_model(cfg, s):
+    exp, le_off, le_sel, le_start, lo_sel, lo_start, _ = cfg
+    xi, xf, xu, xo = lut_index_fp16(s, int(fp32_from_float(le_start)), exp, le_off, le_sel, 65)
+    yi, yf, yu, yo = lut_index_fp16(s, int(fp32_from_float(lo_start)), False, 0, lo_sel, 257)
+    return xi, xf, xu, xo, yi, yf, yu, yo
 
 
 def _sums(x):
@@ -163,6 +197,24 @@ SUM_DIGESTS = {3: "acfb81b654a429af", 5: "1447e9ba8ebbd440", 7: "f47fafbb6bd36f1
                9: "856dd1e56150b2a3"}
 
 
+def test_lut_index_fp16_known_answers():
+    f = fp32_from_float
+    s = f(np.array([0.5, 1.0, 3.0, 5.5, 1000., -1., 0.]))
+    i, fr, u, o = lut_index_fp16(s, int(f(0.0)), True, 0, 0, 65)       # log2
+    assert list(u) == [True, False, False, False, False, True, True]
+    assert list(i[~u]) == [0, 1, 2, 9] and list(fr[~u]) == [0, 0x8000, 0x6000, 0xF400]
+    i, fr, u, o = lut_index_fp16(s, int(f(1.0)), False, 0, 1, 257)     # (s - 1) / 2
+    assert list(i) == [0, 0, 1, 2, 256, 0, 0] and list(o) == [0, 0, 0, 0, 1, 0, 0]
+    assert list(fr[2:4]) == [0, 0x4000]
+    i, fr, u, o = lut_index_fp16(s, int(f(0.0)), False, 0, -2, 65)     # s x 4
+    assert list(i[:4]) == [2, 4, 12, 22] and o[4] and not o[3]
+
+
+LUT_DIGESTS = ["020e58eee99a3cb4", "7340b9101d3e6e32", "f2da7baadd25d58f", "b87b849b4f3121a9",
+               "53f3217c7db10fce", "b6865b295866162b", "a0bbb6abafec95ac", "28ee5f2f2077a55d",
+               "72cd536b11531250"]
+
+
 def test_against_nvdla_verilog_digests():
     assert _digest(input_convert_fp16(np.arange(1 << 16))) == ICVT_DIGEST
     assert _digest(output_convert_fp16(np.arange(1 << 17))) == OCVT_DIGEST
@@ -170,6 +222,10 @@ def test_against_nvdla_verilog_digests():
     assert _digest(x) == "642e4e01c33d3f57", "operand generator changed"
     for w, s in _sums(x).items():
         assert _digest(s) == SUM_DIGESTS[w], w
+    s = _lut_sums()
+    assert _digest(s) == "ff5180634c781248", "LUT operand generator changed"
+    for cfg, want in zip(LUT_CONFIGS, LUT_DIGESTS):
+        assert _digest(np.stack(_lut_index_model(cfg, s))) == want, cfg
 
 
 # -----------------------------------------------------------------------------------------
@@ -305,3 +361,65 @@ def test_square_sum_against_nvdla_verilog(window):
     _check(got, want, f"window {window}")
     print(window, _digest(got))
 
+
+
+_LUT_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] v [0:{n}-1];
+integer i = 0, no = 0, f, cyc = 0;
+wire in_rdy, out_vld;
+wire [35:0] xi, yi; wire [19:0] xp, yp;
+NV_NVDLA_CDP_DP_LUT_CTRL_unit dut (.nvdla_core_clk(clk), .nvdla_op_gated_clk_fp16(clk),
+  .nvdla_op_gated_clk_int(clk), .nvdla_core_rstn(rstn), .dp2lut_prdy(1'b1), .fp16_en(1'b1),
+  .int16_en(1'b0), .int8_en(1'b0), .reg2dp_lut_le_function(1'b{lin}),
+  .reg2dp_lut_le_index_offset(8'h{le_off:02x}), .reg2dp_lut_le_index_select(8'h{le_sel:02x}),
+  .reg2dp_lut_le_start_high(6'h{high:02x}), .reg2dp_lut_le_start_low(32'h{le_start:08x}),
+  .reg2dp_lut_lo_index_select(8'h{lo_sel:02x}), .reg2dp_lut_lo_start_high(6'h{high:02x}),
+  .reg2dp_lut_lo_start_low(32'h{lo_start:08x}), .reg2dp_sqsum_bypass(1'b0),
+  .sum2itp_pd({{10'h2aa, v[i]}}), .sum2itp_pvld(rstn && cyc > 4 && i < {n}),
+  .dp2lut_X_info(xi), .dp2lut_X_pd(xp), .dp2lut_Y_info(yi), .dp2lut_Y_pd(yp),
+  .dp2lut_pvld(out_vld), .sum2itp_prdy(in_rdy));
+initial begin
+  $readmemh("a.hex", v);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_rdy && cyc > 4 && i < {n}) i <= i + 1;
+  if (out_vld) begin $fwrite(f, "%h %h %h %h\\n", xp, xi, yp, yi); no = no + 1; end
+  if (no == {n} || cyc > {n} * 8 + 200) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("k", range(len(LUT_CONFIGS)))
+@needs_nvdla
+def test_lut_index_against_nvdla_verilog(k):
+    cfg = LUT_CONFIGS[k]
+    exp, le_off, le_sel, le_start, lo_sel, lo_start, high = cfg
+    s = _lut_sums()
+    tb = _LUT_TB.format(n=s.size, lin=0 if exp else 1, le_off=le_off & 0xFF,
+                        le_sel=le_sel & 0xFF, high=high,
+                        le_start=int(fp32_from_float(le_start)) & 0xFFFFFFFF,
+                        lo_sel=lo_sel & 0xFF,
+                        lo_start=int(fp32_from_float(lo_start)) & 0xFFFFFFFF)
+    out = _icarus(f"lut{k}", ["vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v",
+                              "vmod/vlibs/HLS_fp32_sub.v"],
+                  tb, {"a.hex": s}).reshape(-1, 4)
+    xp, xi, yp, yi = out.T
+    got = [xp, xi & 0xFFFF, (xi >> 32) & 1, (xi >> 34) & 1,
+           yp, yi & 0xFFFF, (yi >> 32) & 1, (yi >> 34) & 1]
+    want = list(_lut_index_model(cfg, s))
+    names = ["X index", "X frac", "X uflow", "X oflow", "Y index", "Y frac", "Y uflow",
+             "Y oflow"]
+    for j in range(8):
+        g, w = got[j].astype(np.int64), np.asarray(want[j], dtype=np.int64)
+        if j in (1, 5):                         # fraction: hits only (stale on underflow)
+            hit = ~(np.asarray(want[j + 1], bool) | np.asarray(want[j + 2], bool))
+            g, w = g[hit], w[hit]
+        _check(g, w, f"{cfg} {names[j]}")
+    print(k, _digest(np.stack(want)))

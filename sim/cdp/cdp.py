@@ -62,14 +62,14 @@ import numpy as np
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
                    bit_length, select_table)
 from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp17_mul, fp17_to_fp16,
-                       fp17_to_fp32, fp32_add, fp32_mul)
+                       fp17_to_fp32, fp32_add, fp32_mul, fp32_sub)
 from ..sdp.sdp import saturate, sign_extend
 from .program import INT8, CdpLutParams, CdpProgram, decode
 
 __all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
            "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
            "CdpLutOutput", "input_convert_fp16", "square_sum_fp16", "multiply_fp16",
-           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count"]
+           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count", "lut_index_fp16"]
 
 LUT_FRACTION_BITS = 16                  # interpolation weight precision
 EXTRAPOLATION_BITS = 56                 # slope term width
@@ -322,6 +322,54 @@ def output_convert_fp16(y):
     """fp17 codes -> fp16 output codes (NVDLA's fp17 -> fp16: nearest even, saturating to
     +-65504, no infinities; NaNs keep sign and payload); never counts a saturation."""
     return fp17_to_fp16(np.asarray(y, dtype=np.int64))
+
+
+def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_select: int,
+                   entries: int):
+    """The index stage of one table of the fp16 LUT (NVDLA's ``_DP_LUT_CTRL_unit``), on fp32
+    square sums ``s``; not yet part of a layer (the interpolation after it is not modelled).
+
+    ``start``: the low 32 bits of ``S_LUT_LE_START`` / ``S_LUT_LO_START``, an fp32 code;
+    ``exponent``: LE exponent mode (else linear); ``index_offset`` / ``index_select``: the
+    signed 8-bit fields; ``entries``: 65 (LE) / 257 (LO). ``d = fp32_sub(s, start)``;
+    underflow when ``d`` is a NaN, +-0 or negative. Exponent mode: ``log2 = exponent field -
+    127``, index ``log2 - index_offset`` (underflow when negative), fraction = ``d``'s mantissa
+    bits 22:7. Linear mode: ``d x 2^-index_select`` exactly, index = its integer part,
+    fraction = the 16 bits below (truncated). Overflow when the index reaches ``entries - 1``
+    (the index is then ``entries - 1``); an infinite ``d`` (possible with a -inf start) is
+    exponent 128 read as -128 in exponent mode, and index 0 (a hit) in linear mode. Returns ``(index, fraction, under, over)``; the
+    index is 0 on underflow, the fraction is defined on hits only (NVDLA keeps a stale value
+    on linear underflow)."""
+    s = np.asarray(s, dtype=np.int64)
+    d = fp32_sub(s, np.int64(start & 0xFFFFFFFF))
+    e = (d >> 23) & 0xFF
+    m = d & 0x7FFFFF
+    nan = (e == 0xFF) & (m != 0)
+    under = nan | ((d & 0x7FFFFFFF) == 0) | (((d >> 31) & 1) == 1)
+    limit = entries - 1
+    if exponent:
+        log2 = ((e - 127 + 128) & 0xFF) - 128               # 8 bits: e = 255 reads as -128
+        index = log2 - int(index_offset)
+        under = under | (index < 0)
+        frac = m >> 7
+    else:
+        sig = m | (1 << 23)
+        q = e - 127 - int(index_select) - 23                 # scaled = sig x 2^q
+        big = q >= 16                                        # >= 2^39: overflows any table
+        qc = np.clip(q, -80, 15)
+        index = np.where(qc >= 0, sig << np.maximum(qc, 0), sig >> np.clip(-qc, 0, 63))
+        index = np.where(big, limit, index)
+        f = qc + 16                                          # fraction bits: sig x 2^(q+16)
+        frac = np.where(f >= 0, (sig << np.clip(f, 0, 16)),
+                        sig >> np.clip(-f, 0, 63)) & 0xFFFF
+        frac = np.where(qc >= 0, 0, frac)
+        # d = infinity (e.g. START = -inf): NVDLA's 128-bit integer part wraps to 0, a hit at 0
+        inf = e == 0xFF
+        index = np.where(inf, 0, index)
+        frac = np.where(inf, 0, frac)
+    over = ~under & (index >= limit)
+    index = np.where(under, 0, np.where(over, limit, index))
+    return index, np.where(under, 0, frac), under, over
 
 
 def fp16_nan_inf_counts(raw):
