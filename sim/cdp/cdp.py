@@ -254,8 +254,9 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
 # and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
 #
-# Not modelled yet: the LUT in fp16 mode (sim.cdp.program.decode raises NotImplementedError
-# naming CDP.S_LUT_CFG). What NVDLA's Verilog shows of it, for whoever continues:
+# Not modelled yet: the LUT in fp16 mode past its index stage (lut_index_fp16 below, checked
+# against the Verilog; sim.cdp.program.decode raises NotImplementedError naming CDP.S_LUT_CFG).
+# What NVDLA's Verilog shows of it, for whoever continues:
 # - _DP_LUT_CTRL_unit: per table (X = LE, Y = LO) d = HLS_fp32_sub(sum, START) with START the
 #   low 32 bits of the *_START registers read as fp32; underflow when d is NaN, +-0 or negative.
 #   LE exponent mode: index = (exponent field of d) - 127 - LE_INDEX_OFFSET (8-bit signed
@@ -265,8 +266,10 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
 #   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
 # - _DP_INTP_unit (hit): fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(y1, y0)), frac), y0).
-# - _DP_intp: the under/overflow extrapolation (slope scale/shift fields) in fp, and the table
-#   choice (priorities, counters) as in integer mode -- not read yet.
+# - _DP_intp: the under/overflow extrapolation in fp (slope scales widened fp16 -> fp17,
+#   an fp32_add of LE_START for the exponent-mode underflow reference, NaN square sums passed
+#   through with their sign and low 10 mantissa bits), and the table choice (priorities,
+#   counters) -- only skimmed.
 def input_convert_fp16(raw, nan_to_zero: bool = False):
     """fp16 input codes -> fp17 codes: NaNs replaced by +0 first when ``nan_to_zero``
     (``D_NAN_FLUSH_TO_ZERO``), then NVDLA's fp16 -> fp17 (:func:`sim.nvfloat.fp16_to_fp17`:
@@ -337,9 +340,9 @@ def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_selec
     bits 22:7. Linear mode: ``d x 2^-index_select`` exactly, index = its integer part,
     fraction = the 16 bits below (truncated). Overflow when the index reaches ``entries - 1``
     (the index is then ``entries - 1``); an infinite ``d`` (possible with a -inf start) is
-    exponent 128 read as -128 in exponent mode, and index 0 (a hit) in linear mode. Returns ``(index, fraction, under, over)``; the
-    index is 0 on underflow, the fraction is defined on hits only (NVDLA keeps a stale value
-    on linear underflow)."""
+    exponent 128 read as -128 in exponent mode, and index 0 (a hit) in linear mode. Returns
+    ``(index, fraction, under, over)``; the index is 0 on underflow, the fraction is defined
+    on hits only (NVDLA keeps a stale value on linear underflow)."""
     s = np.asarray(s, dtype=np.int64)
     d = fp32_sub(s, np.int64(start & 0xFFFFFFFF))
     e = (d >> 23) & 0xFF
