@@ -4,9 +4,10 @@ multiplier, output converter, NaN / Inf counters).
 Fast tests check known answers and digests; the digests are of the outputs of NVDLA's own
 Verilog (nvdla/hw ``nvdlav1``: ``vmod/vlibs/HLS_cdp_icvt.v`` and ``HLS_cdp_ocvt.v`` in FP16
 mode, exhaustively; ``vmod/nvdla/cdp/fp_sum_block.v`` with ``HLS_fp32_add.v`` on the squares of
-random fp17 channel windows, every window length; ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``
-with ``HLS_fp32_sub.v`` in fp16 mode, the LUT index stage, on 3,000 square sums under 9 LUT
-configurations). The slow tests re-run that Verilog in
+random fp17 channel windows, every window length;
+``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` with ``HLS_fp32_sub.v`` in fp16 mode, the LUT index stage, on 3,000 square sums under 9 LUT
+configurations; ``NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
+20,000 operand sets). The slow tests re-run that Verilog in
 Icarus when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw (sources read with ``git show``
 into a temporary directory; nothing of NVDLA's is kept here):
 
@@ -30,7 +31,7 @@ from sim.cdp import CdpProgramError, decode
 from sim.cdp.random_programs import random_program
 from sim.regs import GroupView
 from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
-                         lut_index_fp16, multiply_fp16, output_convert_fp16, square_sum_fp16)
+                         interpolate_fp16, lut_index_fp16, multiply_fp16, output_convert_fp16, square_sum_fp16)
 from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
                          fp17_to_fp16, fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float)
 
@@ -83,6 +84,26 @@ def _lut_sums(n=3000):
                    0x00000001, 0x3F800000])
     x[k:k + 40] = rng.choice(sp, 40)
     return x & 0xFFFFFFFF
+
+
+def _interp_operands(n=20000):
+    """(in0, in1) fp32 codes a few binades apart (plus NaNs, zeros, the largest value) and
+    (y, scale) fp17 codes for the interpolation unit."""
+    rng = np.random.default_rng(17)
+    e0 = rng.integers(90, 165, n)
+    e1 = np.clip(e0 + rng.integers(-3, 4, n), 0, 254)
+    in0 = (rng.integers(0, 2, n) << 31) | (e0 << 23) | rng.integers(0, 1 << 23, n)
+    in1 = (rng.integers(0, 2, n) << 31) | (e1 << 23) | rng.integers(0, 1 << 23, n)
+    y = (rng.integers(0, 2, n) << 16) | (rng.integers(10, 54, n) << 10) \
+        | rng.integers(0, 1024, n)
+    scale = (rng.integers(0, 2, n) << 16) | (rng.integers(10, 40, n) << 10) \
+        | rng.integers(0, 1024, n)
+    k = n // 20
+    sp32 = np.array([0, 1 << 31, 0x7FC00000, 0xFF800001, 0x7F7FFFFF, 0x3F800000])
+    sp17 = np.array([0, 1 << 16, NAN17, 62 << 10 | 0x3FF, 31 << 10])
+    in0[:k], in1[k:2 * k] = rng.choice(sp32, k), rng.choice(sp32, k)
+    y[2 * k:3 * k], scale[3 * k:4 * k] = rng.choice(sp17, k), rng.choice(sp17, k)
+    return in0, in1, y, scale
 
 
 def _lut_index_model(cfg, s):
@@ -210,6 +231,7 @@ def test_lut_index_fp16_known_answers():
     assert list(i[:4]) == [2, 4, 12, 22] and o[4] and not o[3]
 
 
+INTERP_DIGEST = "733710edd52aa4db"
 LUT_DIGESTS = ["020e58eee99a3cb4", "7340b9101d3e6e32", "f2da7baadd25d58f", "b87b849b4f3121a9",
                "53f3217c7db10fce", "b6865b295866162b", "a0bbb6abafec95ac", "28ee5f2f2077a55d",
                "72cd536b11531250"]
@@ -222,6 +244,9 @@ def test_against_nvdla_verilog_digests():
     assert _digest(x) == "642e4e01c33d3f57", "operand generator changed"
     for w, s in _sums(x).items():
         assert _digest(s) == SUM_DIGESTS[w], w
+    ops = _interp_operands()
+    assert _digest(np.stack(ops)) == "79ddd873c332672d", "interpolation operand generator changed"
+    assert _digest(interpolate_fp16(*ops)) == INTERP_DIGEST
     s = _lut_sums()
     assert _digest(s) == "ff5180634c781248", "LUT operand generator changed"
     for cfg, want in zip(LUT_CONFIGS, LUT_DIGESTS):
@@ -423,3 +448,45 @@ def test_lut_index_against_nvdla_verilog(k):
             g, w = g[hit], w[hit]
         _check(g, w, f"{cfg} {names[j]}")
     print(k, _digest(np.stack(want)))
+
+
+_INTP_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] v [0:4*{n}-1];
+integer i = 0, no = 0, f, cyc = 0;
+wire in_rdy, out_vld;
+wire [16:0] o;
+NV_NVDLA_CDP_DP_INTP_unit dut (.nvdla_op_gated_clk_int(clk), .nvdla_core_rstn(rstn),
+  .fp16_en(1'b1), .interp_in0_pd({{7'h55, v[4*i]}}), .interp_in1_pd({{6'h2a, v[4*i+1]}}),
+  .interp_in_pd(v[4*i+2][16:0]), .interp_in_scale(v[4*i+3][16:0]), .interp_in_shift(6'h2b),
+  .interp_in_vld(rstn && cyc > 4 && i < {n}), .interp_out_rdy(1'b1),
+  .nvdla_op_gated_clk_fp16(clk), .interp_in_rdy(in_rdy), .interp_out_pd(o),
+  .interp_out_vld(out_vld));
+initial begin
+  $readmemh("a.hex", v);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_rdy && cyc > 4 && i < {n}) i <= i + 1;
+  if (out_vld) begin $fwrite(f, "%h\\n", o); no = no + 1; end
+  if (no == {n} || cyc > {n} * 8 + 200) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+
+@needs_nvdla
+def test_interpolation_against_nvdla_verilog():
+    ops = _interp_operands()
+    n = ops[0].size
+    got = _icarus("intp", ["vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v",
+                           "vmod/vlibs/HLS_fp32_sub.v", "vmod/vlibs/HLS_fp32_to_fp17.v",
+                           "vmod/vlibs/HLS_fp17_mul.v", "vmod/vlibs/HLS_fp17_add.v"],
+                  _INTP_TB.format(n=n), {"a.hex": np.stack(ops).T.reshape(-1)})
+    want = interpolate_fp16(*ops)
+    _check(got, want, "interpolation")
+    print("intp", _digest(got))

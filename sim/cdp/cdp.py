@@ -62,14 +62,15 @@ import numpy as np
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
                    bit_length, select_table)
 from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp17_mul, fp17_to_fp16,
-                       fp17_to_fp32, fp32_add, fp32_mul, fp32_sub)
+                       fp17_add, fp17_to_fp32, fp32_add, fp32_mul, fp32_sub, fp32_to_fp17)
 from ..sdp.sdp import saturate, sign_extend
 from .program import INT8, CdpLutParams, CdpProgram, decode
 
 __all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
            "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
            "CdpLutOutput", "input_convert_fp16", "square_sum_fp16", "multiply_fp16",
-           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count", "lut_index_fp16"]
+           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count", "lut_index_fp16",
+           "interpolate_fp16"]
 
 LUT_FRACTION_BITS = 16                  # interpolation weight precision
 EXTRAPOLATION_BITS = 56                 # slope term width
@@ -254,8 +255,10 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
 # and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
 #
-# Not modelled yet: the LUT in fp16 mode past its index stage (lut_index_fp16 below, checked
-# against the Verilog; sim.cdp.program.decode raises NotImplementedError naming CDP.S_LUT_CFG).
+# Not modelled yet: the LUT in fp16 mode as a whole -- its index stage (lut_index_fp16) and
+# interpolation unit (interpolate_fp16) are, checked against the Verilog, but not the wiring
+# between them (_DP_lut, _DP_intp); sim.cdp.program.decode raises NotImplementedError
+# naming CDP.S_LUT_CFG.
 # What NVDLA's Verilog shows of it, for whoever continues:
 # - _DP_LUT_CTRL_unit: per table (X = LE, Y = LO) d = HLS_fp32_sub(sum, START) with START the
 #   low 32 bits of the *_START registers read as fp32; underflow when d is NaN, +-0 or negative.
@@ -265,7 +268,9 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 #   >= 64 (LE) / 256 (LO) -> overflow (index clamped), fraction = the 16 bits below.
 # - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
 #   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
-# - _DP_INTP_unit (hit): fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(y1, y0)), frac), y0).
+# - _DP_INTP_unit: fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)
+#   (interpolate_fp16 below, checked against the Verilog); on a hit presumably in1/in0 = the
+#   entries y1/y0 in fp32, scale = the fraction in fp17, y = y0 in fp17 (not verified).
 # - _DP_intp: the under/overflow extrapolation in fp (slope scales widened fp16 -> fp17,
 #   an fp32_add of LE_START for the exponent-mode underflow reference, NaN square sums passed
 #   through with their sign and low 10 mantissa bits), and the table choice (priorities,
@@ -373,6 +378,16 @@ def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_selec
     over = ~under & (index >= limit)
     index = np.where(under, 0, np.where(over, limit, index))
     return index, np.where(under, 0, frac), under, over
+
+
+def interpolate_fp16(in0, in1, y, scale):
+    """NVDLA's fp16 interpolation unit (``_DP_INTP_unit`` in fp16 mode): ``(in1 - in0) x scale
+    + y`` as ``fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)`` (``in0``,
+    ``in1`` fp32 codes; ``y``, ``scale`` fp17 codes; the product first in the addition). Not
+    yet part of a layer: what ``_DP_intp`` feeds it on hits and misses is not modelled."""
+    d = fp32_to_fp17(fp32_sub(np.asarray(in1, dtype=np.int64), np.asarray(in0, dtype=np.int64)))
+    return fp17_add(fp17_mul(d, np.asarray(scale, dtype=np.int64)),
+                    np.asarray(y, dtype=np.int64))
 
 
 def fp16_nan_inf_counts(raw):
