@@ -1,15 +1,20 @@
 """The fp16 CDP stages of :mod:`sim.cdp.cdp` (input converter, square sum, LUT index,
-multiplier, output converter, NaN / Inf counters).
+interpolation unit, multiplier, output converter, NaN / Inf counters).
 
 Fast tests check known answers and digests; the digests are of the outputs of NVDLA's own
-Verilog (nvdla/hw ``nvdlav1``: ``vmod/vlibs/HLS_cdp_icvt.v`` and ``HLS_cdp_ocvt.v`` in FP16
-mode, exhaustively; ``vmod/nvdla/cdp/fp_sum_block.v`` with ``HLS_fp32_add.v`` on the squares of
-random fp17 channel windows, every window length;
-``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` with ``HLS_fp32_sub.v`` in fp16 mode, the LUT index stage, on 3,000 square sums under 9 LUT
-configurations; ``NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
-20,000 operand sets). The slow tests re-run that Verilog in
-Icarus when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw (sources read with ``git show``
-into a temporary directory; nothing of NVDLA's is kept here):
+Verilog (nvdla/hw ``nvdlav1``), simulated in Icarus:
+
+- ``vmod/vlibs/HLS_cdp_icvt.v`` and ``HLS_cdp_ocvt.v`` in FP16 mode, exhaustively;
+- ``vmod/nvdla/cdp/fp_sum_block.v`` (with ``HLS_fp32_add.v``) on the squares of 6,000 random
+  fp17 channel windows, every window length;
+- ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` (with ``HLS_fp32_sub.v``) in fp16 mode,
+  the LUT index stage, on 3,000 square sums under 9 LUT configurations;
+- ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
+  20,000 operand sets.
+
+The slow tests re-run that Verilog when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw
+and Icarus is installed (sources read with ``git show`` into a temporary directory; nothing of
+NVDLA's is kept here):
 
     NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_cdp_fp16.py
 """
@@ -28,15 +33,15 @@ import pytest
 from arch.config import PRESETS
 from arch.registers import register_map
 from sim.cdp import CdpProgramError, decode
+from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
+                         interpolate_fp16, lut_index_fp16, multiply_fp16,
+                         output_convert_fp16, square_sum_fp16)
 from sim.cdp.random_programs import random_program
 from sim.regs import GroupView
-from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
-                         interpolate_fp16, lut_index_fp16, multiply_fp16, output_convert_fp16, square_sum_fp16)
 from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
-                         fp17_to_fp16, fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float)
+                         fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float)
 
 GIT = os.environ.get("NVDLA_HW_GIT")
-ENUM_FP16 = 2
 NAN17 = (63 << 10) | 1
 
 
