@@ -269,12 +269,19 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
 #   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
 # - _DP_INTP_unit: fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)
-#   (interpolate_fp16 below, checked against the Verilog); on a hit presumably in1/in0 = the
-#   entries y1/y0 in fp32, scale = the fraction in fp17, y = y0 in fp17 (not verified).
-# - _DP_intp: the under/overflow extrapolation in fp (slope scales widened fp16 -> fp17,
-#   an fp32_add of LE_START for the exponent-mode underflow reference, NaN square sums passed
-#   through with their sign and low 10 mantissa bits), and the table choice (priorities,
-#   counters) -- only skimmed.
+#   (interpolate_fp16 below, checked against the Verilog).
+# - _DP_intp feeds it, for the chosen table (selection as in integer mode): on a hit in0 / in1
+#   = the entries at index / index + 1 widened to fp32, y = the entry at index in fp17, scale =
+#   the LUT's 16-bit fraction word (via fp_format_cvt's HLS_uint16_to_fp17, not checked);
+#   on a miss in1 = the fp32 square sum, in0 = the reference (LE underflow: fp32_add(2^offset
+#   as fp32 -- exponent offset + 127, 0 for offsets -128 / -127 or linear mode -- , LE_START);
+#   LE overflow: LE_END; LO: LO_START / LO_END; low 32 bits of the registers as fp32), y =
+#   the edge entry in fp17, scale = the *_SLOPE_*_SCALE field read as fp16 and widened to fp17
+#   (the *_SHIFT fields appear unused in fp16 mode); a NaN square sum appears to bypass the
+#   LUT as a NaN with its sign and low 10 mantissa bits (NaN_flag_* in _DP_intp). Read from
+#   the Verilog, not yet checked in simulation.
+
+
 def input_convert_fp16(raw, nan_to_zero: bool = False):
     """fp16 input codes -> fp17 codes: NaNs replaced by +0 first when ``nan_to_zero``
     (``D_NAN_FLUSH_TO_ZERO``), then NVDLA's fp16 -> fp17 (:func:`sim.nvfloat.fp16_to_fp17`:
