@@ -10,7 +10,9 @@ Verilog (nvdla/hw ``nvdlav1``), simulated in Icarus:
 - ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` (with ``HLS_fp32_sub.v``) in fp16 mode,
   the LUT index stage, on 3,000 square sums under 9 LUT configurations;
 - ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
-  20,000 operand sets.
+  20,000 operand sets;
+- ``vmod/vlibs/HLS_uint16_to_fp17.v`` (the LUT fraction's converter in ``fp_format_cvt``),
+  exhaustively: :func:`sim.nvfloat.fraction_to_fp17` with 16 bits.
 
 The slow tests re-run that Verilog when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw
 and Icarus is installed (sources read with ``git show`` into a temporary directory; nothing of
@@ -39,7 +41,8 @@ from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16
 from sim.cdp.random_programs import random_program
 from sim.regs import GroupView
 from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
-                         fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float)
+                         fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float,
+                         fraction_to_fp17)
 
 GIT = os.environ.get("NVDLA_HW_GIT")
 NAN17 = (63 << 10) | 1
@@ -237,6 +240,7 @@ def test_lut_index_fp16_known_answers():
 
 
 INTERP_DIGEST = "733710edd52aa4db"
+UINT16_DIGEST = "21bc8b3c4a5c974c"
 LUT_DIGESTS = ["020e58eee99a3cb4", "7340b9101d3e6e32", "f2da7baadd25d58f", "b87b849b4f3121a9",
                "53f3217c7db10fce", "b6865b295866162b", "a0bbb6abafec95ac", "28ee5f2f2077a55d",
                "72cd536b11531250"]
@@ -249,6 +253,7 @@ def test_against_nvdla_verilog_digests():
     assert _digest(x) == "642e4e01c33d3f57", "operand generator changed"
     for w, s in _sums(x).items():
         assert _digest(s) == SUM_DIGESTS[w], w
+    assert _digest(fraction_to_fp17(np.arange(1 << 16), 16)) == UINT16_DIGEST
     ops = _interp_operands()
     assert _digest(np.stack(ops)) == "79ddd873c332672d", "interpolation operand generator changed"
     assert _digest(interpolate_fp16(*ops)) == INTERP_DIGEST
@@ -495,3 +500,12 @@ def test_interpolation_against_nvdla_verilog():
     want = interpolate_fp16(*ops)
     _check(got, want, "interpolation")
     print("intp", _digest(got))
+
+
+@needs_nvdla
+def test_uint16_to_fp17_against_nvdla_verilog():
+    from .test_nvfloat_fp32 import run_unit
+    x = np.arange(1 << 16)
+    got = run_unit("HLS_uint16_to_fp17", x, aw=16, ow=17)
+    _check(got, fraction_to_fp17(x, 16), "uint16_to_fp17")
+    print("uint16_to_fp17", _digest(got))

@@ -272,7 +272,8 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 #   (interpolate_fp16 below, checked against the Verilog).
 # - _DP_intp feeds it, for the chosen table (selection as in integer mode): on a hit in0 / in1
 #   = the entries at index / index + 1 widened to fp32, y = the entry at index in fp17, scale =
-#   the LUT's 16-bit fraction word (via fp_format_cvt's HLS_uint16_to_fp17, not checked);
+#   the fraction / 2^16 in fp17 (fp_format_cvt's HLS_uint16_to_fp17 = fraction_to_fp17(f, 16),
+#   checked in tests/test_cdp_fp16);
 #   on a miss in1 = the fp32 square sum, in0 = the reference (LE underflow: fp32_add(2^offset
 #   as fp32 -- exponent offset + 127, 0 for offsets -128 / -127 or linear mode -- , LE_START);
 #   LE overflow: LE_END; LO: LO_START / LO_END; low 32 bits of the registers as fp32), y =
