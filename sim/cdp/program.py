@@ -166,8 +166,8 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
 
     if prec == FP16:
         # The fp16 converters, square sum and multiplier are modelled (sim.cdp.cdp
-        # *_fp16); the LUT's fp mode (fp32 LE_START / LO_START offsets, log2 / linear index of
-        # an fp32 value, fp16 table entries, fp17 interpolation) is not.
+        # *_fp16), and the fp LUT's index stage and interpolation unit (lut_index_fp16,
+        # interpolate_fp16), but not how NVDLA's _DP_lut / _DP_intp wire the LUT together.
         raise NotImplementedError(
             f"{C_}.S_LUT_CFG (with {R}.D_DATA_FORMAT.INPUT_DATA=FP16): the LUT in fp16 mode "
             "is not modelled yet (the fp16 input/output converters, square sum and "
