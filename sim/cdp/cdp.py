@@ -61,12 +61,16 @@ import numpy as np
 
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
                    bit_length, select_table)
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp17_mul, fp17_to_fp16,
+                       fp17_add, fp17_to_fp32, fp32_add, fp32_mul, fp32_sub, fp32_to_fp17)
 from ..sdp.sdp import saturate, sign_extend
 from .program import INT8, CdpLutParams, CdpProgram, decode
 
 __all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
            "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
-           "CdpLutOutput"]
+           "CdpLutOutput", "input_convert_fp16", "square_sum_fp16", "multiply_fp16",
+           "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count", "lut_index_fp16",
+           "interpolate_fp16"]
 
 LUT_FRACTION_BITS = 16                  # interpolation weight precision
 EXTRAPOLATION_BITS = 56                 # slope term width
@@ -238,6 +242,172 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
     out = saturate(rounded, bits)
     truncated = v >> min(int(shift), 62)
     return out, np.abs(truncated - out) > 1
+
+
+# =========================================================================================
+# fp16 stages (INPUT_DATA=FP16): fp17 values, fp32 square sums
+# =========================================================================================
+# NVDLA's fp16 CDP (vmod/nvdla/cdp: _DP_nan, _DP_cvtin / HLS_cdp_icvt, _DP_sum / fp_sum_block,
+# _DP_mul / _DP_MUL_unit, _DP_cvtout / HLS_cdp_ocvt, _wdma) per element, on raw codes:
+#
+#   fp16 --(NAN_TO_ZERO)--> fp17 --fp32 square sum--> LUT (fp32 in, fp17 out) --x input--> fp16
+#
+# The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
+# and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
+#
+# Not modelled yet: the LUT in fp16 mode as a whole -- its index stage (lut_index_fp16) and
+# interpolation unit (interpolate_fp16) are, checked against the Verilog, but not the wiring
+# between them (_DP_lut, _DP_intp); sim.cdp.program.decode raises NotImplementedError
+# naming CDP.S_LUT_CFG.
+# What NVDLA's Verilog shows of it, for whoever continues:
+# - _DP_LUT_CTRL_unit: per table (X = LE, Y = LO) d = HLS_fp32_sub(sum, START) with START the
+#   low 32 bits of the *_START registers read as fp32; underflow when d is NaN, +-0 or negative.
+#   LE exponent mode: index = (exponent field of d) - 127 - LE_INDEX_OFFSET (8-bit signed
+#   compare; negative -> underflow), fraction = d's mantissa bits 22:7; linear modes: d as a
+#   fixed-point number shifted by INDEX_SELECT (negative shifts left), index = integer part,
+#   >= 64 (LE) / 256 (LO) -> overflow (index clamped), fraction = the 16 bits below.
+# - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
+#   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
+# - _DP_INTP_unit: fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)
+#   (interpolate_fp16 below, checked against the Verilog).
+# - _DP_intp feeds it, for the chosen table (selection as in integer mode): on a hit in0 / in1
+#   = the entries at index / index + 1 widened to fp32, y = the entry at index in fp17, scale =
+#   the fraction / 2^16 in fp17 (fp_format_cvt's HLS_uint16_to_fp17 = fraction_to_fp17(f, 16),
+#   checked in tests/test_cdp_fp16);
+#   on a miss in1 = the fp32 square sum, in0 = the reference (LE underflow: fp32_add(2^offset
+#   as fp32 -- exponent offset + 127, 0 for offsets -128 / -127 or linear mode -- , LE_START);
+#   LE overflow: LE_END; LO: LO_START / LO_END; low 32 bits of the registers as fp32), y =
+#   the edge entry in fp17, scale = the *_SLOPE_*_SCALE field read as fp16 and widened to fp17
+#   (the *_SHIFT fields appear unused in fp16 mode); a NaN square sum appears to bypass the
+#   LUT as a NaN with its sign and low 10 mantissa bits (NaN_flag_* in _DP_intp). Read from
+#   the Verilog, not yet checked in simulation.
+
+
+def input_convert_fp16(raw, nan_to_zero: bool = False):
+    """fp16 input codes -> fp17 codes: NaNs replaced by +0 first when ``nan_to_zero``
+    (``D_NAN_FLUSH_TO_ZERO``), then NVDLA's fp16 -> fp17 (:func:`sim.nvfloat.fp16_to_fp17`:
+    exact, infinities become the largest finite fp17 value, NaNs keep sign and payload)."""
+    h = np.asarray(raw, dtype=np.int64) & 0xFFFF
+    if nan_to_zero:
+        h = np.where(fp16_is_nan(h), 0, h)
+    return fp16_to_fp17(h)
+
+
+def square_sum_fp16(x, window: int, bypass: bool = False):
+    """fp32 square sums of fp17 codes ``x[C, ...]`` over ``window`` channels centred on each
+    channel (channels outside ``x`` count +0); with ``bypass`` the centre value in fp32.
+
+    Each value is widened to fp32 and squared with NVDLA's fp32 multiplier; the squares of
+    channels c-k and c+k are added pairwise, then accumulated in the order of NVDLA's adder
+    tree, all with NVDLA's fp32 adder (not associative: the order is part of the result)::
+
+        ((((sq[c-1] + sq[c+1]) + sq[c]) + (sq[c-2] + sq[c+2])) + (sq[c-3] + sq[c+3]))
+                                                                + (sq[c-4] + sq[c+4])
+
+    stopping after the window's last pair (window 3: the first two additions)."""
+    w = fp17_to_fp32(np.asarray(x, dtype=np.int64))
+    if bypass:
+        return w
+    n = window // 2
+    sq = fp32_mul(w, w)
+    c = sq.shape[0]
+    zeros = np.zeros((n,) + sq.shape[1:], dtype=np.int64)
+    padded = np.concatenate([zeros, sq, zeros])          # padded[n + k] = sq[k]
+
+    def at(d):                                           # sq[c + d] for every c
+        return padded[n + d:n + d + c]
+
+    s = fp32_add(fp32_add(at(-1), at(1)), at(0))
+    for k in range(2, n + 1):
+        s = fp32_add(s, fp32_add(at(-k), at(k)))
+    return s
+
+
+def multiply_fp16(lut, x, bypass: bool = False):
+    """The multiplier on fp17 codes: ``x * lut`` (NVDLA's fp17 multiplier, the input first);
+    with ``bypass`` (MUL_BYPASS) the LUT value, except that a NaN input passes itself."""
+    x = np.asarray(x, dtype=np.int64)
+    lut = np.asarray(lut, dtype=np.int64)
+    if bypass:
+        nan = (((x >> 10) & 0x3F) == 0x3F) & ((x & 0x3FF) != 0)
+        return np.where(nan, x, lut)
+    return fp17_mul(x, lut)
+
+
+def output_convert_fp16(y):
+    """fp17 codes -> fp16 output codes (NVDLA's fp17 -> fp16: nearest even, saturating to
+    +-65504, no infinities; NaNs keep sign and payload); never counts a saturation."""
+    return fp17_to_fp16(np.asarray(y, dtype=np.int64))
+
+
+def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_select: int,
+                   entries: int):
+    """The index stage of one table of the fp16 LUT (NVDLA's ``_DP_LUT_CTRL_unit``), on fp32
+    square sums ``s``; not yet part of a layer (the interpolation after it is not modelled).
+
+    ``start``: the low 32 bits of ``S_LUT_LE_START`` / ``S_LUT_LO_START``, an fp32 code;
+    ``exponent``: LE exponent mode (else linear); ``index_offset`` / ``index_select``: the
+    signed 8-bit fields; ``entries``: 65 (LE) / 257 (LO). ``d = fp32_sub(s, start)``;
+    underflow when ``d`` is a NaN, +-0 or negative. Exponent mode: ``log2 = exponent field -
+    127``, index ``log2 - index_offset`` (underflow when negative), fraction = ``d``'s mantissa
+    bits 22:7. Linear mode: ``d x 2^-index_select`` exactly, index = its integer part,
+    fraction = the 16 bits below (truncated). Overflow when the index reaches ``entries - 1``
+    (the index is then ``entries - 1``); an infinite ``d`` (possible with a -inf start) is
+    exponent 128 read as -128 in exponent mode, and index 0 (a hit) in linear mode. Returns
+    ``(index, fraction, under, over)``; the index is 0 on underflow, the fraction is defined
+    on hits only (NVDLA keeps a stale value on linear underflow)."""
+    s = np.asarray(s, dtype=np.int64)
+    d = fp32_sub(s, np.int64(start & 0xFFFFFFFF))
+    e = (d >> 23) & 0xFF
+    m = d & 0x7FFFFF
+    nan = (e == 0xFF) & (m != 0)
+    under = nan | ((d & 0x7FFFFFFF) == 0) | (((d >> 31) & 1) == 1)
+    limit = entries - 1
+    if exponent:
+        log2 = ((e - 127 + 128) & 0xFF) - 128               # 8 bits: e = 255 reads as -128
+        index = log2 - int(index_offset)
+        under = under | (index < 0)
+        frac = m >> 7
+    else:
+        sig = m | (1 << 23)
+        q = e - 127 - int(index_select) - 23                 # scaled = sig x 2^q
+        big = q >= 16                                        # >= 2^39: overflows any table
+        qc = np.clip(q, -80, 15)
+        index = np.where(qc >= 0, sig << np.maximum(qc, 0), sig >> np.clip(-qc, 0, 63))
+        index = np.where(big, limit, index)
+        f = qc + 16                                          # fraction bits: sig x 2^(q+16)
+        frac = np.where(f >= 0, (sig << np.clip(f, 0, 16)),
+                        sig >> np.clip(-f, 0, 63)) & 0xFFFF
+        frac = np.where(qc >= 0, 0, frac)
+        # d = infinity (e.g. START = -inf): NVDLA's 128-bit integer part wraps to 0, a hit at 0
+        inf = e == 0xFF
+        index = np.where(inf, 0, index)
+        frac = np.where(inf, 0, frac)
+    over = ~under & (index >= limit)
+    index = np.where(under, 0, np.where(over, limit, index))
+    return index, np.where(under, 0, frac), under, over
+
+
+def interpolate_fp16(in0, in1, y, scale):
+    """NVDLA's fp16 interpolation unit (``_DP_INTP_unit`` in fp16 mode): ``(in1 - in0) x scale
+    + y`` as ``fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)`` (``in0``,
+    ``in1`` fp32 codes; ``y``, ``scale`` fp17 codes; the product first in the addition). Not
+    yet part of a layer: what ``_DP_intp`` feeds it on hits and misses is not modelled."""
+    d = fp32_to_fp17(fp32_sub(np.asarray(in1, dtype=np.int64), np.asarray(in0, dtype=np.int64)))
+    return fp17_add(fp17_mul(d, np.asarray(scale, dtype=np.int64)),
+                    np.asarray(y, dtype=np.int64))
+
+
+def fp16_nan_inf_counts(raw):
+    """``(NaN, Inf)`` counts of fp16 input codes (``D_NAN_INPUT_NUM`` / ``D_INF_INPUT_NUM``,
+    before any flush)."""
+    h = np.asarray(raw, dtype=np.int64)
+    return int(np.count_nonzero(fp16_is_nan(h))), int(np.count_nonzero(fp16_is_inf(h)))
+
+
+def fp16_nan_count(out):
+    """NaN count of fp16 output codes (``D_NAN_OUTPUT_NUM``)."""
+    return int(np.count_nonzero(fp16_is_nan(np.asarray(out, dtype=np.int64))))
 
 
 # =========================================================================================

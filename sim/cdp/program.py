@@ -22,7 +22,10 @@ registers of CDP) into a :class:`CdpProgram`; a program the hardware cannot run 
   2^offset leaves the 64-bit range).
 
 Every 2-bit ``D_LRN_CFG.NORMALZ_LEN`` encoding is a window the hardware has (3, 5, 7, 9).
-FP16 layers are legal on builds with fp16 but not modelled yet (``NotImplementedError``).
+FP16 layers are legal on builds with fp16; their converters, square sum and multiplier are
+modelled (:mod:`sim.cdp.cdp`, ``*_fp16``) but not the LUT's fp mode, so :func:`decode` raises
+``NotImplementedError`` naming ``CDP.S_LUT_CFG`` for them (before the LUT rules above, which
+are the integer modes').
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class CdpProgram:
     datout_offset: int = 0             #: raw 32-bit field
     datout_scale: int = 1              #: signed 16 bits
     datout_shift: int = 0              #: 0..63
+    nan_to_zero: bool = False          #: D_NAN_FLUSH_TO_ZERO (fp16 layers)
     lut: CdpLutParams = field(default_factory=CdpLutParams)
 
     @property
@@ -160,6 +164,14 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
     src = _surface(cfg, rdma, R, "SRC", W, H, S, check_overlap=False)
     dst = _surface(cfg, cdp, C_, "DST", W, H, S, check_overlap=True)
 
+    if prec == FP16:
+        # The fp16 converters, square sum and multiplier are modelled (sim.cdp.cdp
+        # *_fp16), and the fp LUT's index stage and interpolation unit (lut_index_fp16,
+        # interpolate_fp16), but not how NVDLA's _DP_lut / _DP_intp wire the LUT together.
+        raise NotImplementedError(
+            f"{C_}.S_LUT_CFG (with {R}.D_DATA_FORMAT.INPUT_DATA=FP16): the LUT in fp16 mode "
+            "is not modelled yet (the fp16 input/output converters, square sum and "
+            "multiplier are: sim.cdp.cdp.*_fp16)")
     lut = CdpLutParams.from_view(cdp)
     lo_, hi_ = INDEX_SELECT_RANGE
     for fld, v, used in (("LUT_LE_INDEX_SELECT", lut.le_index_select, lut.le_linear),
@@ -172,9 +184,6 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
         _err(f"{C_}.S_LUT_INFO.LUT_LE_INDEX_OFFSET={lut.le_index_offset}",
              f"must be at most {LE_INDEX_OFFSET_MAX} in exponent mode (the square sum has "
              "at most 39 significant bits)")
-    if prec == FP16:
-        raise NotImplementedError(f"{R}.D_DATA_FORMAT.INPUT_DATA=FP16: fp16 CDP layers are "
-                                  "not modelled yet")
     fb = cdp.D_FUNC_BYPASS
     return CdpProgram(
         precision=prec, width=W, height=H, channel=C, src=src, dst=dst,
@@ -186,4 +195,5 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
         datout_offset=cdp.D_DATOUT_OFFSET.DATOUT_OFFSET,
         datout_scale=sign_extend(cdp.D_DATOUT_SCALE.DATOUT_SCALE, 16),
         datout_shift=cdp.D_DATOUT_SHIFTER.DATOUT_SHIFTER,
+        nan_to_zero=bool(cdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO),
         lut=lut)

@@ -1,0 +1,511 @@
+"""The fp16 CDP stages of :mod:`sim.cdp.cdp` (input converter, square sum, LUT index,
+interpolation unit, multiplier, output converter, NaN / Inf counters).
+
+Fast tests check known answers and digests; the digests are of the outputs of NVDLA's own
+Verilog (nvdla/hw ``nvdlav1``), simulated in Icarus:
+
+- ``vmod/vlibs/HLS_cdp_icvt.v`` and ``HLS_cdp_ocvt.v`` in FP16 mode, exhaustively;
+- ``vmod/nvdla/cdp/fp_sum_block.v`` (with ``HLS_fp32_add.v``) on the squares of 6,000 random
+  fp17 channel windows, every window length;
+- ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` (with ``HLS_fp32_sub.v``) in fp16 mode,
+  the LUT index stage, on 3,000 square sums under 9 LUT configurations;
+- ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
+  20,000 operand sets;
+- ``vmod/vlibs/HLS_uint16_to_fp17.v`` (the LUT fraction's converter in ``fp_format_cvt``),
+  exhaustively: :func:`sim.nvfloat.fraction_to_fp17` with 16 bits.
+
+The slow tests re-run that Verilog when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw
+and Icarus is installed (sources read with ``git show`` into a temporary directory; nothing of
+NVDLA's is kept here):
+
+    NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_cdp_fp16.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arch.config import PRESETS
+from arch.registers import register_map
+from sim.cdp import CdpProgramError, decode
+from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
+                         interpolate_fp16, lut_index_fp16, multiply_fp16,
+                         output_convert_fp16, square_sum_fp16)
+from sim.cdp.random_programs import random_program
+from sim.regs import GroupView
+from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
+                         fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float,
+                         fraction_to_fp17)
+
+GIT = os.environ.get("NVDLA_HW_GIT")
+NAN17 = (63 << 10) | 1
+
+
+def _digest(x):
+    return hashlib.sha256(np.asarray(x, dtype="<i8").tobytes()).hexdigest()[:16]
+
+
+def _windows(n=6000):
+    """fp17 codes ``[9, n]``: channel windows c-4 .. c+4 (centre 4). Values of a few nearby
+    binades (rounding in every addition), spread exponents, zeros, NaNs of different payloads
+    and signs, the fp17 "infinity" and the largest finite value."""
+    rng = np.random.default_rng(11)
+    s = rng.integers(0, 2, (9, n))
+    e0 = rng.integers(1, 63, n)
+    e = np.clip(e0 + rng.integers(-6, 7, (9, n)), 0, 63)
+    e = np.where(rng.random((9, n)) < .2, rng.integers(0, 64, (9, n)), e)
+    m = rng.integers(0, 1024, (9, n))
+    x = (s << 16) | (e << 10) | m
+    sp = np.array([0, 1 << 16, NAN17, NAN17 | 0x3FE, (1 << 16) | NAN17 | 0x155, 63 << 10,
+                   (62 << 10) | 0x3FF, 31 << 10, 1 << 10])
+    special = rng.random((9, n)) < .05
+    return np.where(special, rng.choice(sp, (9, n)), x)
+
+
+#: (LE exponent mode, LE offset, LE select, LE start, LO select, LO start, start high bits)
+LUT_CONFIGS = [(True, 0, 0, 0.0, 0, 0.0, 0), (True, -10, 5, 1.5, -3, 100.0, 0x2A),
+               (True, 20, 0, -2.0, 5, -2.0, 0x3F), (False, 0, -4, 0.25, 10, 0.0, 0),
+               (False, 0, 7, 3.0e-3, -128, 0.5, 0x15), (True, -128, 127, 0.0, -20, 7.0, 0),
+               (False, 127, 127, 0.0, 127, 1e30, 0), (False, 0, -30, 1e-6, 0, -0.0, 0),
+               (True, 3, 0, -np.inf, 2, -np.inf, 0)]
+
+
+def _lut_sums(n=3000):
+    """fp32 square sums for the LUT index: zeros, NaNs, negatives (sqsum bypass), values
+    spread over the whole range and values near the table starts of :data:`LUT_CONFIGS`."""
+    rng = np.random.default_rng(13)
+    e = rng.integers(0, 255, n)
+    e = np.where(rng.random(n) < .6, rng.integers(100, 160, n), e)
+    x = (e << 23) | rng.integers(0, 1 << 23, n)
+    x = np.where(rng.random(n) < .1, x | (1 << 31), x)
+    near = fp32_from_float(np.array([c[3] for c in LUT_CONFIGS] + [c[5] for c in LUT_CONFIGS]))
+    k = n // 5
+    x[:k] = rng.choice(near, k) + rng.integers(-3, 4, k)
+    sp = np.array([0, 1 << 31, 0x7FC00000, 0x7F800001, 0xFFC00000, 0x7F7FFFFF, 0x7F800000,
+                   0x00000001, 0x3F800000])
+    x[k:k + 40] = rng.choice(sp, 40)
+    return x & 0xFFFFFFFF
+
+
+def _interp_operands(n=20000):
+    """(in0, in1) fp32 codes a few binades apart (plus NaNs, zeros, the largest value) and
+    (y, scale) fp17 codes for the interpolation unit."""
+    rng = np.random.default_rng(17)
+    e0 = rng.integers(90, 165, n)
+    e1 = np.clip(e0 + rng.integers(-3, 4, n), 0, 254)
+    in0 = (rng.integers(0, 2, n) << 31) | (e0 << 23) | rng.integers(0, 1 << 23, n)
+    in1 = (rng.integers(0, 2, n) << 31) | (e1 << 23) | rng.integers(0, 1 << 23, n)
+    y = (rng.integers(0, 2, n) << 16) | (rng.integers(10, 54, n) << 10) \
+        | rng.integers(0, 1024, n)
+    scale = (rng.integers(0, 2, n) << 16) | (rng.integers(10, 40, n) << 10) \
+        | rng.integers(0, 1024, n)
+    k = n // 20
+    sp32 = np.array([0, 1 << 31, 0x7FC00000, 0xFF800001, 0x7F7FFFFF, 0x3F800000])
+    sp17 = np.array([0, 1 << 16, NAN17, 62 << 10 | 0x3FF, 31 << 10])
+    in0[:k], in1[k:2 * k] = rng.choice(sp32, k), rng.choice(sp32, k)
+    y[2 * k:3 * k], scale[3 * k:4 * k] = rng.choice(sp17, k), rng.choice(sp17, k)
+    return in0, in1, y, scale
+
+
+def _lut_index_model(cfg, s):
+    exp, le_off, le_sel, le_start, lo_sel, lo_start, _ = cfg
+    xi, xf, xu, xo = lut_index_fp16(s, int(fp32_from_float(le_start)), exp, le_off, le_sel, 65)
+    yi, yf, yu, yo = lut_index_fp16(s, int(fp32_from_float(lo_start)), False, 0, lo_sel, 257)
+    return xi, xf, xu, xo, yi, yf, yu, yo
+
+
+def _sums(x):
+    """``{window: fp32 square sum of the centre channel}`` of :func:`_windows`' codes."""
+    return {w: square_sum_fp16(x, w)[4] for w in (3, 5, 7, 9)}
+
+
+# -----------------------------------------------------------------------------------------
+# Known answers
+# -----------------------------------------------------------------------------------------
+def test_input_convert_fp16():
+    h = np.array([0x3C00, 0x0001, 0x7C00, 0xFE01, 0x7E00, 0x8000])
+    assert list(input_convert_fp16(h)) == list(fp16_to_fp17(h))
+    flushed = input_convert_fp16(h, nan_to_zero=True)
+    assert list(flushed[3:5]) == [0, 0]                       # NaNs -> +0
+    assert flushed[2] == fp16_to_fp17(0x7C00)                 # Inf is no NaN
+    assert input_convert_fp16(0x8000, True) == 1 << 16        # -0 kept
+
+
+def test_square_sum_fp16_values():
+    x = fp17_from_float(np.array([1., 2., 3., 4., 5.]))
+    assert list(fp32_to_float(square_sum_fp16(x, 3))) == [5., 14., 29., 50., 41.]
+    assert list(fp32_to_float(square_sum_fp16(x, 5))) == [14., 30., 55., 54., 50.]
+    assert list(fp32_to_float(square_sum_fp16(x, 9))) == [55.] * 5
+    assert list(square_sum_fp16(x, 5, bypass=True)) == list(fp17_to_fp32(x))
+    # shape [C, H, W]
+    y = np.stack([x, x], axis=1)[..., None]
+    assert square_sum_fp16(y, 7).shape == (5, 2, 1)
+
+
+def test_square_sum_fp16_order():
+    """The adder tree's order shows where fp32 rounding depends on it: 2^24 + 1 + 1 is 2^24
+    (each 1 lost) when the ones come one at a time, 2^24 + 2 when they are paired first."""
+    big = fp17_from_float(2.0 ** 12)                          # square 2^24
+    one = fp17_from_float(1.0)
+    x = np.array([one, one, big, 0, 0])                       # centre 2: (1 + 0) + 2^24
+    s = square_sum_fp16(x, 5)
+    # window 5 at channel 2: ((sq1 + sq3) + sq2) + (sq0 + sq4) = (1 + 2^24) + 1 = 2^24
+    assert s[2] == fp32_from_float(2.0 ** 24)
+    x = np.array([one, 0, big, 0, one])                       # (0 + 0) + 2^24 + (1 + 1)
+    assert square_sum_fp16(x, 5)[2] == fp32_from_float(2.0 ** 24 + 2)
+
+
+def test_square_sum_fp16_nan_first_operand():
+    """A NaN square wins; of two, the tree's first operand (channel c-1 before c+1)."""
+    a, b = NAN17 | 0x10, NAN17 | 0x20
+    s = square_sum_fp16(np.array([a, 0, b]), 3)
+    assert s[1] == fp32_mul(fp17_to_fp32(a), fp17_to_fp32(a))
+
+
+def test_multiply_fp16():
+    x = fp17_from_float(np.array([2., -3., 0.5]))
+    lut = fp17_from_float(np.array([0.25, 4., -8.]))
+    assert list(multiply_fp16(lut, x)) == list(fp17_mul(x, lut))
+    assert list(multiply_fp16(lut, x, bypass=True)) == list(lut)
+    nan = np.array([NAN17 | 0x7, 1 << 16])
+    assert list(multiply_fp16(np.array([31 << 10, 31 << 10]), nan, bypass=True)) == \
+        [NAN17 | 0x7, 31 << 10]
+
+
+def test_output_convert_and_counters():
+    y = fp17_from_float(np.array([1.0, 1e6, -1e6]))
+    assert list(output_convert_fp16(y)) == [0x3C00, 0x7BFF, 0xFBFF]
+    h = np.array([0x7C00, 0xFC00, 0x7E00, 0xFC01, 0x3C00])
+    assert fp16_nan_inf_counts(h) == (2, 2)
+    assert fp16_nan_count(h) == 2
+    assert fp16_from_float(1.0) == 0x3C00
+
+
+def test_decode_fp16_names_the_lut():
+    """fp16 layers decode up to the LUT, whose fp mode is not modelled: NotImplementedError
+    naming CDP.S_LUT_CFG (not a CdpProgramError: the program is legal); a build without fp16
+    still rejects them, and the two precision fields must agree."""
+    full, small = PRESETS["nv_full"], PRESETS["nv_small"]
+    layer = random_program(full, np.random.default_rng(3), prec=0)
+    rmap = register_map(full)
+
+    def views(cfg, rdma_prec, cdp_prec):
+        rdma, cdp = dict(layer["rdma"]), {**layer["cdp"], **layer["lut_regs"]}
+        for words, block, reg, fld, v in ((rdma, "CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA",
+                                           rdma_prec),
+                                          (cdp, "CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE",
+                                           cdp_prec)):
+            r = rmap[block][reg]
+            words[reg] = r.pack(**{**r.unpack(words.get(reg, r.reset)), fld: v})
+        m = register_map(cfg)
+        return GroupView(m["CDP_RDMA"], rdma), GroupView(m["CDP"], cdp)
+
+    with pytest.raises(NotImplementedError, match=r"CDP\.S_LUT_CFG .*INPUT_DATA=FP16"):
+        decode(full, *views(full, 2, 2))
+    with pytest.raises(CdpProgramError, match=r"INPUT_DATA_TYPE=INT8: must equal "
+                                              r"CDP_RDMA\.D_DATA_FORMAT\.INPUT_DATA=FP16"):
+        decode(full, *views(full, 2, 0))
+    with pytest.raises(CdpProgramError, match=r"INPUT_DATA=FP16: this build has no fp16"):
+        decode(small, *views(small, 2, 2))
+    assert decode(full, *views(full, 0, 0)).nan_to_zero is False
+
+
+# -----------------------------------------------------------------------------------------
+# Digests of NVDLA's Verilog outputs (see the slow tests)
+# -----------------------------------------------------------------------------------------
+ICVT_DIGEST = "d26755f4911c509a"           # = fp16 -> fp17 (tests/test_nvfloat)
+OCVT_DIGEST = "f0791a215ecc2f35"           # = fp17 -> fp16
+SUM_DIGESTS = {3: "acfb81b654a429af", 5: "1447e9ba8ebbd440", 7: "f47fafbb6bd36f1c",
+               9: "856dd1e56150b2a3"}
+
+
+def test_lut_index_fp16_known_answers():
+    f = fp32_from_float
+    s = f(np.array([0.5, 1.0, 3.0, 5.5, 1000., -1., 0.]))
+    i, fr, u, o = lut_index_fp16(s, int(f(0.0)), True, 0, 0, 65)       # log2
+    assert list(u) == [True, False, False, False, False, True, True]
+    assert list(i[~u]) == [0, 1, 2, 9] and list(fr[~u]) == [0, 0x8000, 0x6000, 0xF400]
+    i, fr, u, o = lut_index_fp16(s, int(f(1.0)), False, 0, 1, 257)     # (s - 1) / 2
+    assert list(i) == [0, 0, 1, 2, 256, 0, 0] and list(o) == [0, 0, 0, 0, 1, 0, 0]
+    assert list(fr[2:4]) == [0, 0x4000]
+    i, fr, u, o = lut_index_fp16(s, int(f(0.0)), False, 0, -2, 65)     # s x 4
+    assert list(i[:4]) == [2, 4, 12, 22] and o[4] and not o[3]
+
+
+INTERP_DIGEST = "733710edd52aa4db"
+UINT16_DIGEST = "21bc8b3c4a5c974c"
+LUT_DIGESTS = ["020e58eee99a3cb4", "7340b9101d3e6e32", "f2da7baadd25d58f", "b87b849b4f3121a9",
+               "53f3217c7db10fce", "b6865b295866162b", "a0bbb6abafec95ac", "28ee5f2f2077a55d",
+               "72cd536b11531250"]
+
+
+def test_against_nvdla_verilog_digests():
+    assert _digest(input_convert_fp16(np.arange(1 << 16))) == ICVT_DIGEST
+    assert _digest(output_convert_fp16(np.arange(1 << 17))) == OCVT_DIGEST
+    x = _windows()
+    assert _digest(x) == "642e4e01c33d3f57", "operand generator changed"
+    for w, s in _sums(x).items():
+        assert _digest(s) == SUM_DIGESTS[w], w
+    assert _digest(fraction_to_fp17(np.arange(1 << 16), 16)) == UINT16_DIGEST
+    ops = _interp_operands()
+    assert _digest(np.stack(ops)) == "79ddd873c332672d", "interpolation operand generator changed"
+    assert _digest(interpolate_fp16(*ops)) == INTERP_DIGEST
+    s = _lut_sums()
+    assert _digest(s) == "ff5180634c781248", "LUT operand generator changed"
+    for cfg, want in zip(LUT_CONFIGS, LUT_DIGESTS):
+        assert _digest(np.stack(_lut_index_model(cfg, s))) == want, cfg
+
+
+# -----------------------------------------------------------------------------------------
+# NVDLA's Verilog in Icarus
+# -----------------------------------------------------------------------------------------
+def _git_show(path):
+    return subprocess.run(["git", "-C", GIT, "show", f"nvdlav1:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def _icarus(name, sources, tb, files):
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"nvdla_cdp_{name}_{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    names = []
+    for path in sources:
+        (work / Path(path).name).write_text(_git_show(path))
+        names.append(Path(path).name)
+    for fname, data in files.items():
+        np.savetxt(work / fname, np.asarray(data, dtype=np.int64), fmt="%x")
+    (work / "tb.v").write_text(tb)
+    subprocess.run(["iverilog", "-g2005", "-o", "sim.vvp", "tb.v", *names], cwd=work,
+                   check=True, capture_output=True)
+    subprocess.run(["vvp", "-n", "sim.vvp"], cwd=work, check=True, capture_output=True)
+    out = np.array([int(t, 16) for t in (work / "out.hex").read_text().split()],
+                   dtype=np.int64)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+_CVT_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [{iw}-1:0] va [0:{n}-1];
+integer ia = 0, no = 0, f, cyc = 0;
+wire in_lz, out_lz;
+wire [17:0] oz;
+{mod} dut (.nvdla_core_clk(clk), .nvdla_core_rstn(rstn),
+  .chn_data_in_rsc_z(va[ia]), .chn_data_in_rsc_vz(rstn && ia < {n}),
+  .chn_data_in_rsc_lz(in_lz), .cfg_alu_in_rsc_z({{{aw}{{1'b1}}}}), .cfg_mul_in_rsc_z(16'h1234),
+  .cfg_truncate_rsc_z({{{tw}{{1'b1}}}}), .cfg_precision_rsc_z(2'd2),
+  .chn_data_out_rsc_z(oz), .chn_data_out_rsc_vz(1'b1), .chn_data_out_rsc_lz(out_lz));
+initial begin
+  $readmemh("a.hex", va);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_lz && ia < {n}) ia <= ia + 1;
+  if (out_lz) begin $fwrite(f, "%h\\n", oz); no = no + 1; end
+  if (no == {n} || cyc > {n} * 4 + 100) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+_SUM_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] v [0:9*{n}-1];
+integer i = 0, no = 0, f, cyc = 0;
+wire in_rdy, out_vld;
+wire [31:0] sum;
+fp_sum_block dut (.nvdla_core_clk(clk), .nvdla_core_rstn(rstn),
+  .fp16_dout_0(v[9*i]), .fp16_dout_1(v[9*i+1]), .fp16_dout_2(v[9*i+2]),
+  .fp16_dout_3(v[9*i+3]), .fp16_dout_4(v[9*i+4]), .fp16_dout_5(v[9*i+5]),
+  .fp16_dout_6(v[9*i+6]), .fp16_dout_7(v[9*i+7]), .fp16_dout_8(v[9*i+8]),
+  .fp16_sum_rdy(1'b1), .fp_sq_out_vld(rstn && i < {n}),
+  .len3({len} == 0), .len5({len} == 1), .len7({len} == 2), .len9({len} == 3),
+  .reg2dp_normalz_len(2'd{len}), .fp16_sum(sum), .fp16_sum_vld(out_vld),
+  .fp_sq_out_rdy(in_rdy));
+initial begin
+  $readmemh("a.hex", v);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_rdy && i < {n}) i <= i + 1;
+  if (out_vld) begin $fwrite(f, "%h\\n", sum); no = no + 1; end
+  if (no == {n} || cyc > {n} * 8 + 200) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+def needs_nvdla(f):
+    f = pytest.mark.skipif(not GIT or not shutil.which("iverilog"),
+                           reason="needs NVDLA_HW_GIT (nvdla/hw git dir) and iverilog")(f)
+    return pytest.mark.slow(f)
+
+
+def _check(got, want, what):
+    assert len(got) == len(want), f"{what}: {len(got)} of {len(want)} outputs"
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (f"{what}: {bad.size} mismatches, first: "
+                           + ", ".join(f"{int(i)}: got {int(got[i]):#x} want {int(want[i]):#x}"
+                                       for i in bad[:5]))
+
+
+@pytest.mark.parametrize("unit", ["icvt", "ocvt"])
+@needs_nvdla
+def test_converters_against_nvdla_verilog(unit):
+    if unit == "icvt":
+        x = np.arange(1 << 16)
+        tb = _CVT_TB.format(n=x.size, iw=16, mod="HLS_cdp_icvt", aw=16, tw=5)
+        got = _icarus(unit, ["vmod/vlibs/HLS_cdp_icvt.v"], tb, {"a.hex": x})
+        want = input_convert_fp16(x)
+        # 18-bit lanes: the fp17 code sign-extended (the datapath reads bits 16:0)
+        assert np.array_equal(got >> 17, (got >> 16) & 1)
+        got = got & 0x1FFFF
+    else:
+        x = np.arange(1 << 17)
+        tb = _CVT_TB.format(n=x.size, iw=50, mod="HLS_cdp_ocvt", aw=32, tw=6)
+        got = _icarus(unit, ["vmod/vlibs/HLS_cdp_ocvt.v"], tb, {"a.hex": x})
+        want = output_convert_fp16(x)
+        assert not np.any(got >> 16), "the saturation bits (17:16) are 0 in fp16"
+        got = got & 0xFFFF
+    _check(got, want, unit)
+    print(unit, _digest(got))
+
+
+@pytest.mark.parametrize("window", [3, 5, 7, 9])
+@needs_nvdla
+def test_square_sum_against_nvdla_verilog(window):
+    x = _windows()
+    w = fp17_to_fp32(x)
+    sq = fp32_mul(w, w)                                      # [9, n]: HLS_fp32_mul's squares
+    tb = _SUM_TB.format(n=x.shape[1], len=(window - 3) // 2)
+    got = _icarus(f"sum{window}", ["vmod/nvdla/cdp/fp_sum_block.v", "vmod/vlibs/HLS_fp32_add.v"],
+                  tb, {"a.hex": sq.T.reshape(-1)})
+    want = _sums(x)[window]
+    _check(got, want, f"window {window}")
+    print(window, _digest(got))
+
+
+
+_LUT_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] v [0:{n}-1];
+integer i = 0, no = 0, f, cyc = 0;
+wire in_rdy, out_vld;
+wire [35:0] xi, yi; wire [19:0] xp, yp;
+NV_NVDLA_CDP_DP_LUT_CTRL_unit dut (.nvdla_core_clk(clk), .nvdla_op_gated_clk_fp16(clk),
+  .nvdla_op_gated_clk_int(clk), .nvdla_core_rstn(rstn), .dp2lut_prdy(1'b1), .fp16_en(1'b1),
+  .int16_en(1'b0), .int8_en(1'b0), .reg2dp_lut_le_function(1'b{lin}),
+  .reg2dp_lut_le_index_offset(8'h{le_off:02x}), .reg2dp_lut_le_index_select(8'h{le_sel:02x}),
+  .reg2dp_lut_le_start_high(6'h{high:02x}), .reg2dp_lut_le_start_low(32'h{le_start:08x}),
+  .reg2dp_lut_lo_index_select(8'h{lo_sel:02x}), .reg2dp_lut_lo_start_high(6'h{high:02x}),
+  .reg2dp_lut_lo_start_low(32'h{lo_start:08x}), .reg2dp_sqsum_bypass(1'b0),
+  .sum2itp_pd({{10'h2aa, v[i]}}), .sum2itp_pvld(rstn && cyc > 4 && i < {n}),
+  .dp2lut_X_info(xi), .dp2lut_X_pd(xp), .dp2lut_Y_info(yi), .dp2lut_Y_pd(yp),
+  .dp2lut_pvld(out_vld), .sum2itp_prdy(in_rdy));
+initial begin
+  $readmemh("a.hex", v);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_rdy && cyc > 4 && i < {n}) i <= i + 1;
+  if (out_vld) begin $fwrite(f, "%h %h %h %h\\n", xp, xi, yp, yi); no = no + 1; end
+  if (no == {n} || cyc > {n} * 8 + 200) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("k", range(len(LUT_CONFIGS)))
+@needs_nvdla
+def test_lut_index_against_nvdla_verilog(k):
+    cfg = LUT_CONFIGS[k]
+    exp, le_off, le_sel, le_start, lo_sel, lo_start, high = cfg
+    s = _lut_sums()
+    tb = _LUT_TB.format(n=s.size, lin=0 if exp else 1, le_off=le_off & 0xFF,
+                        le_sel=le_sel & 0xFF, high=high,
+                        le_start=int(fp32_from_float(le_start)) & 0xFFFFFFFF,
+                        lo_sel=lo_sel & 0xFF,
+                        lo_start=int(fp32_from_float(lo_start)) & 0xFFFFFFFF)
+    out = _icarus(f"lut{k}", ["vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v",
+                              "vmod/vlibs/HLS_fp32_sub.v"],
+                  tb, {"a.hex": s}).reshape(-1, 4)
+    xp, xi, yp, yi = out.T
+    got = [xp, xi & 0xFFFF, (xi >> 32) & 1, (xi >> 34) & 1,
+           yp, yi & 0xFFFF, (yi >> 32) & 1, (yi >> 34) & 1]
+    want = list(_lut_index_model(cfg, s))
+    names = ["X index", "X frac", "X uflow", "X oflow", "Y index", "Y frac", "Y uflow",
+             "Y oflow"]
+    for j in range(8):
+        g, w = got[j].astype(np.int64), np.asarray(want[j], dtype=np.int64)
+        if j in (1, 5):                         # fraction: hits only (stale on underflow)
+            hit = ~(np.asarray(want[j + 1], bool) | np.asarray(want[j + 2], bool))
+            g, w = g[hit], w[hit]
+        _check(g, w, f"{cfg} {names[j]}")
+    print(k, _digest(np.stack(want)))
+
+
+_INTP_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] v [0:4*{n}-1];
+integer i = 0, no = 0, f, cyc = 0;
+wire in_rdy, out_vld;
+wire [16:0] o;
+NV_NVDLA_CDP_DP_INTP_unit dut (.nvdla_op_gated_clk_int(clk), .nvdla_core_rstn(rstn),
+  .fp16_en(1'b1), .interp_in0_pd({{7'h55, v[4*i]}}), .interp_in1_pd({{6'h2a, v[4*i+1]}}),
+  .interp_in_pd(v[4*i+2][16:0]), .interp_in_scale(v[4*i+3][16:0]), .interp_in_shift(6'h2b),
+  .interp_in_vld(rstn && cyc > 4 && i < {n}), .interp_out_rdy(1'b1),
+  .nvdla_op_gated_clk_fp16(clk), .interp_in_rdy(in_rdy), .interp_out_pd(o),
+  .interp_out_vld(out_vld));
+initial begin
+  $readmemh("a.hex", v);
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_rdy && cyc > 4 && i < {n}) i <= i + 1;
+  if (out_vld) begin $fwrite(f, "%h\\n", o); no = no + 1; end
+  if (no == {n} || cyc > {n} * 8 + 200) begin $fclose(f); $finish; end
+end
+endmodule
+"""
+
+
+@needs_nvdla
+def test_interpolation_against_nvdla_verilog():
+    ops = _interp_operands()
+    n = ops[0].size
+    got = _icarus("intp", ["vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v",
+                           "vmod/vlibs/HLS_fp32_sub.v", "vmod/vlibs/HLS_fp32_to_fp17.v",
+                           "vmod/vlibs/HLS_fp17_mul.v", "vmod/vlibs/HLS_fp17_add.v"],
+                  _INTP_TB.format(n=n), {"a.hex": np.stack(ops).T.reshape(-1)})
+    want = interpolate_fp16(*ops)
+    _check(got, want, "interpolation")
+    print("intp", _digest(got))
+
+
+@needs_nvdla
+def test_uint16_to_fp17_against_nvdla_verilog():
+    from .test_nvfloat_fp32 import run_unit
+    x = np.arange(1 << 16)
+    got = run_unit("HLS_uint16_to_fp17", x, aw=16, ow=17)
+    _check(got, fraction_to_fp17(x, 16), "uint16_to_fp17")
+    print("uint16_to_fp17", _digest(got))
