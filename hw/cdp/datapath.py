@@ -37,15 +37,15 @@ interpolation fraction, interpolates as ``y0 + round(dy * f)`` and saturates to 
 SDP a 35-bit fraction, ``round(y0 * (1 - f) + y1 * f)`` and int32.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from hw.regfile import fields_layout
 from hw.cdp.check import INT16
-from hw.sdp.datapath import (LE_DEPTH, LO_DEPTH, _comb, _Pipe, _popcount, _round_shift_right,
-                             _saturate, lut_ram)
+from hw.arith import comb, round_shift_right, saturate
+from hw.sdp.datapath import LE_DEPTH, LO_DEPTH, _Pipe, _popcount, lut_ram
 
 __all__ = ["CdpDatapath", "in_layout", "out_layout", "window_delay"]
 
@@ -81,7 +81,7 @@ def _highest_one(m, v, name):
         big = hi != 0
         bits.append(big)
         cur = Mux(big, hi, cur[:step])
-    return _comb(m, Cat(*reversed(bits)), name)
+    return comb(m, Cat(*reversed(bits)), name)
 
 
 class CdpDatapath(wiring.Component):
@@ -126,7 +126,7 @@ class CdpDatapath(wiring.Component):
         # from 33 (NVDLA's C model: sc_int<17> difference, sc_int<33> product).
         wide = self.int16
         xbits, pbits, qbits = (17, 33, 33) if wide else (9, 25, 17)
-        i16 = _comb(m, r.D_DATA_FORMAT.INPUT_DATA_TYPE == INT16, "int16") if wide else None
+        i16 = comb(m, r.D_DATA_FORMAT.INPUT_DATA_TYPE == INT16, "int16") if wide else None
         off = r.D_DATIN_OFFSET.DATIN_OFFSET
         ioff = Mux(i16, off[:16].as_signed(), off[:8].as_signed()) if wide \
             else off[:8].as_signed()
@@ -137,10 +137,10 @@ class CdpDatapath(wiring.Component):
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
-            v, _ = _round_shift_right(m, st[f"x{lane}"], r.D_DATIN_SHIFTER.DATIN_SHIFTER, xbits,
-                                      pbits, f"icvt{lane}")
+            v, _ = round_shift_right(m, st[f"x{lane}"], r.D_DATIN_SHIFTER.DATIN_SHIFTER, xbits,
+                                      pbits, f"icvt{lane}", structure="floor")
             if wide:
-                v = Mux(i16, v, _saturate(v, 9))
+                v = Mux(i16, v, saturate(v, 9))
             new[f"x{lane}"] = Mux(st[f"pad{lane}"], 0, v).as_signed()[:xbits].as_signed()
             new[f"pad{lane}"] = None
         st = pipe.step(new)
@@ -214,10 +214,11 @@ class CdpDatapath(wiring.Component):
         sats = []
         for lane in range(T):
             y = st[f"y{lane}"]
-            v, _ = _round_shift_right(m, y, oshift, 16 if wide else 8, obits, f"ocvt{lane}")
+            v, _ = round_shift_right(m, y, oshift, 16 if wide else 8, obits, f"ocvt{lane}",
+                                     structure="floor")
             if wide:
-                v = _comb(m, Mux(i16, v, _saturate(v, 8)), f"ocvt_sat{lane}")
-            fl = _comb(m, y >> oshift, f"ocvt_floor{lane}")
+                v = comb(m, Mux(i16, v, saturate(v, 8)), f"ocvt_sat{lane}")
+            fl = comb(m, y >> oshift, f"ocvt_floor{lane}")
             sats.append((fl > v + 1) | (fl < v - 1))
             new[f"out{lane}"] = v
             new[f"y{lane}"] = None
@@ -244,19 +245,19 @@ class CdpDatapath(wiring.Component):
         def s38(low, high):
             return Cat(low, high).as_signed()
 
-        le_start = _comb(m, s38(s.S_LUT_LE_START_LOW.LUT_LE_START_LOW,
+        le_start = comb(m, s38(s.S_LUT_LE_START_LOW.LUT_LE_START_LOW,
                                 s.S_LUT_LE_START_HIGH.LUT_LE_START_HIGH), "le_start")
-        le_end = _comb(m, s38(s.S_LUT_LE_END_LOW.LUT_LE_END_LOW,
+        le_end = comb(m, s38(s.S_LUT_LE_END_LOW.LUT_LE_END_LOW,
                               s.S_LUT_LE_END_HIGH.LUT_LE_END_HIGH), "le_end")
-        lo_start = _comb(m, s38(s.S_LUT_LO_START_LOW.LUT_LO_START_LOW,
+        lo_start = comb(m, s38(s.S_LUT_LO_START_LOW.LUT_LO_START_LOW,
                                 s.S_LUT_LO_START_HIGH.LUT_LO_START_HIGH), "lo_start")
-        lo_end = _comb(m, s38(s.S_LUT_LO_END_LOW.LUT_LO_END_LOW,
+        lo_end = comb(m, s38(s.S_LUT_LO_END_LOW.LUT_LO_END_LOW,
                               s.S_LUT_LO_END_HIGH.LUT_LO_END_HIGH), "lo_end")
         le_linear = lcfg.LUT_LE_FUNCTION
         le_off = info.LUT_LE_INDEX_OFFSET.as_signed()
         les, los = s.S_LUT_LE_SLOPE_SCALE, s.S_LUT_LO_SLOPE_SCALE
         lesh, losh = s.S_LUT_LE_SLOPE_SHIFT, s.S_LUT_LO_SLOPE_SHIFT
-        bias = _comb(m, Mux(~le_linear & (le_off >= 0) & (le_off < 48),
+        bias = comb(m, Mux(~le_linear & (le_off >= 0) & (le_off < 48),
                             (Const(1, 48) << le_off.as_unsigned()[:6])[:48], 0), "lut_bias")
         ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
 
@@ -271,9 +272,9 @@ class CdpDatapath(wiring.Component):
         def linear(lane, t, sel, depth, name):
             neg, left, right = select_bits(sel)
             tp = t.as_unsigned()[:40]
-            q = _comb(m, Cat(Const(0, FRAC), tp) >> right, f"{name}_q{lane}")
+            q = comb(m, Cat(Const(0, FRAC), tp) >> right, f"{name}_q{lane}")
             whole = q[FRAC:]
-            lsh = _comb(m, tp << Mux(left > 9, 9, left)[:4], f"{name}_l{lane}")
+            lsh = comb(m, tp << Mux(left > 9, 9, left)[:4], f"{name}_l{lane}")
             idx = Mux(neg, lsh, whole)
             under = t <= 0
             over = ~under & (idx >= depth)
@@ -294,7 +295,7 @@ class CdpDatapath(wiring.Component):
             pos = t > 0
             log = _highest_one(m, t.as_unsigned()[:40], f"le_log{lane}")        # 6 bits
             e_under = ~pos | (log < le_off)
-            e_idx = _comb(m, (log - le_off)[:10], f"le_eidx{lane}")
+            e_idx = comb(m, (log - le_off)[:10], f"le_eidx{lane}")
             e_over = ~e_under & (e_idx >= LE_DEPTH - 1)
             e_frac = (Cat(Const(0, FRAC), t.as_unsigned()[:40]) >> log)[:FRAC]
             l_idx, l_frac, l_under, l_over = linear(lane, t, info.LUT_LE_INDEX_SELECT,
@@ -317,14 +318,14 @@ class CdpDatapath(wiring.Component):
             le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
             both_u, both_o = le_u & lo_u, le_o & lo_o
             one_hit = ~both_u & ~both_o & (le_hit ^ lo_hit)
-            use_lo = _comb(m, Mux(both_u, lcfg.LUT_UFLOW_PRIORITY,
+            use_lo = comb(m, Mux(both_u, lcfg.LUT_UFLOW_PRIORITY,
                                   Mux(both_o, lcfg.LUT_OFLOW_PRIORITY,
                                       Mux(one_hit, lo_hit, lcfg.LUT_HYBRID_PRIORITY))),
                            f"cdp_use_lo{lane}")
             uflow = Mux(use_lo, lo_u, le_u)
             oflow = Mux(use_lo, lo_o, le_o)
-            flow = _comb(m, uflow | oflow, f"cdp_flow{lane}")
-            a0 = _comb(m, Mux(use_lo, Mux(oflow, LO_DEPTH - 1, Mux(uflow, 0, st[f"lo_i{lane}"]))
+            flow = comb(m, uflow | oflow, f"cdp_flow{lane}")
+            a0 = comb(m, Mux(use_lo, Mux(oflow, LO_DEPTH - 1, Mux(uflow, 0, st[f"lo_i{lane}"]))
                               + LE_DEPTH,
                               Mux(oflow, LE_DEPTH - 1, Mux(uflow, 0, st[f"le_i{lane}"])))[:9],
                        f"cdp_a0_{lane}")
@@ -366,13 +367,13 @@ class CdpDatapath(wiring.Component):
 
         new = dict(st)
         for lane in range(T):
-            ip, _ = _round_shift_right(m, st[f"ip{lane}"], FRAC, 20, 34, f"cdp_ip{lane}")
+            ip, _ = round_shift_right(m, st[f"ip{lane}"], FRAC, 20, 34, f"cdp_ip{lane}")
             sp, sh = st[f"sp{lane}"], st[f"sh{lane}"]
-            right, _ = _round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 66, f"cdp_sr{lane}")
-            left = _saturate(sp << (-sh).as_unsigned()[:5], 32)
+            right, _ = round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 66, f"cdp_sr{lane}")
+            left = saturate(sp << (-sh).as_unsigned()[:5], 32)
             slope = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
             value = Mux(st[f"flow{lane}"], st[f"y0{lane}"] + slope, st[f"y0{lane}"] + ip)
-            new[f"lut{lane}"] = _saturate(value, 16)
+            new[f"lut{lane}"] = saturate(value, 16)
             for k in ("ip", "sp", "sh", "y0", "flow"):
                 new[f"{k}{lane}"] = None
         for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):

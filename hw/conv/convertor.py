@@ -18,6 +18,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..arith import round_shift_right
 from ..mem.cube import atom_layout
 
 __all__ = ["Convertor", "AtomConvertor", "convertor_port"]
@@ -50,13 +51,6 @@ class Convertor(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pw = max(self._dw, self._ow) + 1 + 16                # (d - o) x scale
-        # A shift of pw + 1 or more rounds every product to 0 (|product| <= 2^(pw - 1) <
-        # half): clamp the shift there, so the rounding constant has pw + 1 bits, not 64.
-        tmax = pw + 1
-        t = Signal(range(tmax + 1))
-        m.d.comb += t.eq(Mux(self.trunc > tmax, tmax, self.trunc))
-        half = Signal(tmax)                                  # 2^(t-1); 0 for t = 0
-        m.d.comb += half.eq((Const(1, tmax + 1) << t) >> 1)
         for i in range(self._lanes):
             # stage 1: (d - o) x scale, and d's low byte for the bypass
             p = Signal(signed(pw), name=f"prod{i}")
@@ -64,22 +58,11 @@ class Convertor(wiring.Component):
             with m.If(self.en):
                 m.d.sync += [p.eq((self.d[i] - self.o[i]) * self.scale),
                              low.eq(self.d[i][:8])]
-            # stage 2: round the magnitude by the truncate shift (ties away from zero),
-            # saturate to int8. Only the shifted sum's low 9 bits and whether any bit above
-            # them is set are needed, which keeps the shifter narrow.
-            neg = p < 0
-            mag_in = Signal(pw, name=f"abs{i}")
-            m.d.comb += mag_in.eq(Mux(neg, -p, p))
-            total = Signal(pw + 1, name=f"sum{i}")
-            m.d.comb += total.eq(mag_in + half)
-            shifted = total >> t
-            mag = Signal(9, name=f"mag{i}")
-            high = Signal(name=f"high{i}")                  # the magnitude is >= 512
-            m.d.comb += [mag.eq(shifted[:9]), high.eq(shifted[9:].any())]
-            sat = Mux(neg, Mux(high | (mag > 128), Const(0x80, 8), (-mag)[:8]),
-                      Mux(high | (mag > 127), Const(0x7F, 8), mag[:8]))
+            # stage 2: round by the truncate shift (ties away from zero), saturate to int8
+            # (hw.arith: the lanes share the shift's rounding constant and range mask)
+            sat, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
             with m.If(self.en):
-                m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat, low))
+                m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat.as_unsigned(), low))
         return m
 
 

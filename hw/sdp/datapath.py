@@ -63,6 +63,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
+from hw.arith import clip, comb, round_shift_right, saturate
 from hw.regfile import fields_layout
 
 __all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS", "lut_ram"]
@@ -76,60 +77,12 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 # =========================================================================================
 # Arithmetic helpers (build combinational logic, return Values)
 # =========================================================================================
-def _comb(m, value, name):
-    """A named combinational signal holding ``value`` (keeps shared subexpressions shared)."""
-    value = Value.cast(value)
-    sig = Signal(value.shape(), name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
-def _clip(value, lo, hi):
-    return Mux(value > hi, hi, Mux(value < lo, lo, value))
-
-
-def _saturate(value, bits):
-    """Clamp a signed value to the signed ``bits``-bit range; result is signed(bits)."""
-    return _clip(value, -(1 << (bits - 1)), (1 << (bits - 1)) - 1).as_signed()[:bits].as_signed()
-
-
-def _round_shift_right(m, x, shift, out_bits, in_bits, name):
-    """``sim.sdp.round_shift_right`` in logic: arithmetic right shift of signed ``x`` by the
-    unsigned ``shift`` (a Value or an int), rounded half away from zero, saturated to
-    ``out_bits``; a shift of ``in_bits`` or more gives 0. Returns ``(value, saturated)``."""
-    x = Value.cast(x)
-    width = len(x)
-    cap = width + 1                       # every shift >= width + 1 rounds to 0 or -1 + 1 = 0
-    if isinstance(shift, int):
-        s_c = min(shift, cap)
-        beyond = Const(int(shift >= in_bits), 1)
-    else:
-        shift = Value.cast(shift)
-        smax = (1 << len(shift)) - 1
-        s_c = _comb(m, Mux(shift > cap, cap, shift), f"{name}_sc") if smax > cap else shift
-        beyond = (shift >= in_bits) if smax >= in_bits else Const(0, 1)
-    x2 = _comb(m, Cat(Const(0, 1), x).as_signed(), f"{name}_x2")        # 2x, width + 1 bits
-    t = _comb(m, x2 >> s_c, f"{name}_t")                                 # x >> (s - 1)
-    guard = t[0]
-    floor = t[1:].as_signed()                                            # x >> s
-    ones = Const((1 << (width + 1)) - 1, width + 1)
-    low_mask = ~(ones << s_c)[:width + 1]                                # bits below s_c
-    sticky = (x2.as_unsigned() & low_mask) != 0                          # x bits below s - 1
-    up = guard & (~x[-1] | sticky)
-    rounded = _comb(m, floor + up, f"{name}_r")
-    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
-    sat = (floor < lo) | (rounded > hi)
-    value = _saturate(rounded, out_bits)
-    return (_comb(m, Mux(beyond, 0, value).as_signed()[:out_bits].as_signed(), f"{name}_v"),
-            _comb(m, ~beyond & sat, f"{name}_s"))
-
-
 def _shift_left_saturate32(op16, shift6):
     """``sim.sdp.shift_left_saturate(op16, shift, 32)`` for a 6-bit shift."""
     op16 = Value.cast(op16)
     wide = op16 << shift6[:5]                                           # 47 bits
     big = Mux(op16 == 0, 0, Mux(op16[-1], _INT32_MIN, _INT32_MAX))
-    return Mux(shift6[5], big, _saturate(wide, 32)).as_signed()[:32].as_signed()
+    return Mux(shift6[5], big, saturate(wide, 32)).as_signed()[:32].as_signed()
 
 
 def _highest_one(v):
@@ -158,8 +111,8 @@ def lut_ram(m, access):
     mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
     m.submodules.lut_ram = mem
     addr = access.lut_addr
-    inside = _comb(m, Mux(access.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
-    ram_addr = _comb(m, Mux(access.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
+    inside = comb(m, Mux(access.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
+    ram_addr = comb(m, Mux(access.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
     wp = mem.write_port()
     m.d.comb += [wp.addr.eq(ram_addr), wp.data.eq(access.lut_wdata),
                  wp.en.eq(access.lut_we & inside)]
@@ -317,17 +270,17 @@ class SdpDatapath(wiring.Component):
         r, T = self.regs, self.lanes
         c = r[f"D_DP_{prefix}_CFG"]
         low = prefix.lower()
-        on = _comb(m, ~c[f"{prefix}_BYPASS"], f"{low}_on")
-        alu_on = _comb(m, on & ~c[f"{prefix}_ALU_BYPASS"], f"{low}_alu_on")
+        on = comb(m, ~c[f"{prefix}_BYPASS"], f"{low}_on")
+        alu_on = comb(m, on & ~c[f"{prefix}_ALU_BYPASS"], f"{low}_alu_on")
         algo = c[f"{prefix}_ALU_ALGO"]
         alu_cfg, mul_cfg = r[f"D_DP_{prefix}_ALU_CFG"], r[f"D_DP_{prefix}_MUL_CFG"]
         alu_shift = alu_cfg[f"{prefix}_ALU_SHIFT_VALUE"][:6]
         alu_mem = alu_cfg[f"{prefix}_ALU_SRC"]
         alu_reg = r[f"D_DP_{prefix}_ALU_SRC_VALUE"][f"{prefix}_ALU_OPERAND"].as_signed()
-        mul_on = _comb(m, on & ~c[f"{prefix}_MUL_BYPASS"], f"{low}_mul_on")
-        prelu = _comb(m, mul_on & c[f"{prefix}_MUL_PRELU"], f"{low}_prelu")
-        relu = _comb(m, on & ~c[f"{prefix}_RELU_BYPASS"], f"{low}_relu")
-        mul_shift = _comb(m, Mux(on, mul_cfg[f"{prefix}_MUL_SHIFT_VALUE"][:6], 0),
+        mul_on = comb(m, on & ~c[f"{prefix}_MUL_BYPASS"], f"{low}_mul_on")
+        prelu = comb(m, mul_on & c[f"{prefix}_MUL_PRELU"], f"{low}_prelu")
+        relu = comb(m, on & ~c[f"{prefix}_RELU_BYPASS"], f"{low}_relu")
+        mul_shift = comb(m, Mux(on, mul_cfg[f"{prefix}_MUL_SHIFT_VALUE"][:6], 0),
                           f"{low}_mul_shift")
         mul_mem = mul_cfg[f"{prefix}_MUL_SRC"]
         mul_reg = r[f"D_DP_{prefix}_MUL_SRC_VALUE"][f"{prefix}_MUL_OPERAND"].as_signed()
@@ -337,7 +290,7 @@ class SdpDatapath(wiring.Component):
             for lane in range(T):
                 x = st[f"x{lane}"]
                 op = Mux(alu_mem, st[f"{low}_alu{lane}"], alu_reg)
-                opsh = _comb(m, _shift_left_saturate32(op, alu_shift), f"{low}_opsh{lane}")
+                opsh = comb(m, _shift_left_saturate32(op, alu_shift), f"{low}_opsh{lane}")
                 res = Mux(algo == ALU_MAX, Mux(x > opsh, x, opsh),
                           Mux(algo == ALU_MIN, Mux(x < opsh, x, opsh), x + opsh))
                 new[f"{low}_a{lane}"] = Mux(alu_on, res, x).as_signed()[:33].as_signed()
@@ -353,7 +306,7 @@ class SdpDatapath(wiring.Component):
         def shift(st, new):
             for lane in range(T):
                 a = st[f"{low}_a{lane}"]
-                y, _ = _round_shift_right(m, st[f"{low}_p{lane}"], mul_shift, 32, 49,
+                y, _ = round_shift_right(m, st[f"{low}_p{lane}"], mul_shift, 32, 49,
                                           f"{low}_rsr{lane}")
                 y = Mux(prelu & ~a[-1], a[:32].as_signed(), y)
                 y = Mux(relu & y.as_signed()[-1], 0, y)
@@ -391,7 +344,7 @@ class SdpDatapath(wiring.Component):
         def shift(st, new):
             for u, c in units.items():
                 for lane in range(T):
-                    v, _ = _round_shift_right(m, st[f"ew_{u}_p{lane}"], c["trunc"], 32, 49,
+                    v, _ = round_shift_right(m, st[f"ew_{u}_p{lane}"], c["trunc"], 32, 49,
                                               f"ew_{u}_cvt{lane}")
                     mem = Mux(c["bypass"], st[f"ew_{u}{lane}"], v)
                     new[f"ew_{u[0]}op{lane}"] = Mux(c["mem"], mem, c["reg"]).as_signed()[:32] \
@@ -405,10 +358,10 @@ class SdpDatapath(wiring.Component):
         """EW multiplier (32x32), its rounding shift and PReLU, then the ALU."""
         r, T = self.regs, self.lanes
         c = r.D_DP_EW_CFG
-        on = _comb(m, ~c.EW_BYPASS, "ew_on")
-        mul_on = _comb(m, on & ~c.EW_MUL_BYPASS, "ew_mul_on")
+        on = comb(m, ~c.EW_BYPASS, "ew_on")
+        mul_on = comb(m, on & ~c.EW_MUL_BYPASS, "ew_mul_on")
         prelu = c.EW_MUL_PRELU
-        alu_on = _comb(m, on & ~c.EW_ALU_BYPASS, "ew_alu_on")
+        alu_on = comb(m, on & ~c.EW_ALU_BYPASS, "ew_alu_on")
         algo = c.EW_ALU_ALGO
         trunc = r.D_DP_EW_TRUNCATE_VALUE.EW_TRUNCATE
 
@@ -420,7 +373,7 @@ class SdpDatapath(wiring.Component):
         def shift(st, new):
             for lane in range(T):
                 x = st[f"x{lane}"]
-                v, _ = _round_shift_right(m, st[f"ew_p{lane}"], trunc, 32, 64, f"ew_rsr{lane}")
+                v, _ = round_shift_right(m, st[f"ew_p{lane}"], trunc, 32, 64, f"ew_rsr{lane}")
                 v = Mux(prelu & ~x[-1], x, v)
                 new[f"x{lane}"] = Mux(mul_on, v, x).as_signed()[:32].as_signed()
                 new[f"ew_p{lane}"] = None
@@ -430,7 +383,7 @@ class SdpDatapath(wiring.Component):
                 x, op = st[f"x{lane}"], st[f"ew_aop{lane}"]
                 res = Mux(algo == ALU_MAX, Mux(x > op, x, op),
                           Mux(algo == ALU_MIN, Mux(x < op, x, op),
-                              Mux(algo == ALU_EQL, x != op, _saturate(x + op, 32))))
+                              Mux(algo == ALU_EQL, x != op, saturate(x + op, 32))))
                 new[f"x{lane}"] = Mux(alu_on, res, x).as_signed()[:32].as_signed()
                 new[f"ew_aop{lane}"] = None
 
@@ -448,7 +401,7 @@ class SdpDatapath(wiring.Component):
         r, s, T = self.regs, self.s, self.lanes
         mem = self._lut_ram(m)
         c = r.D_DP_EW_CFG
-        lut_on = _comb(m, ~c.EW_BYPASS & ~c.EW_LUT_BYPASS, "lut_on")
+        lut_on = comb(m, ~c.EW_BYPASS & ~c.EW_LUT_BYPASS, "lut_on")
         lcfg, info = s.S_LUT_CFG, s.S_LUT_INFO
         le_linear = lcfg.LUT_LE_FUNCTION
         le_offset = info.LUT_LE_INDEX_OFFSET.as_signed()
@@ -461,8 +414,8 @@ class SdpDatapath(wiring.Component):
         les, los = s.S_LUT_LE_SLOPE_SCALE, s.S_LUT_LO_SLOPE_SCALE
         lesh, losh = s.S_LUT_LE_SLOPE_SHIFT, s.S_LUT_LO_SLOPE_SHIFT
         # bias 2^LE_INDEX_OFFSET of an LE exponent-table underflow (0 for offsets outside 0..31)
-        bias_on = _comb(m, ~le_linear & (le_offset >= 0) & (le_offset < 32), "lut_bias_on")
-        bias = _comb(m, Mux(bias_on, (Const(1, 32) << le_offset.as_unsigned()[:5])[:32], 0),
+        bias_on = comb(m, ~le_linear & (le_offset >= 0) & (le_offset < 32), "lut_bias_on")
+        bias = comb(m, Mux(bias_on, (Const(1, 32) << le_offset.as_unsigned()[:5])[:32], 0),
                      "lut_bias")
         ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
         F = LUT_FRACTION_BITS
@@ -478,10 +431,10 @@ class SdpDatapath(wiring.Component):
 
         def linear(lane, d, sel, depth, name):
             """Index / fraction / overflow of a linear table (sel: signed 8 bits)."""
-            q = _comb(m, Cat(Const(0, F), d) >> sel.as_unsigned()[:7], f"{name}_q{lane}")
+            q = comb(m, Cat(Const(0, F), d) >> sel.as_unsigned()[:7], f"{name}_q{lane}")
             whole = q[F:]
             pos_over = whole >= depth - 1
-            left = _comb(m, d << Mux((-sel)[:8] > 8, 8, (-sel)[:8])[:4], f"{name}_l{lane}")
+            left = comb(m, d << Mux((-sel)[:8] > 8, 8, (-sel)[:8])[:4], f"{name}_l{lane}")
             neg_over = left >= depth - 1
             negative = sel[-1]
             over = Mux(negative, neg_over, pos_over)
@@ -496,8 +449,8 @@ class SdpDatapath(wiring.Component):
                 # LE exponent: log2 of the difference (a leading-sign detector on 32 bits)
                 neg = d[31]
                 hb, none = _highest_one(Mux(neg, ~d, d))
-                hb = _comb(m, hb, f"le_hb{lane}")
-                log2_9 = _comb(m, Mux(none, Mux(neg, 0x1FF, 0), hb), f"le_log2_{lane}")
+                hb = comb(m, hb, f"le_hb{lane}")
+                log2_9 = comb(m, Mux(none, Mux(neg, 0x1FF, 0), hb), f"le_log2_{lane}")
                 e_under = st[f"le_u{lane}"] | (log2_9 < le_offset)
                 e_raw = Mux(e_under, 0, (log2_9 - le_offset)[:9])
                 e_over = e_raw >= LE_DEPTH - 1
@@ -518,14 +471,14 @@ class SdpDatapath(wiring.Component):
                 le_u, le_o = st[f"le_u{lane}"], st[f"le_o{lane}"]
                 lo_u, lo_o = st[f"lo_u{lane}"], st[f"lo_o{lane}"]
                 le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
-                use_lo = _comb(m, Mux(le_u & lo_u, lcfg.LUT_UFLOW_PRIORITY,
+                use_lo = comb(m, Mux(le_u & lo_u, lcfg.LUT_UFLOW_PRIORITY,
                                       Mux(le_o & lo_o, lcfg.LUT_OFLOW_PRIORITY,
                                           Mux(le_hit == lo_hit, lcfg.LUT_HYBRID_PRIORITY,
                                               ~le_hit))), f"lut_use_lo{lane}")
-                uflow = _comb(m, Mux(use_lo, lo_u, le_u), f"lut_uflow{lane}")
-                oflow = _comb(m, Mux(use_lo, lo_o, le_o), f"lut_oflow{lane}")
+                uflow = comb(m, Mux(use_lo, lo_u, le_u), f"lut_uflow{lane}")
+                oflow = comb(m, Mux(use_lo, lo_o, le_o), f"lut_oflow{lane}")
                 flow = uflow | oflow
-                a0 = _comb(m, Mux(use_lo, st[f"lo_i{lane}"] + LE_DEPTH, st[f"le_i{lane}"])[:9],
+                a0 = comb(m, Mux(use_lo, st[f"lo_i{lane}"] + LE_DEPTH, st[f"le_i{lane}"])[:9],
                            f"lut_a0_{lane}")
                 rp0, rp1 = ports[lane]
                 m.d.comb += [rp0.addr.eq(a0), rp0.en.eq(pipe.en),
@@ -566,12 +519,12 @@ class SdpDatapath(wiring.Component):
 
         def rounding(st, new):
             for lane in range(T):
-                ip, _ = _round_shift_right(m, st[f"lut_ip{lane}"], F, 32, 53, f"lut_ip{lane}")
+                ip, _ = round_shift_right(m, st[f"lut_ip{lane}"], F, 32, 53, f"lut_ip{lane}")
                 sp = st[f"lut_sp{lane}"]
                 sh = st[f"lut_shift{lane}"]
-                right, _ = _round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 50,
+                right, _ = round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 50,
                                               f"lut_sr{lane}")
-                left = _saturate(sp << (-sh).as_unsigned()[:5], 32)
+                left = saturate(sp << (-sh).as_unsigned()[:5], 32)
                 new[f"lut_interp{lane}"] = ip
                 new[f"lut_slope{lane}"] = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
                 for k in ("lut_ip", "lut_sp", "lut_shift"):
@@ -580,7 +533,7 @@ class SdpDatapath(wiring.Component):
         def select(st, new):
             flags = {k: [] for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit")}
             for lane in range(T):
-                extra = _saturate(st[f"lut_y0{lane}"] + st[f"lut_slope{lane}"], 32)
+                extra = saturate(st[f"lut_y0{lane}"] + st[f"lut_slope{lane}"], 32)
                 flow = st[f"lut_flow{lane}"]
                 value = Mux(flow, extra, st[f"lut_interp{lane}"])
                 new[f"x{lane}"] = Mux(lut_on, value, st[f"x{lane}"]).as_signed()[:32].as_signed()
@@ -605,10 +558,10 @@ class SdpDatapath(wiring.Component):
         offset = r.D_CVT_OFFSET.CVT_OFFSET.as_signed()
         scale = r.D_CVT_SCALE.CVT_SCALE.as_signed()
         cvt_shift = r.D_CVT_SHIFT.CVT_SHIFT[:6]
-        int8 = _comb(m, r.D_DATA_FORMAT.OUT_PRECISION == 0, "out_int8")
+        int8 = comb(m, r.D_DATA_FORMAT.OUT_PRECISION == 0, "out_int8")
         if cfg.sdp_ew:
             c = r.D_DP_EW_CFG
-            eql = _comb(m, ~c.EW_BYPASS & ~c.EW_ALU_BYPASS & (c.EW_ALU_ALGO == ALU_EQL), "eql")
+            eql = comb(m, ~c.EW_BYPASS & ~c.EW_ALU_BYPASS & (c.EW_ALU_ALGO == ALU_EQL), "eql")
         else:
             eql = Const(0, 1)
 
@@ -625,7 +578,7 @@ class SdpDatapath(wiring.Component):
 
         def shift(st, new):
             for lane in range(T):
-                t, sat = _round_shift_right(m, st[f"cvt_p{lane}"], cvt_shift, 17, 49,
+                t, sat = round_shift_right(m, st[f"cvt_p{lane}"], cvt_shift, 17, 49,
                                             f"cvt_rsr{lane}")
                 new[f"cvt_t{lane}"], new[f"cvt_s{lane}"] = t, sat
                 new[f"cvt_p{lane}"] = None
@@ -635,9 +588,9 @@ class SdpDatapath(wiring.Component):
             for lane in range(T):
                 t = st[f"cvt_t{lane}"]
                 xl = st[f"xl{lane}"]
-                conv = Mux(int8, _saturate(t, 8), _saturate(t, 16))
+                conv = Mux(int8, saturate(t, 8), saturate(t, 16))
                 wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
-                out = _comb(m, Mux(eql, wrap, conv).as_signed()[:16].as_signed(),
+                out = comb(m, Mux(eql, wrap, conv).as_signed()[:16].as_signed(),
                             f"out{lane}")
                 new[f"out{lane}"] = out
                 sats.append(st[f"cvt_s{lane}"] & ~eql)
