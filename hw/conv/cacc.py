@@ -130,32 +130,38 @@ class Cacc(wiring.Component):
         end2 = Signal()
         with m.If(adv):
             m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
-        half = Signal(32)
-        m.d.comb += half.eq((Const(1, 32) << self.truncate)[1:])
-        t3 = [Signal(signed(ACC_BITS + 1), name=f"t3_{k}") for k in range(ak)]
+        # floor((x + 2^(t-1) - [x < 0]) / 2^t) is x rounded (x itself for t = 0): the adder's
+        # constant depends on truncate alone (shared by the lanes); the shift comes next stage
+        kc = Signal(signed(ACC_BITS + 2))
+        m.d.comb += kc.eq(((Const(1, 33) << self.truncate) >> 1) - 1)
+        t3 = [Signal(signed(ACC_BITS + 2), name=f"t3_{k}") for k in range(ak)]
         end3 = Signal()
         with m.If(adv):
             m.d.sync += [s3_valid.eq(s2_valid), end3.eq(end2)]
             for k in range(ak):
-                neg = v2[k] < 0
-                adj = v2[k] + half - (neg & (self.truncate != 0))
-                m.d.sync += t3[k].eq(adj >> self.truncate)
+                cin = ~(v2[k][-1] & (self.truncate != 0))
+                m.d.sync += t3[k].eq(v2[k] + kc + cin)
 
-        # stage 3: saturate to int32, count, push
+        # stage 3: shift, saturate to int32 (the rounded value is in range when every bit of
+        # the sum from truncate + 31 up equals its sign: a mask, not a full-width compare),
+        # count, push
+        w3 = ACC_BITS + 2
+        mask = Signal(w3)
+        m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
         res = Signal(res_layout)
         sat = Signal(ak)
         for k in range(ak):
-            hi, lo = t3[k] > _I32_MAX, t3[k] < _I32_MIN
+            sign = t3[k][-1]
+            ovf = Signal(name=f"ovf{k}")
+            m.d.comb += ovf.eq(((t3[k].as_unsigned() ^ sign.replicate(w3)) & mask).any())
             if self._i16 and k >= ak // 2:         # no kernel of an int16 group
-                m.d.comb += sat[k].eq((hi | lo) & ~self.int16)
+                m.d.comb += sat[k].eq(ovf & ~self.int16)
             else:
-                m.d.comb += sat[k].eq(hi | lo)
-            with m.If(hi):
-                m.d.comb += res.data[k].eq(_I32_MAX)
-            with m.Elif(lo):
-                m.d.comb += res.data[k].eq(_I32_MIN)
+                m.d.comb += sat[k].eq(ovf)
+            with m.If(ovf):
+                m.d.comb += res.data[k].eq(Mux(sign, _I32_MIN, _I32_MAX))
             with m.Else():
-                m.d.comb += res.data[k].eq(t3[k])
+                m.d.comb += res.data[k].eq((t3[k] >> self.truncate)[:32])
         m.d.comb += res.end.eq(end3)
         push = Signal()
         m.d.comb += [push.eq(s3_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
