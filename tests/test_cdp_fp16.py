@@ -188,33 +188,43 @@ def test_output_convert_and_counters():
     assert fp16_from_float(1.0) == 0x3C00
 
 
-def test_decode_fp16_names_the_lut():
-    """fp16 layers decode up to the LUT, whose fp mode is not modelled: NotImplementedError
-    naming CDP.S_LUT_CFG (not a CdpProgramError: the program is legal); a build without fp16
-    still rejects them, and the two precision fields must agree."""
+def _decode_views(cfg, layer, rdma_prec, cdp_prec, **lut_info):
+    """GroupViews of ``layer`` with the two precision fields (and S_LUT_INFO fields) set."""
+    rmap = register_map(PRESETS["nv_full"])
+    rdma, cdp = dict(layer["rdma"]), {**layer["cdp"], **layer["lut_regs"]}
+    for words, block, reg, fields in ((rdma, "CDP_RDMA", "D_DATA_FORMAT",
+                                       {"INPUT_DATA": rdma_prec}),
+                                      (cdp, "CDP", "D_DATA_FORMAT",
+                                       {"INPUT_DATA_TYPE": cdp_prec}),
+                                      (cdp, "CDP", "S_LUT_INFO", lut_info)):
+        r = rmap[block][reg]
+        words[reg] = r.pack(**{**r.unpack(words.get(reg, r.reset)), **fields})
+    m = register_map(cfg)
+    return GroupView(m["CDP_RDMA"], rdma), GroupView(m["CDP"], cdp)
+
+
+def test_decode_fp16():
+    """fp16 layers decode on builds with fp16, with the LUT's index fields at their full 8
+    bits (the integer modes' range rules do not apply); a build without fp16 rejects them,
+    and the two precision fields must agree (no precision conversion in an LRN layer)."""
     full, small = PRESETS["nv_full"], PRESETS["nv_small"]
     layer = random_program(full, np.random.default_rng(3), prec=0)
-    rmap = register_map(full)
-
-    def views(cfg, rdma_prec, cdp_prec):
-        rdma, cdp = dict(layer["rdma"]), {**layer["cdp"], **layer["lut_regs"]}
-        for words, block, reg, fld, v in ((rdma, "CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA",
-                                           rdma_prec),
-                                          (cdp, "CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE",
-                                           cdp_prec)):
-            r = rmap[block][reg]
-            words[reg] = r.pack(**{**r.unpack(words.get(reg, r.reset)), fld: v})
-        m = register_map(cfg)
-        return GroupView(m["CDP_RDMA"], rdma), GroupView(m["CDP"], cdp)
-
-    with pytest.raises(NotImplementedError, match=r"CDP\.S_LUT_CFG .*INPUT_DATA=FP16"):
-        decode(full, *views(full, 2, 2))
+    wide = dict(LUT_LE_INDEX_SELECT=0x80, LUT_LO_INDEX_SELECT=0x7F, LUT_LE_INDEX_OFFSET=0x7F)
+    p = decode(full, *_decode_views(full, layer, 2, 2, **wide))
+    assert p.precision == 2 and p.bytes_per_element == 2
+    assert (p.lut.le_index_select, p.lut.lo_index_select, p.lut.le_index_offset) == \
+        (-128, 127, 127)
+    with pytest.raises(CdpProgramError, match=r"LUT_LO_INDEX_SELECT=127: index select"):
+        decode(full, *_decode_views(full, layer, 0, 0, **wide))     # the int8 rule holds
     with pytest.raises(CdpProgramError, match=r"INPUT_DATA_TYPE=INT8: must equal "
                                               r"CDP_RDMA\.D_DATA_FORMAT\.INPUT_DATA=FP16"):
-        decode(full, *views(full, 2, 0))
+        decode(full, *_decode_views(full, layer, 2, 0))
+    with pytest.raises(CdpProgramError, match=r"INPUT_DATA_TYPE=FP16: must equal "
+                                              r"CDP_RDMA\.D_DATA_FORMAT\.INPUT_DATA=INT16"):
+        decode(full, *_decode_views(full, layer, 1, 2))
     with pytest.raises(CdpProgramError, match=r"INPUT_DATA=FP16: this build has no fp16"):
-        decode(small, *views(small, 2, 2))
-    assert decode(full, *views(full, 0, 0)).nan_to_zero is False
+        decode(small, *_decode_views(small, layer, 2, 2))
+    assert decode(full, *_decode_views(full, layer, 0, 0)).nan_to_zero is False
 
 
 # -----------------------------------------------------------------------------------------
