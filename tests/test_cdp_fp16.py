@@ -27,6 +27,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,14 +36,16 @@ import pytest
 from arch.config import PRESETS
 from arch.registers import register_map
 from sim.cdp import CdpProgramError, decode
-from sim.cdp.cdp import (fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
-                         interpolate_fp16, lut_index_fp16, multiply_fp16,
+from sim.cdp.cdp import (CdpLut, fp16_nan_count, fp16_nan_inf_counts, input_convert_fp16,
+                         interpolate_fp16, lut_index_fp16, lut_lookup_fp16, multiply_fp16,
                          output_convert_fp16, square_sum_fp16)
+from sim.cdp.program import FP16, CdpLutParams
+from sim.lut import CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW
 from sim.cdp.random_programs import random_program
 from sim.regs import GroupView
-from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp17_from_float, fp17_mul,
-                         fp17_to_fp32, fp32_from_float, fp32_mul, fp32_to_float,
-                         fraction_to_fp17)
+from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp16_to_fp32, fp17_from_float,
+                         fp17_mul, fp17_to_float, fp17_to_fp32, fp32_add, fp32_from_float,
+                         fp32_mul, fp32_to_float, fraction_to_fp17)
 
 GIT = os.environ.get("NVDLA_HW_GIT")
 NAN17 = (63 << 10) | 1
@@ -225,6 +228,240 @@ def test_decode_fp16():
     with pytest.raises(CdpProgramError, match=r"INPUT_DATA=FP16: this build has no fp16"):
         decode(small, *_decode_views(small, layer, 2, 2))
     assert decode(full, *_decode_views(full, layer, 0, 0)).nan_to_zero is False
+
+
+# -----------------------------------------------------------------------------------------
+# The LUT in fp16 mode (lut_lookup_fp16), known answers
+# -----------------------------------------------------------------------------------------
+F32 = lambda v: int(fp32_from_float(v))                               # noqa: E731
+F16 = lambda v: int(fp16_from_float(v))                               # noqa: E731
+
+
+def _ramp_lut():
+    """LE entry i = 4i + 1, LO entry i = -i (exact fp16 values: every result below is exact)."""
+    lut = CdpLut()
+    lut.load(le=fp16_from_float(4.0 * np.arange(65) + 1), lo=fp16_from_float(-np.arange(257.0)))
+    return lut
+
+
+def _lookup(lut, sums, p):
+    o = lut_lookup_fp16(lut, fp32_from_float(np.asarray(sums, dtype=np.float64)), p)
+    return list(fp17_to_float(o.value)), list(o.category)
+
+
+#: LE exponent mode (offset 1: index = log2(s) - 1), LO linear (s - 1) / 4
+EXP = CdpLutParams(le_linear=False, le_index_offset=1, le_start=0, le_end=F32(2.0 ** 65),
+                   lo_index_select=2, lo_start=F32(1.0), lo_end=F32(1025.0),
+                   le_uflow_scale=F16(2.0), lo_uflow_scale=F16(4.0), le_uflow_shift=7,
+                   lo_uflow_shift=-3)
+#: LE linear (index = s), LO linear s / 4
+LIN = CdpLutParams(le_linear=True, le_index_select=0, le_start=0, le_end=F32(64.0),
+                   lo_index_select=2, lo_start=0, lo_end=F32(1024.0), le_oflow_scale=F16(0.5),
+                   lo_oflow_scale=F16(0.25), le_uflow_scale=F16(3.0), le_oflow_shift=9)
+
+
+def test_lut_lookup_fp16_hits_and_choice():
+    """Hits interpolate the chosen table's entries in fp (y0 + (y1 - y0) x fraction); the
+    choice and categories are the integer modes' (hybrid when both hit)."""
+    lut = _ramp_lut()
+    # 3: LE 2^1 -> index 0, fraction .5: 1 + 4 x .5; LO (3 - 1) / 4 = .5: 0 - .5 (both hit)
+    # 6: LE index 1, fraction .5: 5 + 2; LO 1.25: -1.25 (both hit)
+    # 1.5: LE log2 0 - 1 < 0 underflows, LO .125: -.125 (LO only)
+    # 2048: LE log2 11 -> index 10: 41; LO 511.75 overflows (LE only)
+    got = _lookup(lut, [3.0, 6.0, 1.5, 2048.0], EXP)
+    assert got == ([3.0, 7.0, -0.125, 41.0], [CAT_HYBRID, CAT_HYBRID, CAT_LO_HIT, CAT_LE_HIT])
+    p = replace(EXP, hybrid_priority_lo=True)
+    assert _lookup(lut, [3.0, 6.0, 1.5, 2048.0], p)[0] == [-0.5, -1.25, -0.125, 41.0]
+    # LE linear: 10.25 -> index 10, fraction .25: 41 + 1; LO 2.5625; 70: LE overflows, LO
+    # 17.5 hits
+    assert _lookup(lut, [10.25, 70.0], LIN) == ([42.0, -17.5], [CAT_HYBRID, CAT_LO_HIT])
+    assert _lookup(lut, [10.25], replace(LIN, hybrid_priority_lo=True))[0] == [-2.5625]
+
+
+def test_lut_lookup_fp16_out_of_range():
+    """Misses extrapolate from the edge entry: (s - reference) x slope scale (an fp16 code; the
+    shift fields play no part) + entry; LE underflow's reference is fp32(2^offset) + LE_START
+    in exponent mode, LE_START in linear mode."""
+    lut = _ramp_lut()
+    # 0.25 underflows both: LE (0.25 - 2^1) x 2 + 1 = -2.5; LO (0.25 - 1) x 4 + 0 = -3
+    assert _lookup(lut, [0.25], EXP) == ([-2.5], [CAT_UFLOW])
+    assert _lookup(lut, [0.25], replace(EXP, uflow_priority_lo=True)) == ([-3.0], [CAT_UFLOW])
+    # offset 5, start 1: reference 33: (0.5 - 33) x 2 + 1; offsets -128 / -127: reference 1
+    assert _lookup(lut, [0.5], replace(EXP, le_index_offset=5, le_start=F32(1.0)))[0] == [-64.0]
+    for off in (-128, -127):
+        p = replace(EXP, le_index_offset=off, le_start=F32(1.0))
+        assert _lookup(lut, [0.5], p)[0] == [0.0], off
+    # 2000 overflows both: LE (2000 - 64) x .5 + 257 = 1225; LO (2000 - 1024) x .25 - 256
+    assert _lookup(lut, [2000.0], LIN) == ([1225.0], [CAT_OFLOW])
+    assert _lookup(lut, [2000.0], replace(LIN, oflow_priority_lo=True))[0] == [-12.0]
+    # a negative sum (square-sum bypass) underflows: LE linear reference LE_START = 0
+    assert _lookup(lut, [-1.0], LIN) == ([-2.0], [CAT_UFLOW])
+    # LE underflows and LO overflows: hybrid; LE (2000 - 5000) / 16 + 1 = -186.5, LO -12
+    p = replace(LIN, le_start=F32(5000.0), le_uflow_scale=F16(1 / 16))
+    assert _lookup(lut, [2000.0], p) == ([-186.5], [CAT_HYBRID])
+    assert _lookup(lut, [2000.0], replace(p, hybrid_priority_lo=True))[0] == [-12.0]
+
+
+def test_lut_lookup_fp16_nan_and_counters():
+    """A NaN square sum bypasses the tables: the fp17 NaN of its sign and low 10 mantissa
+    bits, counted as an underflow; a NaN entry propagates through the interpolation;
+    CdpLutOutput.count gives the D_PERF_LUT_* counts."""
+    lut = _ramp_lut()
+    s = np.array([0x7FC00155, 0xFFC00003, 0x7F800001], dtype=np.int64)
+    o = lut_lookup_fp16(lut, s, EXP)
+    assert list(o.value) == [0xFD55, 0x1FC03, 0xFC01]
+    assert list(o.category) == [CAT_UFLOW] * 3
+    lut.le[1] = 0x7E07                                      # NaN at LE index 1
+    o = lut_lookup_fp16(lut, fp32_from_float(np.array([3.0, 6.0])), EXP)
+    assert [(int(v) >> 10) & 0x3F for v in o.value] == [63, 63] and all(o.value & 0x3FF)
+    sums = [3.0, 6.0, 1.5, 2048.0, 0.25, 0.5, 1.0, 2.0 ** 70, float("nan")]
+    o = lut_lookup_fp16(_ramp_lut(), fp32_from_float(np.array(sums)), EXP)
+    assert [o.count(c) for c in (CAT_UFLOW, CAT_OFLOW, CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT)] \
+        == [4, 1, 2, 1, 1]
+
+
+# -----------------------------------------------------------------------------------------
+# Whole fp16 layers
+# -----------------------------------------------------------------------------------------
+NV_SMALL_FP16 = PRESETS["nv_small"].replace(name="nv_small_fp16",
+                                            data_types=frozenset({"int8", "fp16"}))
+
+
+def _reference_lookup(lut, s, p):
+    """Element by element, the LUT written out from the stage functions (index stage per
+    table, the selection rules, the interpolation unit's operands)."""
+    out, cats = [], []
+    bias = 0 if p.le_linear or p.le_index_offset <= -127 else (p.le_index_offset + 127) << 23
+    le_min = int(fp32_add(bias, p.le_start & 0xFFFFFFFF))
+    tables = {"le": (lut.le, not p.le_linear, p.le_index_offset, p.le_index_select, p.le_start,
+                     le_min, p.le_end, p.le_uflow_scale, p.le_oflow_scale),
+              "lo": (lut.lo, False, 0, p.lo_index_select, p.lo_start, p.lo_start, p.lo_end,
+                     p.lo_uflow_scale, p.lo_oflow_scale)}
+    for v in np.asarray(s, dtype=np.int64).reshape(-1):
+        flags, res = {}, {}
+        for name, (t, exp, off, sel, start, lo_ref, hi_ref, us, os_) in tables.items():
+            i, f, u, o = (int(a[0]) for a in lut_index_fp16(np.array([v]), start, exp, off,
+                                                             sel, t.size))
+            flags[name] = "u" if u else "o" if o else "h"
+            if u or o:
+                edge = int(t[0 if u else -1]) & 0xFFFF
+                args = ((lo_ref if u else hi_ref) & 0xFFFFFFFF, v, fp16_to_fp17(edge),
+                        fp16_to_fp17((us if u else os_) & 0xFFFF))
+            else:
+                y0, y1 = int(t[i]) & 0xFFFF, int(t[i + 1]) & 0xFFFF
+                args = (fp16_to_fp32(y0), fp16_to_fp32(y1), fp16_to_fp17(y0),
+                        fraction_to_fp17(f, 16))
+            res[name] = int(interpolate_fp16(*args))
+        x, y = flags["le"], flags["lo"]
+        if x == y == "u":
+            cat, lo = CAT_UFLOW, p.uflow_priority_lo
+        elif x == y == "o":
+            cat, lo = CAT_OFLOW, p.oflow_priority_lo
+        elif x == "h" and y != "h":
+            cat, lo = CAT_LE_HIT, False
+        elif y == "h" and x != "h":
+            cat, lo = CAT_LO_HIT, True
+        else:
+            cat, lo = CAT_HYBRID, p.hybrid_priority_lo
+        r = res["lo" if lo else "le"]
+        if ((v >> 23) & 0xFF) == 0xFF and v & 0x7FFFFF:                  # NaN sum
+            r = ((v >> 31) << 16) | (63 << 10) | (v & 0x3FF)
+        out.append(r)
+        cats.append(cat)
+    return np.array(out).reshape(np.shape(s)), np.array(cats)
+
+
+def _reference_layer(cfg, layer):
+    """Output codes [C, H, W] and counters of an fp16 layer of :func:`random_program`, composed
+    from the stage functions with the element-wise LUT above."""
+    rmap = register_map(cfg)
+    p = decode(cfg, GroupView(rmap["CDP_RDMA"], layer["rdma"]),
+               GroupView(rmap["CDP"], {**layer["cdp"], **layer["lut_regs"]}))
+    assert p.precision == FP16
+    (addr, mem, _), = layer["images"]
+    _, base, line, surf = p.src
+    cpa = cfg.memory_atom // 2
+    S = -(-p.channel // cpa)
+    raw = np.zeros((S * cpa, p.height, p.width), dtype=np.int64)
+    for c in range(S * cpa):
+        for h in range(p.height):
+            for w in range(p.width):
+                a = base - addr + (c // cpa) * surf + h * line + w * cfg.memory_atom \
+                    + 2 * (c % cpa)
+                raw[c, h, w] = int(mem[a]) | int(mem[a + 1]) << 8
+    x = input_convert_fp16(raw, p.nan_to_zero)
+    x[p.channel:] = 0
+    s = square_sum_fp16(x, p.window, p.sqsum_bypass)
+    lut = CdpLut()
+    lut.load(le=layer["lut"][1], lo=layer["lut"][2])
+    y, cats = _reference_lookup(lut, s, p.lut)
+    out = output_convert_fp16(multiply_fp16(y, x, p.mul_bypass))
+    counts = {"D_PERF_LUT_UFLOW": CAT_UFLOW, "D_PERF_LUT_OFLOW": CAT_OFLOW,
+              "D_PERF_LUT_HYBRID": CAT_HYBRID, "D_PERF_LUT_LE_HIT": CAT_LE_HIT,
+              "D_PERF_LUT_LO_HIT": CAT_LO_HIT}
+    regs = {k: int(np.count_nonzero(cats == c)) for k, c in counts.items()}
+    nan_in, inf_in = fp16_nan_inf_counts(raw)
+    regs.update(D_NAN_INPUT_NUM=nan_in, D_INF_INPUT_NUM=inf_in,
+                D_NAN_OUTPUT_NUM=fp16_nan_count(out), D_OUT_SATURATION=0)
+    return out, regs, p
+
+
+@pytest.mark.parametrize("cfg, seed", [(NV_SMALL_FP16, 35), (PRESETS["nv_full"], 36)],
+                         ids=["nv_small_fp16", "nv_full"])
+def test_fp16_layers_through_golden_core(tmp_path, cfg, seed):
+    """Random fp16 layers (random_program, fp16 data with NaNs / infinities / denormals, random
+    fp16-mode LUTs) as traces through GoldenCore: the output surface in memory and the
+    status registers equal the reference composition of the stage functions."""
+    from sim.core import GoldenCore
+    from sim.random_traces import golden_crcs
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    from sim.cdp.random_programs import write_trace
+    rng = np.random.default_rng(seed)
+    seen = set()
+    for k in range(4):
+        layer = random_program(cfg, rng, max_elems=400, prec=FP16)
+        path = write_trace(str(tmp_path), f"cdp_fp16_{k}", [layer])
+        crcs, err = golden_crcs(cfg, path, 1)
+        assert err is None, err
+        write_trace(str(tmp_path), f"cdp_fp16_{k}", [layer], crcs)
+        core = GoldenCore(cfg)
+        res = run_golden(parse_trace(path, cfg), cfg, core=core)
+        assert res.passed, res.message
+        out, regs, p = _reference_layer(cfg, layer)
+        _, base, line, surf = p.dst
+        cpa = cfg.memory_atom // 2
+        mem = core.memory(p.dst[0], "dst")
+        for c in range(p.channel):
+            for h in range(p.height):
+                for w in range(p.width):
+                    a = base + (c // cpa) * surf + h * line + w * cfg.memory_atom + 2 * (c % cpa)
+                    got = mem.gather(np.array([a, a + 1]))
+                    assert int(got[0]) | int(got[1]) << 8 == out[c, h, w], (k, c, h, w)
+        for reg, want in regs.items():
+            assert core.csb_read(core.rmap.address(f"CDP.{reg}") >> 2) == want, (k, reg)
+        seen |= {r for r, v in regs.items() if v}
+        seen.add("linear" if p.lut.le_linear else "exponent")
+    assert seen >= {"D_PERF_LUT_UFLOW", "D_PERF_LUT_OFLOW", "D_PERF_LUT_HYBRID",
+                    "D_PERF_LUT_LE_HIT", "D_PERF_LUT_LO_HIT", "D_NAN_INPUT_NUM",
+                    "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM", "linear", "exponent"}
+
+
+def test_random_fp16_traces_golden():
+    """write_random_traces(fp16=True) draws fp16 layers (and pairs) on a build with fp16, and
+    the golden engine runs them; builds without fp16 and the default draw stay integer."""
+    import tempfile
+    from sim.cdp.random_programs import write_random_traces
+    from sim.random_traces import run_trace_golden
+    with tempfile.TemporaryDirectory() as d:
+        paths = write_random_traces(NV_SMALL_FP16, d, 8, seed=6, fp16=True)
+        text = [Path(p, Path(p).name + ".cfg").read_text() for p in paths]
+        assert sum("NVDLA_CDP_RDMA.D_DATA_FORMAT_0, 0x2)" in t for t in text) >= 5
+        for p in paths:
+            assert run_trace_golden(p, NV_SMALL_FP16).passed
+    rng = np.random.default_rng(0)
+    assert all(random_program(PRESETS["nv_small"], rng, fp16=True)["prec"] == 0
+               for _ in range(10))
 
 
 # -----------------------------------------------------------------------------------------
