@@ -1,5 +1,8 @@
-"""The fp16 CDP stages of :mod:`sim.cdp.cdp` (input converter, square sum, LUT index,
-interpolation unit, multiplier, output converter, NaN / Inf counters).
+"""The fp16 CDP of :mod:`sim.cdp.cdp`: its stages (input converter, square sum, LUT index,
+interpolation unit, multiplier, output converter, NaN / Inf counters), the LUT in fp16 mode
+(``lut_lookup_fp16``: known answers for hits in LE / LO, the priorities, underflow, overflow,
+NaN sums, counters) and whole fp16 layers through GoldenCore against an element-wise
+composition of the stage functions (output and status registers).
 
 Fast tests check known answers and digests; the digests are of the outputs of NVDLA's own
 Verilog (nvdla/hw ``nvdlav1``), simulated in Icarus:
@@ -12,7 +15,11 @@ Verilog (nvdla/hw ``nvdlav1``), simulated in Icarus:
 - ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v`` in fp16 mode, the interpolation unit, on
   20,000 operand sets;
 - ``vmod/vlibs/HLS_uint16_to_fp17.v`` (the LUT fraction's converter in ``fp_format_cvt``),
-  exhaustively: :func:`sim.nvfloat.fraction_to_fp17` with 16 bits.
+  exhaustively: :func:`sim.nvfloat.fraction_to_fp17` with 16 bits;
+- the whole LUT chain ``NV_NVDLA_CDP_DP_LUT_ctrl`` -> ``_DP_lut`` (``fp_format_cvt``) ->
+  ``_DP_intp`` in fp16 mode, wired as in ``NV_NVDLA_CDP_dp`` with tables loaded over their CSB
+  port (a behavioural stand-in for intp's generated info FIFO): 3,840 LUT results under 6
+  random fp16-mode LUT configurations (one in square-sum bypass), and the perf counters.
 
 The slow tests re-run that Verilog when ``NVDLA_HW_GIT`` names a git directory of nvdla/hw
 and Icarus is installed (sources read with ``git show`` into a temporary directory; nothing of
@@ -756,3 +763,241 @@ def test_uint16_to_fp17_against_nvdla_verilog():
     got = run_unit("HLS_uint16_to_fp17", x, aw=16, ow=17)
     _check(got, fraction_to_fp17(x, 16), "uint16_to_fp17")
     print("uint16_to_fp17", _digest(got))
+
+
+# -----------------------------------------------------------------------------------------
+# The LUT chain in fp16 mode: NV_NVDLA_CDP_DP_LUT_ctrl -> _DP_lut -> _DP_intp
+# -----------------------------------------------------------------------------------------
+def _lut_chain_cases():
+    """(params, LE, LO, inputs, sqsum bypass) for the LUT chain: fp16-mode LUTs of
+    random_program on nv_full (exponent and linear LE, random priorities, fp16 tables with
+    some NaN / Inf entries), square sums of random fp16 data (specials included) plus sums
+    near the tables' bounds and NaNs; one case in sqsum-bypass mode (fp17 inputs)."""
+    rng = np.random.default_rng(23)
+    cases = []
+    for k in range(6):
+        bypass = k == 5
+        layer = random_program(PRESETS["nv_full"], rng, prec=FP16, sqsum_bypass=bypass)
+        p, le, lo = layer["lut"]
+        x = input_convert_fp16(rp_fp16_data(rng, (40, 5, 3)))
+        if bypass:
+            s = x.reshape(-1)
+        else:
+            s = square_sum_fp16(x, int(rng.choice([3, 5, 7, 9]))).reshape(-1)
+            near = [p.le_start, p.lo_start, p.le_end, p.lo_end]
+            s = np.concatenate([s, rng.choice(near, 40) + rng.integers(-3, 4, 40),
+                                [0x7FC00155, 0xFFC00003, 0, 1 << 31, 0x7F7FFFFF]])
+        s = np.concatenate([s, np.zeros(-s.size % 4, dtype=np.int64)])     # whole beats
+        cases.append((p, np.asarray(le), np.asarray(lo), s & 0xFFFFFFFF, bypass))
+    return cases
+
+
+def rp_fp16_data(rng, shape):
+    from sim.cdp.random_programs import _fp16_data
+    return _fp16_data(rng, shape)
+
+
+def _lut_chain_model(case):
+    """(fp17 LUT results, [uflow, oflow, hybrid, le_hit, lo_hit]) of :func:`lut_lookup_fp16`."""
+    p, le, lo, s, bypass = case
+    lut = CdpLut()
+    lut.load(le=le, lo=lo)
+    o = lut_lookup_fp16(lut, fp17_to_fp32(s) if bypass else s, p)
+    return o.value, [o.count(c) for c in (CAT_UFLOW, CAT_OFLOW, CAT_HYBRID, CAT_LE_HIT,
+                                          CAT_LO_HIT)]
+
+
+LUT_CHAIN_DIGEST = "14ae2efacf649872"
+
+
+def test_lut_chain_digest():
+    cases = _lut_chain_cases()
+    ops = np.concatenate([np.concatenate([c[1], c[2], c[3]]) for c in cases])
+    assert _digest(ops) == "de0ae39b2d1ffd99", "LUT chain operand generator changed"
+    got = np.concatenate([_lut_chain_model(c)[0] for c in cases])
+    assert _digest(got) == LUT_CHAIN_DIGEST
+
+
+def _lut_chain_tb():
+    lanes = range(8)
+    wires = "\n".join(f"wire [9:0] xe{i}, ye{i}; wire [17:0] xi{i}, yi{i}; wire [31:0] d{i}0, "
+                      f"d{i}1; wire [16:0] d{i}0_17, o{i}; wire [19:0] li{i};" for i in lanes)
+    entries = ",".join(f".dp2lut_X_entry_{i}(xe{i}),.dp2lut_Xinfo_{i}(xi{i}),"
+                       f".dp2lut_Y_entry_{i}(ye{i}),.dp2lut_Yinfo_{i}(yi{i})" for i in lanes)
+    data = ",".join(f".lut2intp_X_data_{i}0(d{i}0),.lut2intp_X_data_{i}1(d{i}1),"
+                    f".lut2intp_X_data_{i}0_17b(d{i}0_17),.lut2intp_X_info_{i}(li{i})"
+                    for i in lanes)
+    outs = ",".join(f".intp2mul_pd_{i}(o{i})" for i in lanes)
+    index = """.reg2dp_lut_le_function(cfg[0][0]), .reg2dp_lut_le_index_offset(cfg[1][7:0]),
+  .reg2dp_lut_le_start_low(cfg[4]), .reg2dp_lut_le_start_high(cfg[5][5:0]),
+  .reg2dp_lut_lo_start_low(cfg[6]), .reg2dp_lut_lo_start_high(cfg[7][5:0]),
+  .reg2dp_sqsum_bypass(cfg[20][0])"""
+    ctrl = index + """, .reg2dp_lut_le_index_select(cfg[2][7:0]),
+  .reg2dp_lut_lo_index_select(cfg[3][7:0])"""
+    intp = index + """, .reg2dp_lut_le_end_low(cfg[8]), .reg2dp_lut_le_end_high(cfg[9][5:0]),
+  .reg2dp_lut_lo_end_low(cfg[10]), .reg2dp_lut_lo_end_high(cfg[11][5:0]),
+  .reg2dp_lut_le_slope_uflow_scale(cfg[12][15:0]),
+  .reg2dp_lut_le_slope_oflow_scale(cfg[13][15:0]),
+  .reg2dp_lut_lo_slope_uflow_scale(cfg[14][15:0]),
+  .reg2dp_lut_lo_slope_oflow_scale(cfg[15][15:0]),
+  .reg2dp_lut_le_slope_uflow_shift(cfg[16][4:0]), .reg2dp_lut_le_slope_oflow_shift(cfg[17][4:0]),
+  .reg2dp_lut_lo_slope_uflow_shift(cfg[18][4:0]), .reg2dp_lut_lo_slope_oflow_shift(cfg[19][4:0])"""
+    return f"""`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+always #5 clk = ~clk;
+reg [31:0] cfg [0:31];
+reg [31:0] s [0:65535];
+reg [15:0] tab [0:321];
+integer n, nin = 0, nout = 0, f, cyc = 0, k;
+reg trig = 0, tid = 0, loaded = 0, done = 0;
+reg [9:0] addr = 0; reg [15:0] data = 0;
+{wires}
+wire dp2lut_pvld, dp2lut_prdy, lut2intp_pvld, lut2intp_prdy, intp2mul_pvld, in_rdy;
+wire sum2sync_pvld, sum2sync_prdy, sync2itp_pvld, sync2itp_prdy;
+wire [167:0] sum2sync_pd, sync2itp_pd;
+wire [7:0] xsel, ysel;
+wire [31:0] c0h, c0le, c0lo, c0o, c0u, c1h, c1le, c1lo, c1o, c1u;
+wire in_vld = rstn && loaded && nin < n;
+wire [167:0] in_pd = {{10'd0, s[4*nin+3], 10'd0, s[4*nin+2], 10'd0, s[4*nin+1], 10'd0, s[4*nin]}};
+reg [167:0] q [0:63]; reg [6:0] qw = 0, qr = 0;      // sum -> interpolation sync FIFO
+assign sum2sync_prdy = (qw - qr) < 60;
+assign sync2itp_pvld = qw != qr;
+assign sync2itp_pd = q[qr[5:0]];
+always @(posedge clk) begin
+  if (sum2sync_pvld && sum2sync_prdy) begin q[qw[5:0]] <= sum2sync_pd; qw <= qw + 1; end
+  if (sync2itp_pvld && sync2itp_prdy) qr <= qr + 1;
+end
+NV_NVDLA_CDP_DP_LUT_ctrl uc (.nvdla_core_clk(clk), .nvdla_core_rstn(rstn),
+  .dp2lut_prdy(dp2lut_prdy), .fp16_en(1'b1), .int16_en(1'b0), .int8_en(1'b0),
+  .nvdla_op_gated_clk_fp16(clk), .nvdla_op_gated_clk_int(clk), {ctrl},
+  .sum2itp_pd(in_pd), .sum2itp_pvld(in_vld), .sum2sync_prdy(sum2sync_prdy), {entries},
+  .dp2lut_pvld(dp2lut_pvld), .sum2itp_prdy(in_rdy), .sum2sync_pd(sum2sync_pd),
+  .sum2sync_pvld(sum2sync_pvld));
+NV_NVDLA_CDP_DP_lut ul (.nvdla_core_clk(clk), .nvdla_core_clk_orig(clk),
+  .nvdla_core_rstn(rstn), {entries}, .dp2lut_pvld(dp2lut_pvld), .int8_en(1'b0),
+  .lut2intp_prdy(lut2intp_prdy), .nvdla_op_gated_clk_fp16(clk),
+  .reg2dp_input_data_type(2'd2), .reg2dp_lut_access_type(1'b1), .reg2dp_lut_addr(addr),
+  .reg2dp_lut_data(data), .reg2dp_lut_data_trigger(trig),
+  .reg2dp_lut_hybrid_priority(cfg[21][0]), .reg2dp_lut_oflow_priority(cfg[22][0]),
+  .reg2dp_lut_table_id(tid), .reg2dp_lut_uflow_priority(cfg[23][0]),
+  .dp2lut_prdy(dp2lut_prdy), .dp2reg_lut_data(), {data}, .lut2intp_X_sel(xsel),
+  .lut2intp_Y_sel(ysel), .lut2intp_pvld(lut2intp_pvld));
+NV_NVDLA_CDP_DP_intp ui (.nvdla_core_clk(clk), .nvdla_core_rstn(rstn), .dp2reg_done(done),
+  .fp16_en(1'b1), .int16_en(1'b0), .int8_en(1'b0), .intp2mul_prdy(1'b1), {data},
+  .lut2intp_X_sel(xsel), .lut2intp_Y_sel(ysel), .lut2intp_pvld(lut2intp_pvld),
+  .nvdla_op_gated_clk_fp16(clk), .nvdla_op_gated_clk_int(clk), .pwrbus_ram_pd(32'd0),
+  {intp}, .sync2itp_pd(sync2itp_pd), .sync2itp_pvld(sync2itp_pvld),
+  .dp2reg_d0_perf_lut_hybrid(c0h), .dp2reg_d0_perf_lut_le_hit(c0le),
+  .dp2reg_d0_perf_lut_lo_hit(c0lo), .dp2reg_d0_perf_lut_oflow(c0o),
+  .dp2reg_d0_perf_lut_uflow(c0u), .dp2reg_d1_perf_lut_hybrid(c1h),
+  .dp2reg_d1_perf_lut_le_hit(c1le), .dp2reg_d1_perf_lut_lo_hit(c1lo),
+  .dp2reg_d1_perf_lut_oflow(c1o), .dp2reg_d1_perf_lut_uflow(c1u), {outs},
+  .intp2mul_pvld(intp2mul_pvld), .lut2intp_prdy(lut2intp_prdy),
+  .sync2itp_prdy(sync2itp_prdy));
+initial begin
+  $readmemh("cfg.hex", cfg);
+  $readmemh("s.hex", s);
+  $readmemh("tab.hex", tab);
+  n = cfg[24];
+  f = $fopen("out.hex", "w");
+  #23 rstn = 1;
+  for (k = 0; k < 322; k = k + 1) begin             // LE then LO over the CSB write port
+    @(negedge clk);
+    tid = k >= 65; addr = k >= 65 ? k - 65 : k; data = tab[k]; trig = 1;
+  end
+  @(negedge clk); trig = 0; loaded = 1;
+end
+always @(posedge clk) if (rstn) begin
+  cyc <= cyc + 1;
+  if (in_vld && in_rdy) nin <= nin + 1;
+  if (intp2mul_pvld) begin $fwrite(f, "%h %h %h %h\\n", o0, o1, o2, o3); nout = nout + 1; end
+  done <= nout == n && !done;
+  if ((nout == n && done) || cyc > n * 20 + 2000) begin
+    #100;
+    $fwrite(f, "%h %h %h %h %h %h %h %h %h %h\\n", c0u, c0o, c0h, c0le, c0lo,
+            c1u, c1o, c1h, c1le, c1lo);
+    $fclose(f); $finish;
+  end
+end
+endmodule
+"""
+
+
+#: the intp's 19x80 info FIFO, behaviourally (NVDLA's generated one needs its RAM macro)
+_INFO_FIFO = """module NV_NVDLA_CDP_DP_intpinfo_fifo (nvdla_core_clk, nvdla_core_rstn,
+  intpinfo_wr_prdy, intpinfo_wr_pvld, intpinfo_wr_pd, intpinfo_rd_prdy, intpinfo_rd_pvld,
+  intpinfo_rd_pd, pwrbus_ram_pd);
+input nvdla_core_clk, nvdla_core_rstn, intpinfo_wr_pvld, intpinfo_rd_prdy;
+input [79:0] intpinfo_wr_pd; input [31:0] pwrbus_ram_pd;
+output intpinfo_wr_prdy, intpinfo_rd_pvld; output [79:0] intpinfo_rd_pd;
+reg [79:0] m [0:31]; reg [5:0] w = 0, r = 0;
+assign intpinfo_wr_prdy = (w - r) < 19;
+assign intpinfo_rd_pvld = w != r;
+assign intpinfo_rd_pd = m[r[4:0]];
+always @(posedge nvdla_core_clk) begin
+  if (intpinfo_wr_pvld && intpinfo_wr_prdy) begin m[w[4:0]] <= intpinfo_wr_pd; w <= w + 1; end
+  if (intpinfo_rd_pvld && intpinfo_rd_prdy) r <= r + 1;
+end
+endmodule
+"""
+
+_CHAIN_SOURCES = ["vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_ctrl.v",
+                  "vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v",
+                  "vmod/nvdla/cdp/NV_NVDLA_CDP_DP_lut.v", "vmod/nvdla/cdp/fp_format_cvt.v",
+                  "vmod/nvdla/cdp/NV_NVDLA_CDP_DP_intp.v",
+                  "vmod/nvdla/cdp/NV_NVDLA_CDP_DP_INTP_unit.v",
+                  "vmod/include/simulate_x_tick.vh"] + \
+    [f"vmod/vlibs/HLS_{m}.v" for m in ("fp16_to_fp17", "fp16_to_fp32", "uint16_to_fp17",
+                                       "fp17_to_fp32", "fp32_add", "fp32_sub", "fp32_to_fp17",
+                                       "fp17_mul", "fp17_add")]
+
+
+@needs_nvdla
+def test_lut_chain_against_nvdla_verilog(tmp_path):
+    """NVDLA's LUT_ctrl, lut (with fp_format_cvt) and intp wired as in NV_NVDLA_CDP_dp, in fp16
+    mode, tables loaded over their CSB port: every LUT result equals lut_lookup_fp16's, and
+    the perf counters its counts -- except D_PERF_LUT_HYBRID, which the Verilog raises by 4 per
+    4-element beat (lanes 4..7 carry zero flags in fp16 mode, read as 'both hit')."""
+    names = []
+    for src in _CHAIN_SOURCES:
+        text = _git_show(src)
+        if src.endswith("_DP_intp.v"):           # the generated FIFO -> the behavioural one
+            text = text.replace("module NV_NVDLA_CDP_DP_intpinfo_fifo (",
+                                "module NV_NVDLA_CDP_DP_intpinfo_fifo_generated (")
+        (tmp_path / Path(src).name).write_text(text)
+        if src.endswith(".v"):
+            names.append(Path(src).name)
+    (tmp_path / "tb.v").write_text(_lut_chain_tb())
+    (tmp_path / "fifo.v").write_text(_INFO_FIFO)
+    subprocess.run(["iverilog", "-g2012", "-I.", "-DVLIB_BYPASS_POWER_CG", "-DVERILINT",
+                    "-DSYNTHESIS", "-o", "sim.vvp", "-s", "tb", "tb.v", "fifo.v", *names],
+                   cwd=tmp_path, check=True, capture_output=True)
+    got_all = []
+    for k, case in enumerate(_lut_chain_cases()):
+        p, le, lo, s, bypass = case
+        beats = s.size // 4
+        cfg = [int(p.le_linear), p.le_index_offset & 0xFF, p.le_index_select & 0xFF,
+               p.lo_index_select & 0xFF, p.le_start & 0xFFFFFFFF, (p.le_start >> 32) & 0x3F,
+               p.lo_start & 0xFFFFFFFF, (p.lo_start >> 32) & 0x3F, p.le_end & 0xFFFFFFFF,
+               (p.le_end >> 32) & 0x3F, p.lo_end & 0xFFFFFFFF, (p.lo_end >> 32) & 0x3F,
+               p.le_uflow_scale & 0xFFFF, p.le_oflow_scale & 0xFFFF,
+               p.lo_uflow_scale & 0xFFFF, p.lo_oflow_scale & 0xFFFF, p.le_uflow_shift & 31,
+               p.le_oflow_shift & 31, p.lo_uflow_shift & 31, p.lo_oflow_shift & 31,
+               int(bypass), int(p.hybrid_priority_lo), int(p.oflow_priority_lo),
+               int(p.uflow_priority_lo), beats]
+        for fname, v in (("cfg.hex", cfg), ("s.hex", s),
+                         ("tab.hex", np.concatenate([le, lo]) & 0xFFFF)):
+            np.savetxt(tmp_path / fname, np.asarray(v, dtype=np.int64), fmt="%x")
+        subprocess.run(["vvp", "-n", "sim.vvp"], cwd=tmp_path, check=True, capture_output=True)
+        lines = (tmp_path / "out.hex").read_text().split("\n")
+        got = np.array([int(t, 16) for ln in lines[:beats] for t in ln.split()],
+                       dtype=np.int64)
+        counters = [int(t, 16) for t in lines[beats].split()]
+        counters = counters[:5] if any(counters[:5]) else counters[5:]
+        want, counts = _lut_chain_model(case)
+        _check(got, want, f"LUT chain case {k}")
+        counts[2] += 4 * beats
+        assert counters == counts, (k, counters, counts)
+        got_all.append(got)
+    print("lut chain", _digest(np.concatenate(got_all)))
