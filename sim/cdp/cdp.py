@@ -265,7 +265,8 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
 # and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
 #
-# The LUT in fp16 mode (lut_lookup_fp16), as NVDLA's Verilog wires it:
+# The LUT in fp16 mode (lut_lookup_fp16), as NVDLA's Verilog wires it (checked bit for bit
+# against NVDLA's LUT_ctrl -> lut -> intp Verilog in Icarus, tests/test_cdp_fp16):
 # - _DP_LUT_CTRL_unit, per table (LE, LO): lut_index_fp16 -- d = fp32_sub(sum, START) with
 #   START the low 32 bits of *_START read as fp32; underflow when d is a NaN, +-0 or negative;
 #   exponent mode index = exponent of d - 127 - LE_INDEX_OFFSET, linear modes d x
@@ -289,9 +290,10 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 #   sign and low 10 mantissa bits (NaN_flag_* in _DP_intp); its two tables both underflow,
 #   so it counts as an underflow.
 # Counters (D_PERF_LUT_*): one per element, padding channels included, as NVDLA's C model
-# counts them (cmod HLS_CDP_lookup_fp16). NVDLA's Verilog counts 8 lanes per cycle, and in
-# fp16 mode lanes 4..7 carry zero flags, which its hybrid counter adds as hybrid hits; that
-# artefact is not modelled.
+# counts them (cmod HLS_CDP_lookup_fp16), which the Verilog matches except for its hybrid
+# counter: it counts 8 lanes per cycle, and in fp16 mode lanes 4..7 carry zero flags read as
+# "both hit", so D_PERF_LUT_HYBRID gains 4 per 4-element beat (seen in the Icarus run of
+# tests/test_cdp_fp16); that artefact is not modelled.
 # The C model (cmod/hls_wrapper/cdp_hls_wrapper.cpp) differs from the Verilog in places this
 # model follows the Verilog: it computes the linear index in C float arithmetic, adds the LE
 # underflow bias as fp32_add(LE_START, 2^offset) in exponent mode only, and interpolates a NaN

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from ..lut import LutParams
 from ..sdp.sdp import sign_extend
 
-__all__ = ["CdpProgramError", "CdpProgram", "CdpLutParams", "decode", "INT8", "INT16", "FP16",
-           "PRECISION_NAMES", "WINDOWS"]
+__all__ = ["CdpProgramError", "CdpProgram", "CdpLutParams", "decode", "check_core_limits",
+           "INT8", "INT16", "FP16", "PRECISION_NAMES", "WINDOWS"]
 
 INT8, INT16, FP16 = 0, 1, 2
 PRECISION_NAMES = {INT8: "INT8", INT16: "INT16", FP16: "FP16"}
@@ -192,3 +192,14 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
         datout_shift=cdp.D_DATOUT_SHIFTER.DATOUT_SHIFTER,
         nan_to_zero=bool(cdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO),
         lut=lut)
+
+
+def check_core_limits(cfg, p: CdpProgram) -> None:
+    """Raise :class:`CdpProgramError` when the decoded layer ``p`` is beyond this core's CDP
+    RTL (:mod:`hw.cdp`), which rejects it like an invalid program (the layer ends without DMA)
+    though NVDLA v1 runs it: fp16 layers (its datapath is integer only; :func:`decode` and the
+    golden model run them). Lets tests and generators predict the RTL check's verdict."""
+    if p.precision == FP16:
+        _err("CDP_RDMA.D_DATA_FORMAT.INPUT_DATA=FP16",
+             "no fp16 LRN in this core's CDP datapath (a limit of this core's RTL; NVDLA v1 "
+             "runs it, and so does the golden model)")
