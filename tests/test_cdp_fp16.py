@@ -471,6 +471,19 @@ def test_random_fp16_traces_golden():
                for _ in range(10))
 
 
+def test_invalid_fp16_programs_golden(tmp_path):
+    """write_invalid_traces on fp16 layers: the golden model rejects each, naming the field
+    (the integer modes' LUT index-range mutations do not apply)."""
+    from sim.cdp.random_programs import write_invalid_traces
+    from sim.random_traces import run_trace_golden
+    made = write_invalid_traces(NV_SMALL_FP16, str(tmp_path), prec=FP16)
+    assert len(made) >= 6
+    assert not any("INDEX" in fld for _, fld in made)
+    for path, fld in made:
+        res = run_trace_golden(path, NV_SMALL_FP16)
+        assert not res.passed and fld in res.message, (path, fld, res.message)
+
+
 def test_core_limits_reject_fp16():
     """This core's CDP RTL has no fp16: check_core_limits names the field and says it is the
     core's limit (the golden model runs the layer); integer layers pass."""

@@ -522,11 +522,15 @@ def _m_dst_surfaces_overlap(cfg, layer):
 
 
 def _m_lo_index_select(cfg, layer):
+    if _is_fp16(layer):                  # fp16 mode reads the field at its full 8 bits
+        return None
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LO_INDEX_SELECT=40)
     return "CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT"
 
 
 def _m_le_index_offset(cfg, layer):
+    if _is_fp16(layer):
+        return None
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_CFG", LUT_LE_FUNCTION=0)
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LE_INDEX_OFFSET=60)
     return "CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET"
@@ -561,9 +565,10 @@ def _base_layer(cfg, rng=None, prec=INT8):
 
 def write_invalid_traces(cfg, directory: str, prec: int = INT8) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of a ``prec`` layer
-    (INT16: named ``cdp_int16_invalid_*``, on builds with int16); each one's golden run must
+    (INT16: named ``cdp_int16_invalid_*``, FP16: ``cdp_fp16_invalid_*``, on builds with that
+    precision; the LUT index-range mutations do not apply to fp16); each one's golden run must
     fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is that
     of the untouched (all-zero) destination window."""
-    prefix = "cdp" if prec == INT8 else "cdp_int16"
+    prefix = {INT8: "cdp", INT16: "cdp_int16", FP16: "cdp_fp16"}[prec]
     return write_invalid(cfg, directory, prefix, INVALID_MUTATIONS,
                          lambda c: _base_layer(c, prec=prec), write_trace)
