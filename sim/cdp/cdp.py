@@ -526,8 +526,11 @@ def compute(prog: CdpProgram, raw, lut: LutRam):
 def compute_fp16(prog: CdpProgram, raw, lut: LutRam):
     """The fp16 datapath on raw fp16 codes ``raw[S x channels per atom, H, W]``: input
     converter (NaN flush), fp32 square sum, fp16-mode LUT, fp17 multiplier, output converter.
-    Channels past C enter as +0 after the converter (like the integer modes' padding).
-    Returns ``(fp16 output codes, saturated (all False), lut_output)``."""
+    Channels past C enter as +0 after the converter (like the integer modes' padding; NVDLA's
+    C model fills the last surface's padding channels with DATIN_OFFSET's code read as fp16,
+    which agrees when DATIN_OFFSET is 0, as the random programs keep it on fp16 layers; the
+    Verilog's fill of those channels is not simulated here). Returns ``(fp16 output codes,
+    saturated (all False), lut_output)``."""
     x = input_convert_fp16(raw, prog.nan_to_zero)
     x[prog.channel:] = 0                             # padding channels: +0
     s = square_sum_fp16(x, prog.window, prog.sqsum_bypass)
