@@ -102,6 +102,34 @@ def test_public_cdp_traces_rtl(tmp_path):
            len(names) + len(extra))
 
 
+#: nv_small with fp16 beside int8 (tests/test_pdp_fp16_rtl.py's build)
+NV_SMALL_FP16 = NV_SMALL.replace(name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
+
+
+@pytest.mark.rtl
+def test_fp16_cdp_rejected_by_rtl(tmp_path):
+    """An fp16 CDP layer on a build with fp16: the golden model runs it (it writes its
+    output, so the trace's all-zero CRC fails there), this core's CDP RTL rejects it
+    (:func:`sim.cdp.check_core_limits` names the rule): the layer ends and memory stays
+    zero."""
+    from arch.registers import register_map
+    from sim.cdp import CdpProgramError, check_core_limits, decode
+    from sim.random_traces import run_trace_golden
+    from sim.regs import GroupView
+    text = _REJECTED.replace("D_DATA_FORMAT_0, 0x1)", "D_DATA_FORMAT_0, 0x2)")
+    assert text.count("D_DATA_FORMAT_0, 0x2)") == 2
+    zero = make_trace(tmp_path, text.format(crc=zlib.crc32(bytes(0x100))), "cdp_rejected_fp16")
+    res = run_trace_golden(str(zero), NV_SMALL_FP16)
+    assert not res.passed and "crc" in res.message.lower(), res.message
+    rmap = register_map(NV_SMALL_FP16)
+    prog = decode(NV_SMALL_FP16,                          # the trace's layer: MC, 1 x 1 x 1
+                  GroupView(rmap["CDP_RDMA"], {"D_DATA_FORMAT": 2, "D_SRC_DMA_CFG": 1}),
+                  GroupView(rmap["CDP"], {"D_DATA_FORMAT": 2, "D_DST_DMA_CFG": 1}))
+    with pytest.raises(CdpProgramError, match="INPUT_DATA=FP16: no fp16 LRN"):
+        check_core_limits(NV_SMALL_FP16, prog)
+    _check(_rtl([str(zero)], NV_SMALL_FP16, max_cycles=100_000), 1)
+
+
 SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)] + \
     [(NV_SMALL_INT16, seed, 120) for seed in (200, 201)] + [(NV_SMALL_T4_INT16, 300, 60)]
 

@@ -2,8 +2,9 @@
 that fails any rule issues no DMA and completes at once (``done`` + interrupt), so an invalid
 program never hangs the core.
 
-The rules are those of the golden decode (:func:`sim.cdp.program.decode`); any one fails the
-layer:
+The rules are those of the golden decode (:func:`sim.cdp.program.decode`) plus this core's
+own limit (:func:`sim.cdp.program.check_core_limits`: no fp16, which NVDLA and the golden model
+run); any one fails the layer:
 
 * precision: CDP_RDMA ``INPUT_DATA`` must be INT8, or INT16 on a build whose ``data_types``
   has int16, and CDP ``INPUT_DATA_TYPE`` must equal it (fp16 is rejected even on builds that

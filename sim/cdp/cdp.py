@@ -45,9 +45,17 @@ Output converter
     = DATOUT_OFFSET's low 25 (int8) or 32 (int16) bits, signed. D_OUT_SATURATION counts the
     elements whose truncated quotient lies more than 1 away from the saturated result.
 
+fp16 layers (INPUT_DATA=FP16, builds with fp16) run NVDLA's floating-point datapath instead:
+fp16 -> fp17 converter (NaN flush), fp32 square sum in NVDLA's adder order, the LUT in fp mode
+(fp16 table entries, fp32 START/END, fp16 slope scales; :func:`lut_lookup_fp16`), fp17
+multiplier and fp17 -> fp16 converter; see the notes above :func:`input_convert_fp16`.
+
 Counters written back (as NVDLA's C model writes them, every layer, padding channels
-included): D_OUT_SATURATION, D_PERF_LUT_UFLOW / OFLOW / HYBRID / LE_HIT / LO_HIT, and
-D_NAN_INPUT_NUM / D_INF_INPUT_NUM / D_NAN_OUTPUT_NUM (0 for integer layers).
+included): D_OUT_SATURATION (0 for fp16), D_PERF_LUT_UFLOW / OFLOW / HYBRID / LE_HIT / LO_HIT,
+and D_NAN_INPUT_NUM / D_INF_INPUT_NUM (NaN / infinite codes among the elements read, whole
+atoms, before the flush) / D_NAN_OUTPUT_NUM (NaN codes among the elements written, whole
+atoms), 0 for integer layers. NVDLA's Verilog input counters (``_DP_nan``) latch at the
+cube's last transfer and may miss its last beats; not modelled.
 
 Memory: CDP_RDMA reads ``S`` surfaces of ``W x H`` atoms (``base + s * surface_stride + h *
 line_stride + w * atom``); CDP writes the same layout at its destination, whole atoms.
@@ -61,16 +69,17 @@ import numpy as np
 
 from ..lut import (CAT_HYBRID, CAT_LE_HIT, CAT_LO_HIT, CAT_OFLOW, CAT_UFLOW, LutRam,
                    bit_length, select_table)
-from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp17_mul, fp17_to_fp16,
-                       fp17_add, fp17_to_fp32, fp32_add, fp32_mul, fp32_sub, fp32_to_fp17)
+from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp16_to_fp32, fp17_add,
+                       fp17_mul, fp17_to_fp16, fp17_to_fp32, fp32_add, fp32_is_nan, fp32_mul,
+                       fp32_sub, fp32_to_fp17, fraction_to_fp17)
 from ..sdp.sdp import saturate, sign_extend
-from .program import INT8, CdpLutParams, CdpProgram, decode
+from .program import FP16, INT8, CdpLutParams, CdpProgram, decode
 
 __all__ = ["CdpLut", "CdpResult", "run_cdp", "compute", "input_convert", "square_sum",
            "lut_lookup", "output_convert", "round_half_away", "shift_round_saturate",
            "CdpLutOutput", "input_convert_fp16", "square_sum_fp16", "multiply_fp16",
            "output_convert_fp16", "fp16_nan_inf_counts", "fp16_nan_count", "lut_index_fp16",
-           "interpolate_fp16"]
+           "interpolate_fp16", "lut_lookup_fp16", "compute_fp16"]
 
 LUT_FRACTION_BITS = 16                  # interpolation weight precision
 EXTRAPOLATION_BITS = 56                 # slope term width
@@ -248,39 +257,47 @@ def output_convert(x, precision: int, offset: int, scale: int, shift: int):
 # fp16 stages (INPUT_DATA=FP16): fp17 values, fp32 square sums
 # =========================================================================================
 # NVDLA's fp16 CDP (vmod/nvdla/cdp: _DP_nan, _DP_cvtin / HLS_cdp_icvt, _DP_sum / fp_sum_block,
-# _DP_mul / _DP_MUL_unit, _DP_cvtout / HLS_cdp_ocvt, _wdma) per element, on raw codes:
+# _DP_LUT_ctrl, _DP_lut / fp_format_cvt, _DP_intp, _DP_mul / _DP_MUL_unit, _DP_cvtout /
+# HLS_cdp_ocvt, _wdma) per element, on raw codes:
 #
 #   fp16 --(NAN_TO_ZERO)--> fp17 --fp32 square sum--> LUT (fp32 in, fp17 out) --x input--> fp16
 #
 # The DATIN_* / DATOUT_* converter fields play no part (the converters only change format),
 # and nothing saturates in the output converter's sense (D_OUT_SATURATION counts 0).
 #
-# Not modelled yet: the LUT in fp16 mode as a whole -- its index stage (lut_index_fp16) and
-# interpolation unit (interpolate_fp16) are, checked against the Verilog, but not the wiring
-# between them (_DP_lut, _DP_intp); sim.cdp.program.decode raises NotImplementedError
-# naming CDP.S_LUT_CFG.
-# What NVDLA's Verilog shows of it, for whoever continues:
-# - _DP_LUT_CTRL_unit: per table (X = LE, Y = LO) d = HLS_fp32_sub(sum, START) with START the
-#   low 32 bits of the *_START registers read as fp32; underflow when d is NaN, +-0 or negative.
-#   LE exponent mode: index = (exponent field of d) - 127 - LE_INDEX_OFFSET (8-bit signed
-#   compare; negative -> underflow), fraction = d's mantissa bits 22:7; linear modes: d as a
-#   fixed-point number shifted by INDEX_SELECT (negative shifts left), index = integer part,
-#   >= 64 (LE) / 256 (LO) -> overflow (index clamped), fraction = the 16 bits below.
-# - _DP_lut / fp_format_cvt: fp16 entries widened with HLS_fp16_to_fp32 (y0, y1) and
-#   HLS_fp16_to_fp17 (y0); the 16-bit fraction with HLS_uint16_to_fp17.
-# - _DP_INTP_unit: fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)
-#   (interpolate_fp16 below, checked against the Verilog).
-# - _DP_intp feeds it, for the chosen table (selection as in integer mode): on a hit in0 / in1
-#   = the entries at index / index + 1 widened to fp32, y = the entry at index in fp17, scale =
-#   the fraction / 2^16 in fp17 (fp_format_cvt's HLS_uint16_to_fp17 = fraction_to_fp17(f, 16),
-#   checked in tests/test_cdp_fp16);
-#   on a miss in1 = the fp32 square sum, in0 = the reference (LE underflow: fp32_add(2^offset
-#   as fp32 -- exponent offset + 127, 0 for offsets -128 / -127 or linear mode -- , LE_START);
-#   LE overflow: LE_END; LO: LO_START / LO_END; low 32 bits of the registers as fp32), y =
-#   the edge entry in fp17, scale = the *_SLOPE_*_SCALE field read as fp16 and widened to fp17
-#   (the *_SHIFT fields appear unused in fp16 mode); a NaN square sum appears to bypass the
-#   LUT as a NaN with its sign and low 10 mantissa bits (NaN_flag_* in _DP_intp). Read from
-#   the Verilog, not yet checked in simulation.
+# The LUT in fp16 mode (lut_lookup_fp16), as NVDLA's Verilog wires it (checked bit for bit
+# against NVDLA's LUT_ctrl -> lut -> intp Verilog in Icarus, tests/test_cdp_fp16):
+# - _DP_LUT_CTRL_unit, per table (LE, LO): lut_index_fp16 -- d = fp32_sub(sum, START) with
+#   START the low 32 bits of *_START read as fp32; underflow when d is a NaN, +-0 or negative;
+#   exponent mode index = exponent of d - 127 - LE_INDEX_OFFSET, linear modes d x
+#   2^-INDEX_SELECT as a fixed-point number; overflow when the index reaches 64 / 256.
+# - _DP_lut: the table choice of the integer modes (sim.lut.select_table on the two tables'
+#   underflow / overflow flags, same priorities and hit categories). The chosen table gives
+#   y0 / y1 = its entries at index / index + 1 on a hit, entry 0 twice on underflow, the last
+#   entry twice on overflow; fp_format_cvt widens them (HLS_fp16_to_fp32 for y0 and y1,
+#   HLS_fp16_to_fp17 for y0) and the 16-bit fraction (HLS_uint16_to_fp17 =
+#   fraction_to_fp17(f, 16)).
+# - _DP_intp feeds the interpolation unit (interpolate_fp16: fp17_add(fp17_mul(fp32_to_fp17(
+#   fp32_sub(in1, in0)), scale), y)) with y = y0 in fp17 and, on a hit, in0 / in1 = y0 / y1 in
+#   fp32 and scale = the fraction in fp17; on a miss in1 = the fp32 square sum, in0 = the
+#   reference and scale = the *_SLOPE_*_SCALE field read as fp16, widened to fp17. References:
+#   LE underflow fp32_add(2^LE_INDEX_OFFSET, LE_START) with the power an fp32 (exponent field
+#   offset + 127) in exponent mode for offsets -126..127 and +0 otherwise (linear mode,
+#   offsets -128 / -127); LO underflow LO_START; overflow LE_END / LO_END (low 32 bits of the
+#   registers as fp32). The *_SLOPE_*_SHIFT fields are unused in fp16 mode, and the
+#   INDEX_SELECT / INDEX_OFFSET fields are used at their full 8 bits.
+# - A NaN square sum bypasses the interpolation: the LUT gives the fp17 NaN with the sum's
+#   sign and low 10 mantissa bits (NaN_flag_* in _DP_intp); its two tables both underflow,
+#   so it counts as an underflow.
+# Counters (D_PERF_LUT_*): one per element, padding channels included, as NVDLA's C model
+# counts them (cmod HLS_CDP_lookup_fp16), which the Verilog matches except for its hybrid
+# counter: it counts 8 lanes per cycle, and in fp16 mode lanes 4..7 carry zero flags read as
+# "both hit", so D_PERF_LUT_HYBRID gains 4 per 4-element beat (seen in the Icarus run of
+# tests/test_cdp_fp16); that artefact is not modelled.
+# The C model (cmod/hls_wrapper/cdp_hls_wrapper.cpp) differs from the Verilog in places this
+# model follows the Verilog: it computes the linear index in C float arithmetic, adds the LE
+# underflow bias as fp32_add(LE_START, 2^offset) in exponent mode only, and interpolates a NaN
+# square sum instead of bypassing it.
 
 
 def input_convert_fp16(raw, nan_to_zero: bool = False):
@@ -343,7 +360,7 @@ def output_convert_fp16(y):
 def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_select: int,
                    entries: int):
     """The index stage of one table of the fp16 LUT (NVDLA's ``_DP_LUT_CTRL_unit``), on fp32
-    square sums ``s``; not yet part of a layer (the interpolation after it is not modelled).
+    square sums ``s`` (used by :func:`lut_lookup_fp16`).
 
     ``start``: the low 32 bits of ``S_LUT_LE_START`` / ``S_LUT_LO_START``, an fp32 code;
     ``exponent``: LE exponent mode (else linear); ``index_offset`` / ``index_select``: the
@@ -391,11 +408,60 @@ def lut_index_fp16(s, start: int, exponent: bool, index_offset: int, index_selec
 def interpolate_fp16(in0, in1, y, scale):
     """NVDLA's fp16 interpolation unit (``_DP_INTP_unit`` in fp16 mode): ``(in1 - in0) x scale
     + y`` as ``fp17_add(fp17_mul(fp32_to_fp17(fp32_sub(in1, in0)), scale), y)`` (``in0``,
-    ``in1`` fp32 codes; ``y``, ``scale`` fp17 codes; the product first in the addition). Not
-    yet part of a layer: what ``_DP_intp`` feeds it on hits and misses is not modelled."""
+    ``in1`` fp32 codes; ``y``, ``scale`` fp17 codes; the product first in the addition);
+    :func:`lut_lookup_fp16` feeds it."""
     d = fp32_to_fp17(fp32_sub(np.asarray(in1, dtype=np.int64), np.asarray(in0, dtype=np.int64)))
     return fp17_add(fp17_mul(d, np.asarray(scale, dtype=np.int64)),
                     np.asarray(y, dtype=np.int64))
+
+
+def _le_underflow_ref_fp16(p: CdpLutParams) -> int:
+    """fp32 code of the LE underflow reference: ``fp32_add(2^LE_INDEX_OFFSET, LE_START)``, the
+    power +0 in linear mode and for offsets -128 / -127."""
+    off = int(p.le_index_offset)
+    power = 0 if p.le_linear or off <= -127 else ((off + 127) & 0xFF) << 23
+    return int(fp32_add(np.int64(power), np.int64(p.le_start & 0xFFFFFFFF)))
+
+
+def _table_fp16(s, table, index, frac, under, over, ref_under: int, ref_over: int,
+                uscale: int, oscale: int):
+    """One table's fp17 result on fp32 sums ``s`` (hit: interpolation between its entries;
+    miss: extrapolation from the edge entry with the slope scale read as fp16)."""
+    t = np.asarray(table, dtype=np.int64) & 0xFFFF                  # fp16 codes
+    last = t.size - 1
+    hit = ~under & ~over
+    i0 = np.where(under, 0, np.where(over, last, index))
+    i1 = np.where(hit, np.minimum(index + 1, last), i0)
+    y0, y1 = t[i0], t[i1]
+    in0 = np.where(hit, fp16_to_fp32(y0), np.where(under, ref_under, ref_over))
+    in1 = np.where(hit, fp16_to_fp32(y1), s)
+    scale = np.where(hit, fraction_to_fp17(frac, 16),
+                     np.where(under, fp16_to_fp17(uscale & 0xFFFF),
+                              fp16_to_fp17(oscale & 0xFFFF)))
+    return interpolate_fp16(in0, in1, fp16_to_fp17(y0), scale)
+
+
+def lut_lookup_fp16(lut: LutRam, s, p: CdpLutParams) -> CdpLutOutput:
+    """The LUT in fp16 mode on fp32 square sums ``s`` (int64 codes, any shape): both tables
+    indexed (:func:`lut_index_fp16`), one chosen as in the integer modes
+    (:func:`sim.lut.select_table`), its result interpolated or extrapolated in NVDLA's fp
+    units (:func:`interpolate_fp16`); a NaN sum gives the fp17 NaN of its sign and low 10
+    mantissa bits. Entries are fp16 codes (the tables' 16-bit words); ``value``, ``le`` and
+    ``lo`` are fp17 codes. See the notes above :func:`input_convert_fp16`."""
+    s = np.asarray(s, dtype=np.int64) & 0xFFFFFFFF
+    xi, xf, xu, xo = lut_index_fp16(s, p.le_start, not p.le_linear, p.le_index_offset,
+                                    p.le_index_select, lut.le.size)
+    yi, yf, yu, yo = lut_index_fp16(s, p.lo_start, False, 0, p.lo_index_select, lut.lo.size)
+    le = _table_fp16(s, lut.le, xi, xf, xu, xo, _le_underflow_ref_fp16(p),
+                     p.le_end & 0xFFFFFFFF, p.le_uflow_scale, p.le_oflow_scale)
+    lo = _table_fp16(s, lut.lo, yi, yf, yu, yo, p.lo_start & 0xFFFFFFFF,
+                     p.lo_end & 0xFFFFFFFF, p.lo_uflow_scale, p.lo_oflow_scale)
+    use_lo, cat = select_table(xu, xo, yu, yo, p.uflow_priority_lo, p.oflow_priority_lo,
+                               p.hybrid_priority_lo)
+    value = np.where(use_lo, lo, le)
+    nan = fp32_is_nan(s)
+    value = np.where(nan, (((s >> 31) & 1) << 16) | (0x3F << 10) | (s & 0x3FF), value)
+    return CdpLutOutput(value=value, category=cat, le=le, lo=lo)
 
 
 def fp16_nan_inf_counts(raw):
@@ -425,20 +491,26 @@ class CdpResult:
     lut_le_hit: int = 0
     lut_lo_hit: int = 0
     dst_extent: tuple = None           #: (first byte address, end address) written
+    nan_input: int = 0                 #: fp16: NaN codes among the elements read
+    inf_input: int = 0                 #: fp16: infinities among the elements read
+    nan_output: int = 0                #: fp16: NaN codes among the elements written
 
     def status_registers(self) -> dict:
         """``{block: {register: word}}`` of the hardware-written registers."""
         cdp = {"D_OUT_SATURATION": self.out_saturation,
                "D_PERF_LUT_UFLOW": self.lut_uflow, "D_PERF_LUT_OFLOW": self.lut_oflow,
                "D_PERF_LUT_HYBRID": self.lut_hybrid, "D_PERF_LUT_LE_HIT": self.lut_le_hit,
-               "D_PERF_LUT_LO_HIT": self.lut_lo_hit, "D_NAN_INPUT_NUM": 0,
-               "D_INF_INPUT_NUM": 0, "D_NAN_OUTPUT_NUM": 0}
+               "D_PERF_LUT_LO_HIT": self.lut_lo_hit, "D_NAN_INPUT_NUM": self.nan_input,
+               "D_INF_INPUT_NUM": self.inf_input, "D_NAN_OUTPUT_NUM": self.nan_output}
         return {"CDP": {k: min(int(v), (1 << 32) - 1) for k, v in cdp.items()}}
 
 
 def compute(prog: CdpProgram, raw, lut: LutRam):
     """The datapath on raw input values ``raw[S x channels per atom, H, W]`` (channels past C
-    are ignored: they enter as padding). Returns ``(output, saturated, lut_output)``."""
+    are ignored: they enter as padding). Returns ``(output, saturated, lut_output)``; fp16
+    layers go to :func:`compute_fp16`."""
+    if prog.precision == FP16:
+        return compute_fp16(prog, raw, lut)
     raw = np.asarray(raw, dtype=np.int64)
     x = input_convert(raw, prog.precision, prog.datin_offset, prog.datin_scale,
                       prog.datin_shift)
@@ -449,6 +521,22 @@ def compute(prog: CdpProgram, raw, lut: LutRam):
     out, sat = output_convert(y, prog.precision, prog.datout_offset, prog.datout_scale,
                               prog.datout_shift)
     return out, sat, lut_out
+
+
+def compute_fp16(prog: CdpProgram, raw, lut: LutRam):
+    """The fp16 datapath on raw fp16 codes ``raw[S x channels per atom, H, W]``: input
+    converter (NaN flush), fp32 square sum, fp16-mode LUT, fp17 multiplier, output converter.
+    Channels past C enter as +0 after the converter (like the integer modes' padding; NVDLA's
+    C model fills the last surface's padding channels with DATIN_OFFSET's code read as fp16,
+    which agrees when DATIN_OFFSET is 0, as the random programs keep it on fp16 layers; the
+    Verilog's fill of those channels is not simulated here). Returns ``(fp16 output codes,
+    saturated (all False), lut_output)``."""
+    x = input_convert_fp16(raw, prog.nan_to_zero)
+    x[prog.channel:] = 0                             # padding channels: +0
+    s = square_sum_fp16(x, prog.window, prog.sqsum_bypass)
+    lut_out = lut_lookup_fp16(lut, s, prog.lut)
+    out = output_convert_fp16(multiply_fp16(lut_out.value, x, prog.mul_bypass))
+    return out, np.zeros(out.shape, dtype=bool), lut_out
 
 
 def _addresses(base, line, surf, S, H, W, atom):
@@ -478,6 +566,10 @@ def run_cdp(cfg, rdma, cdp, memory, lut: LutRam | None = None) -> CdpResult:
     raw = vals.transpose(0, 3, 1, 2).reshape(S * cpa, H, W)
 
     out, sat, lut_out = compute(prog, raw, lut)
+    nan_in = inf_in = nan_out = 0
+    if prog.precision == FP16:
+        nan_in, inf_in = fp16_nan_inf_counts(raw)
+        nan_out = fp16_nan_count(out)
 
     ram, base, line, surf = prog.dst
     waddrs = _addresses(base, line, surf, S, H, W, atom)
@@ -490,5 +582,6 @@ def run_cdp(cfg, rdma, cdp, memory, lut: LutRam | None = None) -> CdpResult:
         lut_uflow=lut_out.count(CAT_UFLOW), lut_oflow=lut_out.count(CAT_OFLOW),
         lut_hybrid=lut_out.count(CAT_HYBRID), lut_le_hit=lut_out.count(CAT_LE_HIT),
         lut_lo_hit=lut_out.count(CAT_LO_HIT),
-        dst_extent=(int(waddrs.min()), int(waddrs.max()) + 1))
+        dst_extent=(int(waddrs.min()), int(waddrs.max()) + 1),
+        nan_input=nan_in, inf_input=inf_in, nan_output=nan_out)
 

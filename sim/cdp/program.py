@@ -22,10 +22,12 @@ registers of CDP) into a :class:`CdpProgram`; a program the hardware cannot run 
   2^offset leaves the 64-bit range).
 
 Every 2-bit ``D_LRN_CFG.NORMALZ_LEN`` encoding is a window the hardware has (3, 5, 7, 9).
-FP16 layers are legal on builds with fp16; their converters, square sum and multiplier are
-modelled (:mod:`sim.cdp.cdp`, ``*_fp16``) but not the LUT's fp mode, so :func:`decode` raises
-``NotImplementedError`` naming ``CDP.S_LUT_CFG`` for them (before the LUT rules above, which
-are the integer modes').
+FP16 layers are legal on builds with fp16 (:func:`sim.cdp.cdp.compute_fp16`). The LUT rules
+above are the integer modes': in fp16 mode NVDLA's LUT reads ``LUT_LE_INDEX_SELECT``,
+``LUT_LO_INDEX_SELECT`` and ``LUT_LE_INDEX_OFFSET`` at their full signed 8 bits (an index out of
+range is an underflow or overflow, and the bias 2^offset an fp32), so every value is legal.
+There is no precision conversion (the data-format spec: an LRN layer converts none; fp16 in
+is fp16 out), which the equal-precision rule above enforces.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from dataclasses import dataclass, field
 from ..lut import LutParams
 from ..sdp.sdp import sign_extend
 
-__all__ = ["CdpProgramError", "CdpProgram", "CdpLutParams", "decode", "INT8", "INT16", "FP16",
-           "PRECISION_NAMES", "WINDOWS"]
+__all__ = ["CdpProgramError", "CdpProgram", "CdpLutParams", "decode", "check_core_limits",
+           "INT8", "INT16", "FP16", "PRECISION_NAMES", "WINDOWS"]
 
 INT8, INT16, FP16 = 0, 1, 2
 PRECISION_NAMES = {INT8: "INT8", INT16: "INT16", FP16: "FP16"}
@@ -164,23 +166,16 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
     src = _surface(cfg, rdma, R, "SRC", W, H, S, check_overlap=False)
     dst = _surface(cfg, cdp, C_, "DST", W, H, S, check_overlap=True)
 
-    if prec == FP16:
-        # The fp16 converters, square sum and multiplier are modelled (sim.cdp.cdp
-        # *_fp16), and the fp LUT's index stage and interpolation unit (lut_index_fp16,
-        # interpolate_fp16), but not how NVDLA's _DP_lut / _DP_intp wire the LUT together.
-        raise NotImplementedError(
-            f"{C_}.S_LUT_CFG (with {R}.D_DATA_FORMAT.INPUT_DATA=FP16): the LUT in fp16 mode "
-            "is not modelled yet (the fp16 input/output converters, square sum and "
-            "multiplier are: sim.cdp.cdp.*_fp16)")
     lut = CdpLutParams.from_view(cdp)
     lo_, hi_ = INDEX_SELECT_RANGE
-    for fld, v, used in (("LUT_LE_INDEX_SELECT", lut.le_index_select, lut.le_linear),
-                         ("LUT_LO_INDEX_SELECT", lut.lo_index_select, True)):
+    integer = prec != FP16                   # fp16 mode reads the full 8-bit fields
+    for fld, v, used in (("LUT_LE_INDEX_SELECT", lut.le_index_select, integer and lut.le_linear),
+                         ("LUT_LO_INDEX_SELECT", lut.lo_index_select, integer)):
         if used and not lo_ <= v <= hi_:
             _err(f"{C_}.S_LUT_INFO.{fld}={v}",
                  f"index select must lie in {lo_}..{hi_} (NVDLA reads it as a 6-bit signed "
                  "value on int8 layers)")
-    if not lut.le_linear and lut.le_index_offset > LE_INDEX_OFFSET_MAX:
+    if integer and not lut.le_linear and lut.le_index_offset > LE_INDEX_OFFSET_MAX:
         _err(f"{C_}.S_LUT_INFO.LUT_LE_INDEX_OFFSET={lut.le_index_offset}",
              f"must be at most {LE_INDEX_OFFSET_MAX} in exponent mode (the square sum has "
              "at most 39 significant bits)")
@@ -197,3 +192,14 @@ def decode(cfg, rdma, cdp) -> CdpProgram:
         datout_shift=cdp.D_DATOUT_SHIFTER.DATOUT_SHIFTER,
         nan_to_zero=bool(cdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO),
         lut=lut)
+
+
+def check_core_limits(cfg, p: CdpProgram) -> None:
+    """Raise :class:`CdpProgramError` when the decoded layer ``p`` is beyond this core's CDP
+    RTL (:mod:`hw.cdp`), which rejects it like an invalid program (the layer ends without DMA)
+    though NVDLA v1 runs it: fp16 layers (its datapath is integer only; :func:`decode` and the
+    golden model run them). Lets tests and generators predict the RTL check's verdict."""
+    if p.precision == FP16:
+        _err("CDP_RDMA.D_DATA_FORMAT.INPUT_DATA=FP16",
+             "no fp16 LRN in this core's CDP datapath (a limit of this core's RTL; NVDLA v1 "
+             "runs it, and so does the golden model)")

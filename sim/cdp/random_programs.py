@@ -8,7 +8,10 @@ groups, then CDP and CDP_RDMA enabled; ``intr_notify(CDP_g)`` and a CRC check of
 surface with a zero-initialised guard band before and after it (and the gaps of unpacked
 strides), so a write outside the output changes the CRC.
 
-Drawn: the build's precisions (int8; int16 where ``cfg.data_types`` has it), windows 3/5/7/9,
+Drawn: the build's precisions (int8; int16 where ``cfg.data_types`` has it; fp16 too with
+``fp16=True`` on builds with fp16 -- golden model only, this core's CDP RTL has no fp16: fp16
+data with NaNs, infinities, denormals and signed zeros, fp16-mode LUTs with fp32 bounds placed
+on the layer's fp32 square sums, fp16 tables and slope scales), windows 3/5/7/9,
 square-sum and multiplier bypasses, LE in linear and exponent mode, LO index selects that shift
 right or left, all priority combinations, random tables (smooth curves or full-range noise),
 LUT ranges placed on the layer's actual square sums so that elements interpolate, underflow and
@@ -30,8 +33,10 @@ from arch.registers import register_map
 from ..random_traces import (GUARD as _GUARD, SLOT as _SLOT, Regs, crc_check, enables,
                              finish_trace, golden_core, group_writes, run_trace_golden,
                              start_trace, write_invalid, write_random)
-from .cdp import input_convert, lut_lookup, square_sum
-from .program import BYTES, INT8, INT16, CdpLutParams
+from ..nvfloat import fp16_from_float, fp32_from_float, fp32_is_nan, fp32_to_float
+from .cdp import (input_convert, input_convert_fp16, lut_lookup, square_sum,
+                  square_sum_fp16)
+from .program import BYTES, FP16, INT8, INT16, CdpLutParams
 
 __all__ = ["random_program", "random_pair", "write_trace", "write_random_traces",
            "write_invalid_traces", "INVALID_MUTATIONS", "golden_core", "run_trace_golden",
@@ -113,6 +118,97 @@ def _lut(rng, sums):
     return p, _table(rng, 65), _table(rng, 257)
 
 
+def _fp16_data(rng, shape):
+    """Random fp16 codes: values of a few binades around a random magnitude, both signs, with
+    some zeros (signed), denormals, NaNs (both signs, several payloads) and infinities."""
+    centre = float(rng.uniform(-8, 6))
+    v = np.exp2(centre + rng.uniform(-3, 3, shape)) * rng.choice([-1.0, 1.0], shape)
+    h = fp16_from_float(v)
+    special = np.array([0x0000, 0x8000, 0x0001, 0x83FF, 0x7C00, 0xFC00, 0x7E00, 0xFC01,
+                        0x7D55, 0x7BFF, 0xFBFF])
+    odd = rng.random(shape) < (0.05 if rng.random() < 0.5 else 0.0)
+    return np.where(odd, rng.choice(special, shape), h)
+
+
+def _fp16_table(rng, n):
+    """Random fp16 table entries: a smooth curve (LRN-like, a ramp) or noise codes."""
+    kind = rng.integers(4)
+    if kind == 0:                                        # any finite code, random signs
+        e = rng.integers(0, 31, n)
+        return (rng.integers(0, 2, n) << 15) | (e << 10) | rng.integers(0, 1024, n)
+    if kind == 1:                                        # decreasing, 1 / (1 + k x)^b
+        top = float(rng.uniform(0.1, 100))
+        v = top / (1 + np.arange(n) / rng.uniform(2, 40)) ** rng.uniform(0.3, 1)
+    elif kind == 2:
+        a, b = rng.uniform(-1000, 1000, 2)
+        v = np.linspace(a, b, n)
+    else:
+        v = rng.uniform(-2, 2, n)
+    h = fp16_from_float(v)
+    if rng.random() < 0.2:                               # a few NaN / Inf entries
+        k = rng.integers(0, n, 2)
+        h[k] = rng.choice([0x7C00, 0xFC00, 0x7E01, 0xFE00], 2)
+    return h
+
+
+def _lut_fp16(rng, sums):
+    """Random fp16-mode LUT parameters (fp32 START / END, fp16 slope scales) placed on the
+    fp32 square sums ``sums``, and the two tables (fp16 codes)."""
+    f = fp32_to_float(sums[~fp32_is_nan(sums)]).astype(np.float64)
+    f = f[np.isfinite(f)]
+    if f.size == 0:
+        f = np.array([0.0, 1.0])
+    q = lambda p: float(np.percentile(f, p))             # noqa: E731
+    lo_v, hi_v = q(rng.uniform(0, 35)), q(rng.uniform(65, 100))
+    span = max(hi_v - lo_v, 2.0 ** -60)
+
+    def code(v):
+        return int(fp32_from_float(np.float32(v)))
+
+    def linear(depth):
+        sel = int(np.ceil(np.log2(span / depth))) + int(rng.integers(-1, 2))
+        sel = int(np.clip(sel, -128, 127))
+        start = lo_v * float(rng.uniform(0.9, 1.0)) if lo_v > 0 else lo_v - span / 16
+        end = start + depth * 2.0 ** sel
+        if rng.random() < 0.15:
+            end = start + float(rng.uniform(0, 1.2)) * depth * 2.0 ** sel
+        return sel, code(start), code(end)
+
+    le_linear = bool(rng.random() < 0.5)
+    le_sel, le_start, le_end = linear(64)
+    le_offset = 0
+    if not le_linear:
+        start = lo_v * float(rng.uniform(0.5, 1.0)) if rng.random() < 0.8 else q(50)
+        top = int(np.floor(np.log2(max(hi_v - start, 2.0 ** -126))))
+        if rng.random() < 0.5:
+            le_offset = top - 63 + int(rng.integers(-2, 3))        # overflows at the top
+        else:
+            le_offset = top - int(rng.integers(0, 12))              # underflows at the bottom
+        if rng.random() < 0.05:
+            le_offset = int(rng.choice([-128, -127, 127]))
+        le_offset = int(np.clip(le_offset, -128, 127))
+        le_start = code(start)
+        le_end = code(start + 2.0 ** min(le_offset + 64, 127))
+        le_sel = int(rng.integers(-128, 128))                     # unused in exponent mode
+    lo_sel, lo_start, lo_end = linear(256)
+
+    def scale():                                        # slope scales are fp16 codes
+        if rng.random() < 0.1:
+            return int(rng.integers(0, 1 << 16))
+        return int(fp16_from_float(float(rng.uniform(-2, 2)) * 2.0 ** int(rng.integers(-12, 4))))
+
+    p = CdpLutParams(
+        le_linear=le_linear, uflow_priority_lo=bool(rng.integers(2)),
+        oflow_priority_lo=bool(rng.integers(2)), hybrid_priority_lo=bool(rng.integers(2)),
+        le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
+        le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end,
+        le_uflow_scale=scale(), le_oflow_scale=scale(), lo_uflow_scale=scale(),
+        lo_oflow_scale=scale(), le_uflow_shift=int(rng.integers(-16, 16)),
+        le_oflow_shift=int(rng.integers(-16, 16)), lo_uflow_shift=int(rng.integers(-16, 16)),
+        lo_oflow_shift=int(rng.integers(-16, 16)))
+    return p, _fp16_table(rng, 65), _fp16_table(rng, 257)
+
+
 def _lut_regs(rmap, p: CdpLutParams):
     r = Regs(rmap["CDP"])
     r.set("S_LUT_CFG", LUT_LE_FUNCTION=int(p.le_linear),
@@ -149,7 +245,8 @@ class _Tables:
         self.le, self.lo = np.asarray(le, np.int64), np.asarray(lo, np.int64)
 
 
-def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None, **fixed) -> dict:
+def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None,
+                   fp16: bool = False, **fixed) -> dict:
     """One random valid CDP layer for ``cfg``.
 
     Returns ``{"cdp": {reg: word}, "rdma": {reg: word}, "lut": (params, le, lo), "lut_regs":
@@ -157,11 +254,16 @@ def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None, **f
     "window": (addr, size, ram)}``. ``lut`` reuses the LUT of another
     layer (the LUT registers are shared by both groups); ``fixed`` pins ``W``, ``H``, ``C``,
     ``prec``, ``window``, ``sqsum_bypass``, ``mul_bypass``, ``packed``. Layers of different
-    ``slot`` use disjoint memory."""
+    ``slot`` use disjoint memory. ``fp16`` adds fp16 to the drawn precisions on builds with
+    fp16 (``prec=FP16`` pins it); an fp16 layer's ``lut`` is fp16-mode parameters and tables
+    (a pair shares its precision's LUT, see :func:`random_pair`)."""
     rmap = register_map(cfg)
     atom = cfg.memory_atom
-    precs = [INT8] + ([INT16] if "int16" in cfg.data_types else [])
+    precs = [INT8] + ([INT16] if "int16" in cfg.data_types else []) \
+        + ([FP16] if fp16 and "fp16" in cfg.data_types else [])
     prec = fixed.get("prec", int(rng.choice(precs)))
+    if prec == FP16:
+        return _random_fp16(cfg, rng, rmap, prec, max_elems, slot, lut, fixed)
     nb = BYTES[prec]
     cpa = atom // nb
     C = fixed.get("C") or int(rng.integers(1, 4 * cpa + 1))
@@ -213,6 +315,52 @@ def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None, **f
     datout_shift = int(np.clip(_log2(spread) - (out_bits - 1) + int(rng.integers(-1, 3)),
                                0, 63))
 
+    conv = dict(datin_offset=datin_offset, datin_scale=datin_scale, datin_shift=datin_shift,
+                datout_offset=datout_offset, datout_scale=datout_scale,
+                datout_shift=datout_shift)
+    return _emit(cfg, rng, rmap, prec, raw, C, window, sq_bypass, mul_bypass, packed, conv,
+                 lut, params, slot)
+
+
+def _random_fp16(cfg, rng, rmap, prec, max_elems, slot, lut, fixed):
+    """The fp16 layer of :func:`random_program`: fp16 data (specials included, garbage in the
+    last surface's padding channels), an fp16-mode LUT placed on its fp32 square sums.
+    DATIN_OFFSET is 0 (NVDLA's C model fills padding channels with its code; this model and
+    the Verilog with +0); the other converter fields are random (unused in fp16)."""
+    cpa = cfg.memory_atom // BYTES[prec]
+    C = fixed.get("C") or int(rng.integers(1, 4 * cpa + 1))
+    S = -(-C // cpa)
+    budget = max(max_elems // (S * cpa), 1)
+    W = fixed.get("W") or int(rng.integers(1, min(16, budget) + 1))
+    H = fixed.get("H") or int(rng.integers(1, max(min(16, budget // W), 1) + 1))
+    window = fixed.get("window", int(rng.choice([3, 5, 7, 9])))
+    sq_bypass = fixed.get("sqsum_bypass", bool(rng.random() < 0.2))
+    mul_bypass = fixed.get("mul_bypass", bool(rng.random() < 0.3))
+    packed = fixed.get("packed")
+    raw = _fp16_data(rng, (S * cpa, H, W))
+    x = input_convert_fp16(raw, False)
+    x[C:] = 0
+    sums = square_sum_fp16(x, window, sq_bypass)
+    if lut is None:
+        lut = _lut_fp16(rng, sums)
+    conv = dict(datin_offset=0, datin_scale=int(rng.integers(-300, 301)),
+                datin_shift=int(rng.integers(0, 32)), datout_offset=int(rng.integers(-100, 101)),
+                datout_scale=int(rng.integers(-300, 301)), datout_shift=int(rng.integers(0, 64)))
+    return _emit(cfg, rng, rmap, prec, raw, C, window, sq_bypass, mul_bypass, packed, conv,
+                 lut, lut[0], slot)
+
+
+def _emit(cfg, rng, rmap, prec, raw, C, window, sq_bypass, mul_bypass, packed, conv, lut,
+          params, slot):
+    """The layer dict of :func:`random_program`: memory image, strides and registers."""
+    atom = cfg.memory_atom
+    nb = BYTES[prec]
+    cpa = atom // nb
+    S, H, W = raw.shape[0] // cpa, raw.shape[1], raw.shape[2]
+    datin_offset, datin_scale, datin_shift = (conv["datin_offset"], conv["datin_scale"],
+                                              conv["datin_shift"])
+    datout_offset, datout_scale, datout_shift = (conv["datout_offset"], conv["datout_scale"],
+                                                 conv["datout_shift"])
     # -- memory ----------------------------------------------------------------------------
     src_base = _BASES["src"] + slot * _SLOT
     dst_base = _BASES["dst"] + slot * _SLOT + _GUARD
@@ -268,16 +416,22 @@ def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None, **f
     cdp.set("D_DATOUT_SCALE", DATOUT_SCALE=datout_scale & 0xFFFF)
     cdp.set("D_DATOUT_SHIFTER", DATOUT_SHIFTER=datout_shift)
     cdp.set("D_PERF_ENABLE", DMA_EN=int(rng.integers(2)), LUT_EN=int(rng.integers(2)))
-    return {"cdp": cdp.words, "rdma": rdma.words, "lut": lut,
+    return {"cdp": cdp.words, "rdma": rdma.words, "lut": lut, "prec": prec,
             "lut_regs": _lut_regs(rmap, params),
             "images": [(src_base, mem, s_ram)],
             "window": (dst_base - _GUARD, dst_size + 2 * _GUARD, d_ram)}
 
 
-def random_pair(cfg, rng, max_elems: int = 1500) -> list:
-    """Two layers (groups 0 and 1) sharing one LUT (its registers are single-group)."""
-    first = random_program(cfg, rng, max_elems, slot=0)
-    return [first, random_program(cfg, rng, max_elems, slot=1, lut=first["lut"])]
+def random_pair(cfg, rng, max_elems: int = 1500, fp16: bool = False) -> list:
+    """Two layers (groups 0 and 1) sharing one LUT (its registers are single-group): with an
+    fp16 first layer both are fp16 (the LUT is in fp16 mode), else neither is."""
+    first = random_program(cfg, rng, max_elems, slot=0, fp16=fp16)
+    fixed = {"prec": FP16} if _is_fp16(first) else {}
+    return [first, random_program(cfg, rng, max_elems, slot=1, lut=first["lut"], **fixed)]
+
+
+def _is_fp16(layer) -> bool:
+    return layer.get("prec") == FP16
 
 
 def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
@@ -301,13 +455,15 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.25, max_elems: int = 1500,
-                        prefix: str = "cdp_random") -> list:
+                        prefix: str = "cdp_random", fp16: bool = False) -> list:
     """``count`` random valid CDP programs as trace directories with golden CRCs; returns
-    their paths. Deterministic by ``seed``; a program the golden model rejects is redrawn."""
+    their paths. Deterministic by ``seed``; a program the golden model rejects is redrawn.
+    ``fp16`` draws fp16 layers too on builds with fp16 (golden model only: this core's CDP
+    RTL has no fp16, see :func:`sim.cdp.program.check_core_limits`)."""
     def draw(rng):
         if rng.random() < two_layer_share:
-            return random_pair(cfg, rng, max_elems)
-        return [random_program(cfg, rng, max_elems)]
+            return random_pair(cfg, rng, max_elems, fp16=fp16)
+        return [random_program(cfg, rng, max_elems, fp16=fp16)]
     return write_random(cfg, directory, count, seed, prefix, draw, write_trace)[0]
 
 
@@ -366,11 +522,15 @@ def _m_dst_surfaces_overlap(cfg, layer):
 
 
 def _m_lo_index_select(cfg, layer):
+    if _is_fp16(layer):                  # fp16 mode reads the field at its full 8 bits
+        return None
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LO_INDEX_SELECT=40)
     return "CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT"
 
 
 def _m_le_index_offset(cfg, layer):
+    if _is_fp16(layer):
+        return None
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_CFG", LUT_LE_FUNCTION=0)
     _setf(cfg, layer, "lut_regs", "CDP", "S_LUT_INFO", LUT_LE_INDEX_OFFSET=60)
     return "CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET"
@@ -405,9 +565,10 @@ def _base_layer(cfg, rng=None, prec=INT8):
 
 def write_invalid_traces(cfg, directory: str, prec: int = INT8) -> list:
     """One trace per applicable mutation of :data:`INVALID_MUTATIONS` of a ``prec`` layer
-    (INT16: named ``cdp_int16_invalid_*``, on builds with int16); each one's golden run must
+    (INT16: named ``cdp_int16_invalid_*``, FP16: ``cdp_fp16_invalid_*``, on builds with that
+    precision; the LUT index-range mutations do not apply to fp16); each one's golden run must
     fail with an error naming the field. Returns ``[(path, field)]``; the expected CRC is that
     of the untouched (all-zero) destination window."""
-    prefix = "cdp" if prec == INT8 else "cdp_int16"
+    prefix = {INT8: "cdp", INT16: "cdp_int16", FP16: "cdp_fp16"}[prec]
     return write_invalid(cfg, directory, prefix, INVALID_MUTATIONS,
                          lambda c: _base_layer(c, prec=prec), write_trace)
