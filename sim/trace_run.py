@@ -131,6 +131,8 @@ class TraceResult:
     #: trace's layers (NVDLA's reference measure); 0 without a layer and on the golden model
     layer_cycles: int = 0
     layers: list = field(default_factory=list)   #: RTL: the layer cycles of each layer
+    #: playback engine: (read, write) AXI bursts the core issued on DBBIF and SRAMIF together
+    bursts: tuple = (0, 0)
 
     @property
     def failed_checks(self):

@@ -524,7 +524,12 @@ CONV_FIRST = ("CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA", "SDP_RDMA", "SDP")
 
 
 @pytest.mark.rtl
+@pytest.mark.slow
 def test_core_rejects_invalid_programs_without_memory_traffic(tmp_path):
+    """cocotb on Verilator (a build of its own, about 4.5 minutes): every invalid program's
+    rejected layer makes no CDMA read and no write, valid programs write nothing outside their
+    surfaces. The default suite checks the same on the playback engine: no AXI burst at all
+    from a rejected layer (:func:`test_invalid_programs_playback_write_nothing`)."""
     cfg = NV_SMALL
     d = str(tmp_path / "traces")
     items = []                                   # (trace dir, valid layers)
@@ -668,7 +673,8 @@ def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
     """Every rule class on the playback engine: the golden model rejects the program, the RTL
     finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
     only layer) and nothing is written: the output window, a band of 68 KiB around it and all
-    loaded images keep their contents; a valid layer before it (two-layer rules) passes."""
+    loaded images keep their contents, and a rejected single layer issues no AXI burst; a
+    valid layer before it (two-layer rules) passes."""
     programs = _invalid_rule_programs(cfg)
     if cfg.register_layout == "full":
         programs = {n: v for n, v in programs.items()
@@ -693,7 +699,8 @@ def test_invalid_int16_programs_playback_write_nothing(tmp_path, monkeypatch):
 
 def _playback_writes_nothing(tmp_path, cfg, programs):
     """Run {name: (layers, field)} (the last layer invalid) on the playback engine with the
-    checks of :func:`_no_write_trace`, and a valid control that must be caught writing."""
+    checks of :func:`_no_write_trace`, and a valid control that must be caught writing; a
+    rejected single layer must issue no AXI burst at all (no read, no write)."""
     paths = []
     for name, (layers, fld) in programs.items():
         path = _no_write_trace(cfg, str(tmp_path), f"conv_nowrite_{name}", layers)
@@ -720,6 +727,10 @@ def _playback_writes_nothing(tmp_path, cfg, programs):
             bad.append(f"{name}: {len(r.checks)} checks ran")
         elif len(layers) == 1 and not r.layers[-1] <= _REJECT_CYCLES:
             bad.append(f"{name}: the rejected layer took {r.layers[-1]} cycles")
+        elif len(layers) == 1 and r.bursts != (0, 0):
+            bad.append(f"{name}: the rejected layer issued {r.bursts[0]} read and "
+                       f"{r.bursts[1]} write bursts")
+    assert ctl.bursts[0] > 0 and ctl.bursts[1] > 0, ctl.bursts
     assert not bad, f"{len(bad)}/{len(paths)}:\n" + "\n".join(bad)
 
 

@@ -478,7 +478,8 @@ def run_playback_batch(traces, cfg, *, on_result=None, build_options=None, **opt
             checks, failures = _message(trace, d)
             r = TraceResult(trace.name, "rtl", not failures, "; ".join(failures), checks,
                             int(d["cycles"]), "cycles", float(d["wall"]),
-                            sum(d["layers"]), list(d["layers"]))
+                            sum(d["layers"]), list(d["layers"]),
+                            tuple(d.get("bursts", (0, 0))))
             results[i] = _hint(r, trace)
             done += 1
             if on_result:

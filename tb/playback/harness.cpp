@@ -865,6 +865,11 @@ int main(int argc, char** argv) {
         line += "],\"crcs\":[";
         for (size_t i = 0; i < ex.crcs.size(); i++) line += (i ? "," : "") + std::to_string(ex.crcs[i]);
         line += "],\"reads\":[" + ex.reads + "],\"dumps\":[" + ex.dumps + "]";
+        uint64_t rb = b.dbb.reads, wb = b.dbb.writes;     // AXI bursts the core issued
+#if PB_HAS_SRAM
+        rb += b.sram.reads; wb += b.sram.writes;
+#endif
+        line += ",\"bursts\":[" + std::to_string(rb) + "," + std::to_string(wb) + "]";
         line += ",\"stop\":" + stop + ",\"errors\":[";
         for (size_t i = 0; i < b.errors.size(); i++) line += (i ? "," : "") + json_str(b.errors[i]);
         char tail[64];
