@@ -121,7 +121,9 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, out_read
             p = decode(cfg, *views)
             cube, weights = load_cbuf(core, cfg, p, state)
             out, _ = deliver(convolve(p, cube, weights), p.clip_truncate)
-            exp = expected_stream(cfg, out[0], p.precision)
+            # every batch's cube in turn (batch-major: CACC delivers batch 0, then 1, ...)
+            exp = [t for b in range(out.shape[0])
+                   for t in expected_stream(cfg, out[b], p.precision)]
             for b in BLOCKS:
                 nm = b.lower()
                 port = getattr(conv, f"{nm}_regs")
