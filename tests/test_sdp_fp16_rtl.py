@@ -1,0 +1,103 @@
+"""The RTL SDP's fp16 datapath (offline, BS / BN, output to memory) against the golden model,
+bit for bit, on nv_small_fp16 (nv_small with ``data_types`` int8 + fp16: one lane, 8-byte
+atoms of 4 fp16 channels).
+
+* unit level (:func:`tb.sdp_unit.run_layers`, Amaranth's simulator, AXI memory models with
+  random back-pressure and latency): random fp16 programs of
+  :func:`sim.sdp.random_programs.random_program` (fp16 data with NaNs, infinities, signed
+  zeros, denormals and extremes; register, per-kernel and per-element operands; NaN-to-zero
+  either way) mixed with int8 layers, with the memory written and every status counter
+  (OUT_SATURATION, SDP's NaN / Inf counters, SDP_RDMA's NaN / Inf input counters) compared
+  after each layer; fp16 layers the RTL does not run (output to PDP) end without DMA;
+* on the generated core (playback engine, Verilator, random AXI back-pressure 30 %, latency
+  1-24 cycles): random trace programs of :func:`sim.sdp.random_programs.write_random_traces`
+  with fp16 layers (memory compared; the counters are the unit tests' business).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arch.config import NvdlaConfig
+from arch.registers import register_map
+from sim.sdp import SdpProgramError
+from sim.sdp.random_programs import random_program, write_random_traces
+
+from .conftest import assert_all_pass, playback
+
+#: nv_small with fp16 beside int8 (the build of tests/test_pdp_fp16_rtl.py)
+NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
+FP16 = 2
+REJECT = "fp16 SDP layer the RTL does not run"
+
+
+def _set(block, regs, reg, **fields):
+    word = regs.get(reg, block[reg].reset)
+    for k, v in fields.items():
+        f = block[reg].field(k) if hasattr(block[reg], "field") else \
+            next(x for x in block[reg].fields if x.name == k)
+        word = (word & ~(((1 << f.width) - 1) << f.lsb)) | ((v & ((1 << f.width) - 1)) << f.lsb)
+    regs[reg] = word & 0xFFFFFFFF
+
+
+def _is_fp16(cfg, p):
+    f = next(x for x in register_map(cfg)["SDP"]["D_DATA_FORMAT"].fields
+             if x.name == "PROC_PRECISION")
+    return (p["sdp"].get("D_DATA_FORMAT", 0) >> f.lsb) & 3 == FP16
+
+
+def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7):
+    """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
+    random perf enables; some fp16 layers sent to PDP (marked ``rtl_rejects``)."""
+    from tb.sdp_unit import golden
+    from tests.test_sdp import _image
+    rmap = register_map(cfg)
+    sb, rb = rmap["SDP"], rmap["SDP_RDMA"]
+    rng = np.random.default_rng(seed)
+    layers = []
+    while len(layers) < count:
+        want_fp = rng.random() < fp16_share
+        p = random_program(cfg, rng, max_elems)
+        if _is_fp16(cfg, p) != want_fp:
+            continue
+        sdp, rdma = dict(p["sdp"]), dict(p["rdma"])
+        _set(sb, sdp, "D_PERF_ENABLE", PERF_SAT_EN=int(rng.integers(2)),
+             PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+        _set(rb, rdma, "D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)),
+             PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+        to_pdp = cfg.pdp and rng.random() < pdp_share
+        if to_pdp:
+            _set(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
+        prog = {"sdp": sdp, "rdma": rdma, "s": {}, "images": p["images"], "lut": None,
+                "shape": p["shape"]}
+        try:
+            golden(cfg, prog, _image(prog))
+        except (SdpProgramError, NotImplementedError):
+            continue
+        if want_fp and to_pdp:
+            prog["rtl_rejects"] = REJECT
+        layers.append(prog)
+    return layers
+
+
+@pytest.mark.parametrize("seed, count", [(20, 10), pytest.param(21, 60,
+                                                                marks=pytest.mark.slow)],
+                         ids=["seed20", "seed21"])
+def test_unit_random_fp16_layers(seed, count):
+    from tb.sdp_unit import run_layers
+    layers = fp16_layers(NV_SMALL_FP16, seed, count, 160)
+    assert sum(_is_fp16(NV_SMALL_FP16, p) and not p.get("rtl_rejects") for p in layers) \
+        >= count // 3
+    run_layers(NV_SMALL_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("seed, count", [(500, 40), pytest.param(501, 300,
+                                                                 marks=pytest.mark.slow)],
+                         ids=["seed500", "seed501"])
+def test_random_fp16_sdp_programs_rtl_matches_golden(tmp_path, seed, count):
+    paths = write_random_traces(NV_SMALL_FP16, str(tmp_path), count, seed=seed)
+    assert_all_pass(playback(paths, NV_SMALL_FP16, max_cycles=1_000_000, seed=seed, busy=0.3,
+                             latency=(1, 24)), count, show=20)
