@@ -16,6 +16,8 @@ atoms of 4 fp16 channels).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -48,9 +50,11 @@ def _is_fp16(cfg, p):
     return (p["sdp"].get("D_DATA_FORMAT", 0) >> f.lsb) & 3 == FP16
 
 
-def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7):
+def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0):
     """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
-    random perf enables; some fp16 layers sent to PDP (marked ``rtl_rejects``)."""
+    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP or with EW are marked
+    ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
+    that still pass the golden model's rules)."""
     from tb.sdp_unit import golden
     from tests.test_sdp import _image
     rmap = register_map(cfg)
@@ -67,6 +71,8 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7):
              PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
         _set(rb, rdma, "D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)),
              PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+        if want_fp and cfg.sdp_ew and rng.random() < ew_off:
+            _set(sb, sdp, "D_DP_EW_CFG", EW_BYPASS=1)
         to_pdp = cfg.pdp and rng.random() < pdp_share
         if to_pdp:
             _set(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
@@ -76,7 +82,8 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7):
             golden(cfg, prog, _image(prog))
         except (SdpProgramError, NotImplementedError):
             continue
-        if want_fp and to_pdp:
+        ew_on = not (sdp.get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset) & 1)    # EW_BYPASS
+        if want_fp and (to_pdp or ew_on):
             prog["rtl_rejects"] = REJECT
         layers.append(prog)
     return layers
@@ -99,5 +106,18 @@ def test_unit_random_fp16_layers(seed, count):
                          ids=["seed500", "seed501"])
 def test_random_fp16_sdp_programs_rtl_matches_golden(tmp_path, seed, count):
     paths = write_random_traces(NV_SMALL_FP16, str(tmp_path), count, seed=seed)
+    fp16 = sum(any("NVDLA_SDP.D_DATA_FORMAT_0, 0xa)" in f.read_text()
+                   for f in Path(p).glob("*.cfg")) for p in paths)
+    assert fp16 >= count // 3, fp16                  # programs with an fp16 layer
     assert_all_pass(playback(paths, NV_SMALL_FP16, max_cycles=1_000_000, seed=seed, busy=0.3,
                              latency=(1, 24)), count, show=20)
+
+
+@pytest.mark.slow
+def test_unit_random_fp16_layers_nv_full():
+    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16 beside fp16, CV and MC memories."""
+    from tb.sdp_unit import run_layers
+    full = NvdlaConfig.preset("nv_full")
+    layers = fp16_layers(full, 22, 24, 600, ew_off=0.8)
+    assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
+    run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)
