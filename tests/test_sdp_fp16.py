@@ -5,7 +5,7 @@ with register, per-kernel and per-element operands, PReLU, ReLU, the fp16 output
 NaN-to-zero, the NaN / Inf counters, equal mode, flying fp32 input, output to PDP), the
 program rules for fp16 layers, the random program generator's fp16 draws (and that draws on
 other builds did not change), and that the RTL SDP finishes the fp16 layers it does not run
-(EW / LUT, output to PDP, flying) without memory traffic (the ones it runs:
+(LUT, output to PDP, flying) without memory traffic (the ones it runs:
 :mod:`tests.test_sdp_fp16_rtl`). The stage functions themselves are checked bit for bit against
 NVDLA's Verilog in :mod:`tests.test_sdp_fp16_nvdla_rtl` (slow, needs ``NVDLA_HW_GIT``)."""
 
@@ -404,12 +404,11 @@ def test_random_fp16_layers_cover_the_datapath():
 
 
 # -----------------------------------------------------------------------------------------
-# fp16 layers the RTL SDP rejects (it runs offline BS / BN fp16 layers to memory:
+# fp16 layers the RTL SDP rejects (it runs offline BS / BN / EW fp16 layers to memory:
 # tests/test_sdp_fp16_rtl.py)
 # -----------------------------------------------------------------------------------------
-def test_rtl_finishes_fp16_ew_and_pdp_layers_without_memory_traffic():
-    """nv_full's RTL SDP has no fp16 EW / LUT stage and sends no fp16 output to PDP: such an
-    fp16 layer (valid for the golden model) ends at once, without reading or writing memory,
+def test_rtl_finishes_fp16_lut_and_pdp_layers_without_memory_traffic():
+    """nv_full's RTL SDP has no fp16 LUT and sends no fp16 output to PDP: such an fp16 layer (valid for the golden model) ends at once, without reading or writing memory,
     between int layers that run normally."""
     from arch.registers import register_map
     from tb.sdp_unit import run_layers
@@ -417,11 +416,10 @@ def test_rtl_finishes_fp16_ew_and_pdp_layers_without_memory_traffic():
     sb = register_map(FULL)["SDP"]
     rng = np.random.default_rng(6)
     layers = make_layers(FULL, 61, 1, 64)
-    for k, kind in enumerate(("ew", "pdp", "lut")):
+    for k, kind in enumerate(("pdp", "lut")):
         while True:
             p = random_program(FULL, rng, 64, slot=0)
-            ew_on = not (p["sdp"].get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset) & 1)
-            if p["shape"][3] == 2 and (ew_on or kind != "ew"):
+            if p["shape"][3] == 2:
                 break
         sdp = dict(p["sdp"])
         if kind == "pdp":

@@ -26,11 +26,14 @@ from arch.registers import register_map
 from sim.sdp import SdpProgramError
 from sim.sdp.random_programs import random_program, write_random_traces
 
-from .conftest import assert_all_pass, playback
+from .conftest import NV_SMALL_EXT, assert_all_pass, playback
 
 #: nv_small with fp16 beside int8 (the build of tests/test_pdp_fp16_rtl.py)
 NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
+#: nv_small with SRAMIF, SDP EW + LUT, BDMA and Rubik (tests/conftest.py) and fp16
+NV_SMALL_EXT_FP16 = NV_SMALL_EXT.replace(name="nv_small_ext_fp16",
+                                         data_types=frozenset({"int8", "fp16"}))
 FP16 = 2
 REJECT = "fp16 SDP layer the RTL does not run"
 
@@ -50,11 +53,13 @@ def _is_fp16(cfg, p):
     return (p["sdp"].get("D_DATA_FORMAT", 0) >> f.lsb) & 3 == FP16
 
 
-def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0):
+def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0,
+                eql=0.15):
     """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
-    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP or with EW are marked
-    ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
-    that still pass the golden model's rules)."""
+    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP or with the LUT are
+    marked ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
+    that still pass the golden model's rules); ``eql``: the share of layers put in EW's equal
+    mode (builds with EW)."""
     from tb.sdp_unit import golden
     from tests.test_sdp import _image
     rmap = register_map(cfg)
@@ -73,6 +78,8 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
              PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
         if want_fp and cfg.sdp_ew and rng.random() < ew_off:
             _set(sb, sdp, "D_DP_EW_CFG", EW_BYPASS=1)
+        if cfg.sdp_ew and rng.random() < eql:
+            _set(sb, sdp, "D_DP_EW_CFG", EW_BYPASS=0, EW_ALU_BYPASS=0, EW_ALU_ALGO=3)
         to_pdp = cfg.pdp and rng.random() < pdp_share
         if to_pdp:
             _set(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
@@ -82,8 +89,9 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
             golden(cfg, prog, _image(prog))
         except (SdpProgramError, NotImplementedError):
             continue
-        ew_on = not (sdp.get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset) & 1)    # EW_BYPASS
-        if want_fp and (to_pdp or ew_on):
+        ew = sdp.get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset)
+        lut_on = not (ew & 1) and not (ew >> 6) & 1            # EW_BYPASS, EW_LUT_BYPASS
+        if want_fp and (to_pdp or lut_on):
             prog["rtl_rejects"] = REJECT
         layers.append(prog)
     return layers
@@ -98,6 +106,19 @@ def test_unit_random_fp16_layers(seed, count):
     assert sum(_is_fp16(NV_SMALL_FP16, p) and not p.get("rtl_rejects") for p in layers) \
         >= count // 3
     run_layers(NV_SMALL_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
+
+
+@pytest.mark.parametrize("seed, count", [(26, 12), pytest.param(24, 40,
+                                                                marks=pytest.mark.slow)],
+                         ids=["seed26", "seed24"])
+def test_unit_random_fp16_layers_with_ew(seed, count):
+    """nv_small + EW / LUT / SRAMIF + fp16: fp16 EW (MUL then ALU incl. EQL) with fp16 memory
+    and fp32 register operands, CV and MC memories."""
+    from tb.sdp_unit import run_layers
+    layers = fp16_layers(NV_SMALL_EXT_FP16, seed, count, 160)
+    assert sum(_is_fp16(NV_SMALL_EXT_FP16, p) and not p.get("rtl_rejects") for p in layers) \
+        >= count // 3
+    run_layers(NV_SMALL_EXT_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
 
 
 @pytest.mark.rtl
@@ -118,6 +139,6 @@ def test_unit_random_fp16_layers_nv_full():
     """nv_full: 16 lanes, 2 atoms per 512-bit word, int16 beside fp16, CV and MC memories."""
     from tb.sdp_unit import run_layers
     full = NvdlaConfig.preset("nv_full")
-    layers = fp16_layers(full, 22, 24, 600, ew_off=0.8)
+    layers = fp16_layers(full, 22, 24, 600, ew_off=0.3)
     assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
     run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)

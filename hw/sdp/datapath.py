@@ -432,6 +432,13 @@ class SdpDatapath(wiring.Component):
                     v, _ = round_shift_right(m, st[f"ew_{u}_p{lane}"], c["trunc"], 32, 49,
                                               f"ew_{u}_cvt{lane}")
                     mem = Mux(c["bypass"], st[f"ew_{u}{lane}"], v)
+                    if self.fp16:
+                        # fp16 layers: the memory operand widened to fp32 (NaN -> +0 with
+                        # NAN_TO_ZERO), the converter unused; the register is an fp32 code
+                        fp, ntz = self._fp_layer(m)
+                        h = comb(m, st[f"ew_{u}{lane}"].as_unsigned(), f"ew_{u}_h{lane}")
+                        h = Mux(ntz & (h[10:15] == 0x1F) & h[:10].any(), 0, h)
+                        mem = Mux(fp, nvfloat.fp16_to_fp32(m, h).as_signed(), mem)
                     new[f"ew_{u[0]}op{lane}"] = Mux(c["mem"], mem, c["reg"]).as_signed()[:32] \
                         .as_signed()
                     new[f"ew_{u}{lane}"] = new[f"ew_{u}_p{lane}"] = None
@@ -453,12 +460,19 @@ class SdpDatapath(wiring.Component):
         def mul(st, new):
             for lane in range(T):
                 new[f"ew_p{lane}"] = st[f"x{lane}"] * st[f"ew_mop{lane}"]          # 64 bits
+                if self.fp16:
+                    new[f"ew_fp{lane}"] = nvfloat.fp32_mul(m, st[f"x{lane}"].as_unsigned(),
+                                                           st[f"ew_mop{lane}"].as_unsigned())
                 new[f"ew_mop{lane}"] = None
 
         def shift(st, new):
             for lane in range(T):
                 x = st[f"x{lane}"]
                 v, _ = round_shift_right(m, st[f"ew_p{lane}"], trunc, 32, 64, f"ew_rsr{lane}")
+                if self.fp16:
+                    fp, _ = self._fp_layer(m)
+                    v = Mux(fp, st[f"ew_fp{lane}"].as_signed(), v)
+                    new[f"ew_fp{lane}"] = None
                 v = Mux(prelu & ~x[-1], x, v)
                 new[f"x{lane}"] = Mux(mul_on, v, x).as_signed()[:32].as_signed()
                 new[f"ew_p{lane}"] = None
@@ -469,6 +483,13 @@ class SdpDatapath(wiring.Component):
                 res = Mux(algo == ALU_MAX, Mux(x > op, x, op),
                           Mux(algo == ALU_MIN, Mux(x < op, x, op),
                               Mux(algo == ALU_EQL, x != op, saturate(x + op, 32))))
+                if self.fp16:
+                    fp, _ = self._fp_layer(m)
+                    xf, of = x.as_unsigned(), op.as_unsigned()
+                    sm = nvfloat.fp32_add(m, xf, of)
+                    mm = nvfloat.fp32_max_min(m, xf, of, algo == ALU_MIN)
+                    fres = Mux(algo == ALU_SUM, sm, Mux(algo == ALU_EQL, xf != of, mm))
+                    res = Mux(fp, fres.as_signed(), res)
                 new[f"x{lane}"] = Mux(alu_on, res, x).as_signed()[:32].as_signed()
                 new[f"ew_aop{lane}"] = None
 
@@ -684,9 +705,9 @@ class SdpDatapath(wiring.Component):
                 sat = st[f"cvt_s{lane}"] & ~eql
                 if self.fp16:
                     fo = st[f"fo{lane}"]
-                    res = Mux(fp, fo.as_signed(), res)
-                    sat = Mux(fp, fo[:15] == 0x7BFF, sat)
-                    nans.append(fp & (fo[10:15] == 0x1F) & fo[:10].any())
+                    res = Mux(fp & ~eql, fo.as_signed(), res)
+                    sat = Mux(fp, ~eql & (fo[:15] == 0x7BFF), sat)
+                    nans.append(fp & ~eql & (fo[10:15] == 0x1F) & fo[:10].any())
                     new[f"fo{lane}"] = None
                 out = comb(m, res.as_signed()[:16].as_signed(), f"out{lane}")
                 new[f"out{lane}"] = out
