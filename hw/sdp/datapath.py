@@ -1,6 +1,6 @@
 """The SDP arithmetic datapath (spec: SDP -- X1/X2 ALU, MUL, PReLU, ReLU; Y operand converters,
 MUL, ALU, LUT; output converter). Integer (int8 / int16); on builds with fp16 also fp16
-layers through BS / BN.
+layers through BS / BN / EW (not the LUT).
 
 One transfer of ``lanes`` elements per cycle flows through a fixed pipeline::
 
@@ -60,9 +60,12 @@ model's ``x_stage_fp16`` / ``fp32_to_fp16`` on fp32 codes with NVDLA's float uni
 to +0 with ``D_FEATURE_MODE_CFG.NAN_TO_ZERO``. Each X stage then uses its three steps for the
 fp32 ALU (one adder and one max / min unit per lane), the fp32 multiplier (one per lane) and
 PReLU / ReLU (the shift fields take no part); the converter's first step turns fp32 into fp16
-(``o.sat``: outputs of magnitude 65504; ``o.nan_out``: NaN outputs). Int layers on such builds
-compute as before. The EW stage and the LUT have no fp16 arithmetic (the unit rejects fp16
-layers that use them), nor is there a flying fp32 input.
+(``o.sat``: outputs of magnitude 65504; ``o.nan_out``: NaN outputs; none in EQL mode). EW:
+the operand steps widen fp16 memory operands (NaN -> +0 with NAN_TO_ZERO; the converters take
+no part) and take the register operands as fp32 codes; then the fp32 multiplier with PReLU
+(EW_TRUNCATE takes no part) and the fp32 ALU (max / min / sum, EQL on the raw codes). Int
+layers on such builds compute as before. The LUT has no fp16 arithmetic (the unit rejects
+fp16 layers that use it), nor is there a flying fp32 input.
 
 Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
 business; the arithmetic is per element).
