@@ -408,7 +408,8 @@ def test_random_fp16_layers_cover_the_datapath():
 # tests/test_sdp_fp16_rtl.py)
 # -----------------------------------------------------------------------------------------
 def test_rtl_finishes_fp16_lut_and_pdp_layers_without_memory_traffic():
-    """nv_full's RTL SDP has no fp16 LUT and sends no fp16 output to PDP: such an fp16 layer (valid for the golden model) ends at once, without reading or writing memory,
+    """nv_full's RTL SDP has no fp16 LUT and sends no fp16 output to PDP: such an fp16 layer
+    (valid for the golden model) ends at once, without reading or writing memory,
     between int layers that run normally."""
     from arch.registers import register_map
     from tb.sdp_unit import run_layers
