@@ -142,3 +142,42 @@ def test_unit_random_fp16_layers_nv_full():
     layers = fp16_layers(full, 22, 24, 600, ew_off=0.3)
     assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
     run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)
+
+
+def _brdma_on(cfg, p):
+    rb = register_map(cfg)["SDP_RDMA"]
+    return not (p["rdma"].get("D_BRDMA_CFG", rb["D_BRDMA_CFG"].reset) & 1)   # BRDMA_DISABLE
+
+
+#: fp16 program mutations the golden model rejects: (name, block, register, fields, applies)
+INVALID_FP16 = [
+    ("out_int8", "sdp", "D_DATA_FORMAT", {"OUT_PRECISION": 0}, None),
+    ("out_int16", "sdp", "D_DATA_FORMAT", {"OUT_PRECISION": 1}, None),
+    ("rdma_proc_int8", "rdma", "D_FEATURE_MODE_CFG", {"PROC_PRECISION": 0}, None),
+    ("in_int8", "rdma", "D_FEATURE_MODE_CFG", {"IN_PRECISION": 0}, None),
+    ("brdma_one_byte", "rdma", "D_BRDMA_CFG", {"BRDMA_DATA_SIZE": 0}, _brdma_on),
+]
+
+
+def test_unit_invalid_fp16_layers_finish_without_memory_traffic():
+    """fp16 layers broken in a precision rule (output precision, the RDMA's processing or
+    input precision, a one-byte operand DMA): the golden model rejects them and the RTL ends
+    them without DMA, between fp16 layers that run."""
+    from tb.sdp_unit import golden, run_layers
+    from tests.test_sdp import _image
+    cfg = NV_SMALL_FP16
+    rmap = register_map(cfg)
+    rng = np.random.default_rng(30)
+    layers = fp16_layers(cfg, 31, 3, 64, pdp_share=0, fp16_share=1)
+    for name, blk, reg, fields, applies in INVALID_FP16:
+        while True:
+            p = random_program(cfg, rng, 64)
+            if _is_fp16(cfg, p) and (applies is None or applies(cfg, p)):
+                break
+        prog = {"sdp": dict(p["sdp"]), "rdma": dict(p["rdma"]), "s": {}, "images": p["images"],
+                "lut": None, "shape": p["shape"], "invalid": True, "name": name}
+        _set(rmap["SDP" if blk == "sdp" else "SDP_RDMA"], prog[blk], reg, **fields)
+        with pytest.raises((SdpProgramError, NotImplementedError)):
+            golden(cfg, prog, _image(prog))
+        layers.insert(int(rng.integers(len(layers) + 1)), prog)
+    run_layers(cfg, layers, seed=30, latency=(1, 24), backpressure=0.3)
