@@ -174,7 +174,7 @@ class SdpDatapath(wiring.Component):
                   only for the stages the build has; ignored when the source is REG), ``last``.
         ``o``     Out stream of ``out_layout``: ``data`` (T x int16, int8 or int16 range),
                   ``last``, ``sat``, ``lut_uflow``/``lut_oflow``/``lut_hybrid``/``lut_le_hit``/
-                  ``lut_lo_hit`` (LUT builds), ``unequal``.
+                  ``lut_lo_hit`` (LUT builds), ``unequal``, ``nan_out`` (fp16 builds).
         ``lut_we``/``lut_re``/``lut_table``/``lut_addr``/``lut_wdata``/``lut_rdata`` (LUT
                   builds): LUT RAM access, write on the clock edge, combinational read.
 
