@@ -1,4 +1,5 @@
-"""NVDLA's floating-point units in hardware: fp16 <-> fp17 conversions, fp17 add and multiply.
+"""NVDLA's floating-point units in hardware: fp16 <-> fp17 conversions, fp17 add and multiply;
+fp16 <-> fp32 conversions, fp32 add, multiply and max / min (the SDP's fp16 datapath).
 
 Combinational :class:`wiring.Component` s computing bit for bit what :mod:`sim.nvfloat`
 defines (the rules are stated there: no denormals, no infinities, saturation to the largest
@@ -19,7 +20,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["Fp17Add", "Fp17Mul", "Fp16ToFp17", "Fp17ToFp16", "fp17_add", "fp17_mul",
-           "fp16_to_fp17", "fp17_to_fp16", "FP17_MAX_MAG"]
+           "fp16_to_fp17", "fp17_to_fp16", "FP17_MAX_MAG", "Fp32Add", "Fp32Mul", "Fp32MaxMin",
+           "Fp16ToFp32", "Fp32ToFp16", "fp32_add", "fp32_mul", "fp32_max_min", "fp16_to_fp32",
+           "fp32_to_fp16", "fp32_is_nan", "FP32_MAX_MAG"]
 
 _M = 10
 _MMASK = (1 << _M) - 1
@@ -250,3 +253,241 @@ def fp16_to_fp17(m, a):
 def fp17_to_fp16(m, a):
     """An :class:`Fp17ToFp16` in ``m``; returns the fp16 code of ``a``."""
     return _unit(m, Fp17ToFp16, a=a)
+
+
+# -----------------------------------------------------------------------------------------
+# fp32 units (the SDP's fp16 datapath; :mod:`sim.nvfloat` ``fp32_*``)
+# -----------------------------------------------------------------------------------------
+_E32, _M32 = 8, 23
+_MMASK32 = (1 << _M32) - 1
+FP32_MAX_MAG = (254 << _M32) | _MMASK32     #: largest finite fp32 magnitude
+
+
+def _is_nan32(x):
+    return (x[_M32:31] == 255) & x[:_M32].any()
+
+
+def _significand32(m, x, name):
+    s, e, mant = x[31], x[_M32:31], x[:_M32]
+    zero = (e == 0) & (mant == 0)
+    sig = Signal(_M32 + 1, name=name)
+    m.d.comb += sig.eq(Mux(zero, 0, Cat(mant, 1)))
+    return s, e, mant, zero, sig
+
+
+class Fp32Add(wiring.Component):
+    """``o = a + b`` on fp32 codes (``HLS_fp32_add``; :func:`sim.nvfloat.fp32_add`): the
+    adder of :class:`Fp17Add` at the fp32 widths (a 49-bit window, exponents 0..255)."""
+
+    a: In(32)
+    b: In(32)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        M, more = _M32, _M32 + 2
+        width = 2 * M + 3                                   # 49
+        top = 254
+        sa, ea, ma, _, pa = _significand32(m, a, "pa")
+        sb, eb, mb, _, pb = _significand32(m, b, "pb")
+        a_big = Signal()
+        m.d.comb += a_big.eq(a[:31] >= b[:31])              # exponent, then mantissa
+        oe, os, d = Signal(8), Signal(), Signal(8)
+        m.d.comb += [oe.eq(Mux(a_big, ea, eb)), os.eq(Mux(a_big, sa, sb)),
+                     d.eq(Mux(a_big, ea - eb, eb - ea))]
+        big, small = Signal(width), Signal(width)
+        m.d.comb += [big.eq(Cat(Const(0, more), Mux(a_big, pa, pb))),
+                     small.eq(Cat(Const(0, more), Mux(a_big, pb, pa)) >> d)]
+        v = Signal(width + 1)
+        m.d.comb += v.eq(Mux(sa == sb, big + small, big - small))
+        carry = v[width]
+        v1 = Signal(width)
+        oe1 = Signal(8)
+        m.d.comb += [v1.eq(Mux(carry, v[1:], v[:width])),
+                     oe1.eq(Mux(carry & (oe < top), oe + 1, oe))]
+        msb = _msb_index(m, v[:width], "add32_msb")
+        lz = Signal(range(width + 1))
+        m.d.comb += lz.eq(Mux(v[:width] == 0, width, width - 1 - msb))
+        zero, norm = Signal(), Signal()
+        m.d.comb += [zero.eq(~carry & ((v[:width] == 0) | (oe <= lz))),
+                     norm.eq(~carry & ~zero)]
+        v2 = Signal(width)
+        oe2 = Signal(8)
+        m.d.comb += [v2.eq(Mux(norm, v1 << lz, v1)), oe2.eq(Mux(norm, oe1 - lz, oe1))]
+        r = _rne(m, v2, more, "add32_rne")                  # 24 bits, or 2^24 on overflow
+        ovf = r[M + 1]
+        sat = Signal()
+        m.d.comb += sat.eq((carry & (oe >= top)) | (ovf & (oe2 >= top)))
+        oe3, om = Signal(8), Signal(M)
+        m.d.comb += [oe3.eq(Mux(ovf & (oe2 < top), oe2 + 1, oe2)), om.eq(r[:M])]
+        res = Signal(32)
+        with m.If(sat):
+            m.d.comb += res.eq(Cat(Const(FP32_MAX_MAG, 31), os))
+        with m.Elif(zero):
+            m.d.comb += res.eq(Cat(Const(0, 31), os))
+        with m.Else():
+            m.d.comb += res.eq(Cat(om, oe3, os))
+        m.d.comb += self.o.eq(Mux(_is_nan32(a), a, Mux(_is_nan32(b), b, res)))
+        return m
+
+
+class Fp32Mul(wiring.Component):
+    """``o = a x b`` on fp32 codes (``HLS_fp32_mul``; :func:`sim.nvfloat.fp32_mul`): the
+    multiplier of :class:`Fp17Mul` at the fp32 widths (24 x 24-bit significands, bias 127)."""
+
+    a: In(32)
+    b: In(32)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        M = _M32
+        bias, emax, top_e = 127, 255, 254
+        sa, ea, ma, za, pa = _significand32(m, a, "pa")
+        sb, eb, mb, zb, pb = _significand32(m, b, "pb")
+        p = Signal(2 * M + 2)
+        es = Signal(9)
+        m.d.comb += [p.eq(pa * pb), es.eq(ea + eb)]
+        os = sa ^ sb
+        zero0, sat0, ok = Signal(), Signal(), Signal()
+        m.d.comb += [zero0.eq(za | zb | (es < bias)), sat0.eq(~zero0 & (es >= emax + bias)),
+                     ok.eq(~zero0 & ~sat0)]
+        pe = Signal(8)
+        m.d.comb += pe.eq(Mux(ok, es - bias, 0))
+        top = p[2 * M + 1]
+        pe2 = Signal(8)
+        m.d.comb += pe2.eq(Mux(ok & top & (pe < top_e), pe + 1, pe))
+        fb = 2 * M + 1
+        frac = Signal(fb)
+        m.d.comb += frac.eq(Mux(top, p[:fb], Cat(Const(0, 1), p[:fb - 1])))
+        r = _rne(m, Cat(frac, Const(1, 1)), M + 1, "mul32_rne")  # 24 bits with the leading 1
+        ovf = r[M + 1]
+        oe = Signal(9)
+        om = Signal(M)
+        m.d.comb += [oe.eq(Mux(ovf, pe2 + 1, pe2)), om.eq(Mux(ovf, 0, r[:M]))]
+        sat = Signal()
+        m.d.comb += sat.eq(sat0 | (ok & top & (pe >= top_e)) | (ok & (oe == emax)))
+        zero = Signal()
+        m.d.comb += zero.eq(zero0 | (~sat & (oe == 0)))
+        res = Signal(32)
+        with m.If(zero):
+            m.d.comb += res.eq(Cat(Const(0, 31), os))
+        with m.Elif(sat):
+            m.d.comb += res.eq(Cat(Const(FP32_MAX_MAG, 31), os))
+        with m.Else():
+            m.d.comb += res.eq(Cat(om, oe[:8], os))
+        m.d.comb += self.o.eq(Mux(_is_nan32(a), a, Mux(_is_nan32(b), b, res)))
+        return m
+
+
+class Fp32MaxMin(wiring.Component):
+    """``max`` / ``min`` of fp32 codes (NVDLA's ``FpMax`` / ``FpMin``;
+    :func:`sim.nvfloat.fp32_max` / ``fp32_min``): ``o`` is the minimum when ``minimum`` is
+    high. Order: sign, then magnitude; equal magnitudes of sign 1 count ``a`` as the greater;
+    the maximum is ``b`` and the minimum ``a`` when ``a`` is not the greater; a NaN operand
+    wins (``a``'s first)."""
+
+    a: In(32)
+    b: In(32)
+    minimum: In(1)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        a, b = self.a, self.b
+        abs_gt = Signal()
+        gt = Signal()
+        m.d.comb += [abs_gt.eq(a[:31] > b[:31]),
+                     gt.eq(Mux(~a[31], Mux(~b[31], abs_gt, 1), Mux(~b[31], 0, ~abs_gt)))]
+        res = Mux(gt ^ self.minimum, a, b)
+        m.d.comb += self.o.eq(Mux(_is_nan32(a), a, Mux(_is_nan32(b), b, res)))
+        return m
+
+
+class Fp16ToFp32(wiring.Component):
+    """fp16 code -> fp32 code (``HLS_fp16_to_fp32``; :func:`sim.nvfloat.fp16_to_fp32`)."""
+
+    a: In(16)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = self.a[15], self.a[_M:15], self.a[:_M]
+        msb = _msb_index(m, mm, "h2s_msb")
+        lz = Signal(4)
+        m.d.comb += lz.eq(9 - msb)                        # leading zeros of the mantissa
+        oe, om = Signal(8), Signal(_M32)
+        with m.If((e == 0) & (mm == 0)):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif(e == 0):                              # denormal: normalized
+            m.d.comb += [oe.eq(112 - lz), om.eq(Cat(Const(0, 13), (mm << (lz + 1))[:_M]))]
+        with m.Elif((e == 0x1F) & (mm == 0)):             # infinity: the largest value
+            m.d.comb += [oe.eq(254), om.eq(_MMASK32)]
+        with m.Elif(e == 0x1F):                           # NaN: payload kept, unshifted
+            m.d.comb += [oe.eq(255), om.eq(mm)]
+        with m.Else():
+            m.d.comb += [oe.eq(e + 112), om.eq(Cat(Const(0, 13), mm))]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+class Fp32ToFp16(wiring.Component):
+    """fp32 code -> fp16 code (``HLS_fp32_to_fp16``; :func:`sim.nvfloat.fp32_to_fp16`)."""
+
+    a: In(32)
+    o: Out(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = self.a[31], self.a[_M32:31], self.a[:_M32]
+        p1 = Cat(mm, Const(1, 1))                         # 24 bits
+        r = _rne(m, p1, 13, "s2h_rne")                    # 11 bits, 2^11 on overflow
+        ovf = r[11]
+        shift = Signal(5)
+        m.d.comb += shift.eq(126 - e)                     # 13 + (113 - e): 14..24
+        rd = _rne(m, p1, shift, "s2h_rned")               # <= 2^10: the smallest normal
+        oe, om = Signal(5), Signal(_M)
+        with m.If((e == 255) & (mm != 0)):
+            m.d.comb += [oe.eq(0x1F), om.eq(mm[:_M])]
+        with m.Elif((e >= 143) | ((e == 142) & ovf)):
+            m.d.comb += [oe.eq(30), om.eq(_MMASK)]
+        with m.Elif(e < 102):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif(e <= 112):
+            m.d.comb += [oe.eq(rd[_M:]), om.eq(rd[:_M])]
+        with m.Else():
+            m.d.comb += [oe.eq(e - 112 + ovf), om.eq(r[:_M])]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+def fp32_add(m, a, b):
+    """An :class:`Fp32Add` in ``m``; returns ``a + b``."""
+    return _unit(m, Fp32Add, a=a, b=b)
+
+
+def fp32_mul(m, a, b):
+    """An :class:`Fp32Mul` in ``m``; returns ``a x b``."""
+    return _unit(m, Fp32Mul, a=a, b=b)
+
+
+def fp32_max_min(m, a, b, minimum):
+    """An :class:`Fp32MaxMin` in ``m``; returns ``min(a, b)`` if ``minimum`` else ``max``."""
+    return _unit(m, Fp32MaxMin, a=a, b=b, minimum=minimum)
+
+
+def fp16_to_fp32(m, a):
+    """An :class:`Fp16ToFp32` in ``m``; returns the fp32 code of ``a``."""
+    return _unit(m, Fp16ToFp32, a=a)
+
+
+def fp32_to_fp16(m, a):
+    """An :class:`Fp32ToFp16` in ``m``; returns the fp16 code of ``a``."""
+    return _unit(m, Fp32ToFp16, a=a)
+
+
+def fp32_is_nan(x):
+    """Whether the fp32 code ``x`` is a NaN (a Value)."""
+    return _is_nan32(x)

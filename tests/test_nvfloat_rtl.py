@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.nvfloat import Fp16ToFp17, Fp17Add, Fp17Mul, Fp17ToFp16
+from hw.nvfloat import (Fp16ToFp17, Fp16ToFp32, Fp17Add, Fp17Mul, Fp17ToFp16, Fp32Add,
+                        Fp32MaxMin, Fp32Mul, Fp32ToFp16)
 from sim import nvfloat
 
 from .test_nvfloat import _vectors
@@ -71,3 +72,65 @@ def test_pdp_kernel_width_codes():
     """The PDP's table of kernel widths 1..8 as fp17 codes (the vertical padding's factor)."""
     from hw.pdp.pool import _KW_FP17
     assert _KW_FP17 == [int(nvfloat.fp17_from_float(k)) for k in range(1, 9)]
+
+
+# -----------------------------------------------------------------------------------------
+# fp32 units (the SDP's fp16 datapath) against sim.nvfloat's fp32_*: the operand pairs of
+# tests/test_nvfloat_fp32.py (random codes, near exponents, x and -x, specials against
+# anything)
+# -----------------------------------------------------------------------------------------
+def _pairs32(n):
+    from .test_nvfloat_fp32 import _vectors as _vectors32
+    a, b = _vectors32()
+    if n is None:
+        return a, b
+    rng = np.random.default_rng(8)
+    pick = rng.choice(len(a), n, replace=False)
+    sp = np.flatnonzero(np.isin(a, _SPECIALS32) | np.isin(b, _SPECIALS32))
+    pick = np.union1d(pick, sp[:2000])
+    return a[pick], b[pick]
+
+
+_SPECIALS32 = [0, 1 << 31, 0x3F800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+               0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x00000001, 0x007FFFFF, 0x00800000]
+
+
+@pytest.mark.parametrize("n", [4000, pytest.param(None, marks=pytest.mark.slow)],
+                         ids=["subset", "all"])
+def test_fp32_add(n):
+    a, b = _pairs32(n)
+    np.testing.assert_array_equal(_run(Fp32Add(), {"a": a, "b": b}), nvfloat.fp32_add(a, b))
+
+
+@pytest.mark.parametrize("n", [4000, pytest.param(None, marks=pytest.mark.slow)],
+                         ids=["subset", "all"])
+def test_fp32_mul(n):
+    a, b = _pairs32(n)
+    np.testing.assert_array_equal(_run(Fp32Mul(), {"a": a, "b": b}), nvfloat.fp32_mul(a, b))
+
+
+def test_fp32_max_min():
+    a, b = _pairs32(3000)
+    a = np.concatenate([a, _SPECIALS32 * len(_SPECIALS32)])
+    b = np.concatenate([b, np.repeat(_SPECIALS32, len(_SPECIALS32))])
+    for minimum, fn in ((0, nvfloat.fp32_max), (1, nvfloat.fp32_min)):
+        got = _run(Fp32MaxMin(), {"a": a, "b": b, "minimum": np.full(len(a), minimum)})
+        np.testing.assert_array_equal(got, fn(a, b))
+
+
+def test_fp16_to_fp32_all_codes():
+    h = np.arange(1 << 16)
+    np.testing.assert_array_equal(_run(Fp16ToFp32(), {"a": h}), nvfloat.fp16_to_fp32(h))
+
+
+def test_fp32_to_fp16():
+    """Every exponent with random mantissas (rounding ties and carries included), both signs,
+    and the NaN codes."""
+    rng = np.random.default_rng(9)
+    e = np.repeat(np.arange(256), 24)
+    mant = rng.integers(0, 1 << 23, len(e))
+    mant[::8] = (mant[::8] >> 13) << 13 | (1 << 12)            # exact ties
+    mant[1::8] = (1 << 23) - 1 - rng.integers(0, 1 << 12, len(mant[1::8]))   # carries
+    s = rng.integers(0, 2, len(e))
+    x = np.concatenate([(s << 31) | (e << 23) | mant, _SPECIALS32])
+    np.testing.assert_array_equal(_run(Fp32ToFp16(), {"a": x}), nvfloat.fp32_to_fp16(x))

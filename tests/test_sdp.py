@@ -43,7 +43,7 @@ def valid_program(cfg, rng, max_elems):
     PDP output mixed in; ``lut`` writes (table, [(addr, value)]) for the LUT."""
     rmap = register_map(cfg)
     sb, rb = rmap["SDP"], rmap["SDP_RDMA"]
-    p = random_program(cfg, rng, max_elems, fp16=False)     # the RTL has no fp16
+    p = random_program(cfg, rng, max_elems, fp16=False)     # fp16: test_sdp_fp16_rtl
     sdp, rdma, s = dict(p["sdp"]), dict(p["rdma"]), {}
     _set_field(rb, rdma, "D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)))
     lut = None

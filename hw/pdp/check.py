@@ -8,7 +8,7 @@ with ``ok``.
 Rules (any one fails the program)
     * precision: PDP ``INPUT_DATA`` must be INT8, or INT16 / FP16 on builds whose
       ``data_types`` include int16 / fp16; PDP_RDMA's (when it takes part) must equal it. The
-      reserved code 3 fails, as does FP16 in flying mode (this build's SDP has no fp16
+      reserved code 3 fails, as does FP16 in flying mode (this build's SDP sends no fp16
       output);
     * ``POOLING_METHOD`` 3;
     * padding not smaller than the kernel (``PAD_LEFT`` / ``PAD_RIGHT`` >= kernel width,

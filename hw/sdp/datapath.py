@@ -1,5 +1,6 @@
 """The SDP arithmetic datapath (spec: SDP -- X1/X2 ALU, MUL, PReLU, ReLU; Y operand converters,
-MUL, ALU, LUT; output converter). Integer (int8 / int16) only.
+MUL, ALU, LUT; output converter). Integer (int8 / int16); on builds with fp16 also fp16
+layers through BS / BN / EW (not the LUT).
 
 One transfer of ``lanes`` elements per cycle flows through a fixed pipeline::
 
@@ -52,9 +53,22 @@ edge; ``lut_rdata`` is combinational from ``lut_table`` / ``lut_addr`` (``lut_re
 read for the unit's pointer and is otherwise unused here). Addresses past a table's end read
 0 and ignore writes. Write the LUT only while no layer uses it.
 
-Not supported: fp16 processing or output precision (OUT_PRECISION=FP16 is treated as INT16;
-there is no fp16 logic), precision conversion layouts and Winograd / batch ordering (the
-unit's business; the arithmetic is per element).
+fp16 layers (builds whose ``data_types`` include fp16; ``PROC_PRECISION = FP16``): the golden
+model's ``x_stage_fp16`` / ``fp32_to_fp16`` on fp32 codes with NVDLA's float units
+(:mod:`hw.nvfloat`). Such builds have one more step in front (latency + 1): the input's low
+16 bits widened to fp32 and the BS / BN operands (register or memory) widened likewise, NaNs
+to +0 with ``D_FEATURE_MODE_CFG.NAN_TO_ZERO``. Each X stage then uses its three steps for the
+fp32 ALU (one adder and one max / min unit per lane), the fp32 multiplier (one per lane) and
+PReLU / ReLU (the shift fields take no part); the converter's first step turns fp32 into fp16
+(``o.sat``: outputs of magnitude 65504; ``o.nan_out``: NaN outputs; none in EQL mode). EW:
+the operand steps widen fp16 memory operands (NaN -> +0 with NAN_TO_ZERO; the converters take
+no part) and take the register operands as fp32 codes; then the fp32 multiplier with PReLU
+(EW_TRUNCATE takes no part) and the fp32 ALU (max / min / sum, EQL on the raw codes). Int
+layers on such builds compute as before. The LUT has no fp16 arithmetic (the unit rejects
+fp16 layers that use it), nor is there a flying fp32 input.
+
+Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
+business; the arithmetic is per element).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
@@ -64,6 +78,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from hw.arith import clip, comb, round_shift_right, saturate
+from hw import nvfloat
 from hw.regfile import fields_layout
 
 __all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS", "lut_ram"]
@@ -71,6 +86,7 @@ __all__ = ["SdpDatapath", "LE_DEPTH", "LO_DEPTH", "LUT_FRACTION_BITS", "lut_ram"
 LE_DEPTH, LO_DEPTH = 65, 257          # same as sim.sdp.lut
 LUT_FRACTION_BITS = 35
 ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
+FP16 = 2
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -158,7 +174,7 @@ class SdpDatapath(wiring.Component):
                   only for the stages the build has; ignored when the source is REG), ``last``.
         ``o``     Out stream of ``out_layout``: ``data`` (T x int16, int8 or int16 range),
                   ``last``, ``sat``, ``lut_uflow``/``lut_oflow``/``lut_hybrid``/``lut_le_hit``/
-                  ``lut_lo_hit`` (LUT builds), ``unequal``.
+                  ``lut_lo_hit`` (LUT builds), ``unequal``, ``nan_out`` (fp16 builds).
         ``lut_we``/``lut_re``/``lut_table``/``lut_addr``/``lut_wdata``/``lut_rdata`` (LUT
                   builds): LUT RAM access, write on the clock edge, combinational read.
 
@@ -187,10 +203,15 @@ class SdpDatapath(wiring.Component):
             out.update(lut_uflow=count, lut_oflow=count, lut_hybrid=count, lut_le_hit=count,
                        lut_lo_hit=count)
         out["unequal"] = 1
+        self.fp16 = "fp16" in cfg.data_types
+        if self.fp16:
+            out["nan_out"] = count
         self.out_layout = data.StructLayout(out)
         self.latency = (3 * cfg.sdp_bs + 3 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 4)
         if cfg.sdp_ew and not (cfg.sdp_bs or cfg.sdp_bn):
             self.latency += 3                     # the EW operand converters need 3 steps
+        if self.fp16:
+            self.latency += 1                     # fp16 -> fp32 of the input and operands
         members = {
             "regs": In(self.regs_layout),
             "i": In(stream.Signature(self.in_layout)),
@@ -208,6 +229,7 @@ class SdpDatapath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, T = self.cfg, self.lanes
+        self._fp_sigs = None
 
         out_valid = Signal()
         en = Signal()
@@ -221,6 +243,12 @@ class SdpDatapath(wiring.Component):
             for name in ("bs_alu", "bs_mul", "bn_alu", "bn_mul", "ew_alu", "ew_mul"):
                 if name in self.in_layout.members:
                     st[f"{name}{lane}"] = p[name][lane]
+
+        # -- fp16 builds: fp16 -> fp32 of the input and the BS / BN operands ---------------
+        if self.fp16:
+            new = dict(st)
+            self._fp_in_step(m, st, new)
+            st = pipe.step(new)
 
         # -- X stages and, in their first three steps, the EW operand converters ----------
         x_steps = []
@@ -257,12 +285,51 @@ class SdpDatapath(wiring.Component):
         o = self.o.payload
         m.d.comb += [self.o.valid.eq(out_valid), out_valid.eq(st["valid"]),
                      o.last.eq(st["last"]), o.sat.eq(st["sat"]), o.unequal.eq(st["unequal"])]
+        if self.fp16:
+            m.d.comb += o.nan_out.eq(st["nan_out"])
         for lane in range(T):
             m.d.comb += o.data[lane].eq(st[f"out{lane}"])
         if cfg.sdp_lut:
             for name in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
                 m.d.comb += o[f"lut_{name}"].eq(st[f"lut_{name}"])
         return m
+
+    # ------------------------------------------------------------------------------------
+    def _fp_layer(self, m):
+        """(an fp16 layer, NAN_TO_ZERO) as named signals (fp16 builds)."""
+        r = self.regs
+        if self._fp_sigs is None:
+            self._fp_sigs = (comb(m, r.D_DATA_FORMAT.PROC_PRECISION == FP16, "fp_layer"),
+                             comb(m, r.D_FEATURE_MODE_CFG.NAN_TO_ZERO, "fp_ntz"))
+        return self._fp_sigs
+
+    def _fp_in_step(self, m, st, new):
+        """fp16 builds, first step: in an fp16 layer ``x`` becomes the fp32 code of its low
+        16 bits (NaN -> +0 with NAN_TO_ZERO); the BS / BN ALU and MUL operands (register or
+        memory, NaN -> +0 with NAN_TO_ZERO) become fp32 codes ``{bs,bn}_f{a,m}{lane}``. Int
+        layers pass ``x`` unchanged."""
+        r, T, cfg = self.regs, self.lanes, self.cfg
+        fp, ntz = self._fp_layer(m)
+
+        def widen(v, name):
+            h = comb(m, v[:16], f"{name}_h")
+            h = Mux(ntz & (h[10:15] == 0x1F) & h[:10].any(), 0, h)
+            return nvfloat.fp16_to_fp32(m, h)
+
+        for lane in range(T):
+            x = st[f"x{lane}"]
+            w = widen(x, f"fp_in{lane}")          # (a NaN flushed as fp16: the same +0)
+            new[f"x{lane}"] = Mux(fp, w, x.as_unsigned()).as_signed()[:32].as_signed()
+        for prefix, present in (("BS", cfg.sdp_bs), ("BN", cfg.sdp_bn)):
+            if not present:
+                continue
+            low = prefix.lower()
+            for unit, key in (("ALU", "a"), ("MUL", "m")):
+                src = r[f"D_DP_{prefix}_{unit}_CFG"][f"{prefix}_{unit}_SRC"]
+                reg = r[f"D_DP_{prefix}_{unit}_SRC_VALUE"][f"{prefix}_{unit}_OPERAND"]
+                for lane in range(T):
+                    op = Mux(src, st[f"{low}_{unit.lower()}{lane}"].as_unsigned(), reg)
+                    new[f"{low}_f{key}{lane}"] = widen(op, f"{low}_f{key}{lane}")
 
     # ------------------------------------------------------------------------------------
     def _x_stage(self, m, prefix):
@@ -285,6 +352,8 @@ class SdpDatapath(wiring.Component):
         mul_mem = mul_cfg[f"{prefix}_MUL_SRC"]
         mul_reg = r[f"D_DP_{prefix}_MUL_SRC_VALUE"][f"{prefix}_MUL_OPERAND"].as_signed()
         one = Const(1, signed(16))
+        if self.fp16:
+            fp, _ = self._fp_layer(m)
 
         def alu(st, new):
             for lane in range(T):
@@ -293,6 +362,14 @@ class SdpDatapath(wiring.Component):
                 opsh = comb(m, _shift_left_saturate32(op, alu_shift), f"{low}_opsh{lane}")
                 res = Mux(algo == ALU_MAX, Mux(x > opsh, x, opsh),
                           Mux(algo == ALU_MIN, Mux(x < opsh, x, opsh), x + opsh))
+                if self.fp16:
+                    fa = st[f"{low}_fa{lane}"]
+                    xf = x.as_unsigned()[:32]
+                    sm = nvfloat.fp32_add(m, xf, fa)
+                    mm = nvfloat.fp32_max_min(m, xf, fa, algo == ALU_MIN)
+                    fres = Mux(algo == ALU_SUM, sm, mm)
+                    res = Mux(fp, Cat(fres, fres[31]).as_signed(), res)
+                    new[f"{low}_fa{lane}"] = None
                 new[f"{low}_a{lane}"] = Mux(alu_on, res, x).as_signed()[:33].as_signed()
                 new[f"{low}_m{lane}"] = Mux(mul_on, Mux(mul_mem, st[f"{low}_mul{lane}"],
                                                         mul_reg), one)
@@ -302,6 +379,10 @@ class SdpDatapath(wiring.Component):
             for lane in range(T):
                 new[f"{low}_p{lane}"] = st[f"{low}_a{lane}"] * st[f"{low}_m{lane}"]  # 49 bits
                 new[f"{low}_m{lane}"] = None
+                if self.fp16:
+                    new[f"{low}_fp{lane}"] = nvfloat.fp32_mul(
+                        m, st[f"{low}_a{lane}"].as_unsigned()[:32], st[f"{low}_fm{lane}"])
+                    new[f"{low}_fm{lane}"] = None
 
         def shift(st, new):
             for lane in range(T):
@@ -310,6 +391,13 @@ class SdpDatapath(wiring.Component):
                                           f"{low}_rsr{lane}")
                 y = Mux(prelu & ~a[-1], a[:32].as_signed(), y)
                 y = Mux(relu & y.as_signed()[-1], 0, y)
+                if self.fp16:
+                    af = a.as_unsigned()[:32]
+                    fy = Mux(mul_on, Mux(prelu & ~af[31], af, st[f"{low}_fp{lane}"]), af)
+                    fy = comb(m, fy, f"{low}_fy{lane}")
+                    fy = Mux(relu & fy[31] & ~nvfloat.fp32_is_nan(fy), 0, fy)
+                    y = Mux(fp, fy.as_signed(), y)
+                    new[f"{low}_fp{lane}"] = None
                 new[f"x{lane}"] = y.as_signed()[:32].as_signed()
                 new[f"{low}_a{lane}"] = new[f"{low}_p{lane}"] = None
 
@@ -347,6 +435,13 @@ class SdpDatapath(wiring.Component):
                     v, _ = round_shift_right(m, st[f"ew_{u}_p{lane}"], c["trunc"], 32, 49,
                                               f"ew_{u}_cvt{lane}")
                     mem = Mux(c["bypass"], st[f"ew_{u}{lane}"], v)
+                    if self.fp16:
+                        # fp16 layers: the memory operand widened to fp32 (NaN -> +0 with
+                        # NAN_TO_ZERO), the converter unused; the register is an fp32 code
+                        fp, ntz = self._fp_layer(m)
+                        h = comb(m, st[f"ew_{u}{lane}"].as_unsigned(), f"ew_{u}_h{lane}")
+                        h = Mux(ntz & (h[10:15] == 0x1F) & h[:10].any(), 0, h)
+                        mem = Mux(fp, nvfloat.fp16_to_fp32(m, h).as_signed(), mem)
                     new[f"ew_{u[0]}op{lane}"] = Mux(c["mem"], mem, c["reg"]).as_signed()[:32] \
                         .as_signed()
                     new[f"ew_{u}{lane}"] = new[f"ew_{u}_p{lane}"] = None
@@ -368,12 +463,19 @@ class SdpDatapath(wiring.Component):
         def mul(st, new):
             for lane in range(T):
                 new[f"ew_p{lane}"] = st[f"x{lane}"] * st[f"ew_mop{lane}"]          # 64 bits
+                if self.fp16:
+                    new[f"ew_fp{lane}"] = nvfloat.fp32_mul(m, st[f"x{lane}"].as_unsigned(),
+                                                           st[f"ew_mop{lane}"].as_unsigned())
                 new[f"ew_mop{lane}"] = None
 
         def shift(st, new):
             for lane in range(T):
                 x = st[f"x{lane}"]
                 v, _ = round_shift_right(m, st[f"ew_p{lane}"], trunc, 32, 64, f"ew_rsr{lane}")
+                if self.fp16:
+                    fp, _ = self._fp_layer(m)
+                    v = Mux(fp, st[f"ew_fp{lane}"].as_signed(), v)
+                    new[f"ew_fp{lane}"] = None
                 v = Mux(prelu & ~x[-1], x, v)
                 new[f"x{lane}"] = Mux(mul_on, v, x).as_signed()[:32].as_signed()
                 new[f"ew_p{lane}"] = None
@@ -384,6 +486,13 @@ class SdpDatapath(wiring.Component):
                 res = Mux(algo == ALU_MAX, Mux(x > op, x, op),
                           Mux(algo == ALU_MIN, Mux(x < op, x, op),
                               Mux(algo == ALU_EQL, x != op, saturate(x + op, 32))))
+                if self.fp16:
+                    fp, _ = self._fp_layer(m)
+                    xf, of = x.as_unsigned(), op.as_unsigned()
+                    sm = nvfloat.fp32_add(m, xf, of)
+                    mm = nvfloat.fp32_max_min(m, xf, of, algo == ALU_MIN)
+                    fres = Mux(algo == ALU_SUM, sm, Mux(algo == ALU_EQL, xf != of, mm))
+                    res = Mux(fp, fres.as_signed(), res)
                 new[f"x{lane}"] = Mux(alu_on, res, x).as_signed()[:32].as_signed()
                 new[f"ew_aop{lane}"] = None
 
@@ -565,9 +674,14 @@ class SdpDatapath(wiring.Component):
         else:
             eql = Const(0, 1)
 
+        if self.fp16:
+            fp, _ = self._fp_layer(m)
+
         def sub(st, new):
             for lane in range(T):
                 new[f"cvt_d{lane}"] = st[f"x{lane}"] - offset                      # 33 bits
+                if self.fp16:
+                    new[f"fo{lane}"] = nvfloat.fp32_to_fp16(m, st[f"x{lane}"].as_unsigned())
                 new[f"xl{lane}"] = st[f"x{lane}"][:16]
                 new[f"x{lane}"] = None
 
@@ -584,19 +698,28 @@ class SdpDatapath(wiring.Component):
                 new[f"cvt_p{lane}"] = None
 
         def final(st, new):
-            sats, nonzero = [], []
+            sats, nonzero, nans = [], [], []
             for lane in range(T):
                 t = st[f"cvt_t{lane}"]
                 xl = st[f"xl{lane}"]
                 conv = Mux(int8, saturate(t, 8), saturate(t, 16))
                 wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
-                out = comb(m, Mux(eql, wrap, conv).as_signed()[:16].as_signed(),
-                            f"out{lane}")
+                res = Mux(eql, wrap, conv)
+                sat = st[f"cvt_s{lane}"] & ~eql
+                if self.fp16:
+                    fo = st[f"fo{lane}"]
+                    res = Mux(fp & ~eql, fo.as_signed(), res)
+                    sat = Mux(fp, ~eql & (fo[:15] == 0x7BFF), sat)
+                    nans.append(fp & ~eql & (fo[10:15] == 0x1F) & fo[:10].any())
+                    new[f"fo{lane}"] = None
+                out = comb(m, res.as_signed()[:16].as_signed(), f"out{lane}")
                 new[f"out{lane}"] = out
-                sats.append(st[f"cvt_s{lane}"] & ~eql)
+                sats.append(sat)
                 nonzero.append(out != 0)
                 new[f"cvt_t{lane}"] = new[f"cvt_s{lane}"] = new[f"xl{lane}"] = None
             new["sat"] = _popcount(sats)
             new["unequal"] = Cat(*nonzero).any()
+            if self.fp16:
+                new["nan_out"] = _popcount(nans)
 
         return [sub, mul, shift, final]

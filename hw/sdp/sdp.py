@@ -61,8 +61,9 @@ Invalid programs
       ``DST_BATCH_STRIDE`` not atom aligned or shorter than one batch's output (``(S - 1) x
       surface stride + (H - 1) x line stride + W atoms``; a batched 1x1 cube follows the
       strides), the last batch past the address space;
-    * precision: ``PROC_PRECISION`` must be INT8 or (int16 builds) INT16, ``OUT_PRECISION``
-      equal to it; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+    * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
+      FP16, ``OUT_PRECISION`` equal to it; RTL limits (the golden model runs them): an FP16
+      layer must be offline, write to memory (not PDP) and, with EW on, bypass the LUT; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
       part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
       ``IN_PRECISION`` = ``PROC_PRECISION``;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
@@ -89,7 +90,13 @@ Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
     write request (``WDMA``) waited for the memory interface. Counters saturate at 2^32 - 1.
     A counter whose enable is off keeps the value its register group already holds: the unit
     mirrors both groups' values (it flips its group pointer on every ``done``, like the
-    register file's CONSUMER). NaN / Inf counters stay 0 (no fp16 datapath).
+    register file's CONSUMER). fp16 builds: an fp16 layer that ran sets SDP's
+    ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to 0 (NVDLA ties them off) and
+    ``D_STATUS_NAN_OUTPUT_NUM`` to the NaN outputs (padding included, whatever
+    ``PERF_NAN_INF_COUNT_EN`` says), and, with SDP_RDMA's ``PERF_NAN_INF_COUNT_EN`` and
+    ``IN_PRECISION = FP16``, SDP_RDMA's ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to the
+    fp16 NaN / infinity codes read (padding channels included); otherwise (int layers, rejected
+    layers, builds without fp16) they keep their group's value.
 
 LUT access (``cfg.sdp_lut``)
     ``lut_cfg_we`` + ``lut_cfg_wdata``: a CSB write of S_LUT_ACCESS_CFG sets the pointer
@@ -185,6 +192,7 @@ class Sdp(wiring.Component):
         R, S = self.rdma_regs, self.regs
         aw, ash = geom.addr_width, geom.atom_shift
         int16_ok = "int16" in cfg.data_types
+        fp_ok = "fp16" in cfg.data_types
 
         def misaligned(v):
             return v[:ash].any() if ash else Const(0)
@@ -214,6 +222,16 @@ class Sdp(wiring.Component):
         is16 = Signal()
         m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
         prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
+        if fp_ok:
+            # fp16 layers: offline, output to memory, BS / BN only (see the docstring)
+            isfp = Signal()
+            wide = Signal()                      # two-byte elements: int16 or fp16
+            m.d.comb += [isfp.eq(proc == FP16), wide.eq(is16 | isfp)]
+            prec_ok = prec_ok | isfp
+            errs += [isfp & flying, isfp & to_pdp,
+                     isfp & ~S.D_DP_EW_CFG.EW_BYPASS & ~S.D_DP_EW_CFG.EW_LUT_BYPASS]
+        else:
+            isfp, wide = Const(0), is16
         bat = cfg.batching
         batched = Signal()                       # batch mode (builds with batching)
         if bat:
@@ -235,7 +253,7 @@ class Sdp(wiring.Component):
                  rdma_active & (R.D_DATA_CUBE_CHANNEL.CHANNEL != cm1)]
         # surfaces - 1 (channels per atom: atom >> precision)
         sm1 = Signal(13)
-        m.d.comb += sm1.eq(Mux(is16, cm1 >> max(ash - 1, 0), cm1 >> ash))
+        m.d.comb += sm1.eq(Mux(wide, cm1 >> max(ash - 1, 0), cm1 >> ash))
 
         # -- stages ------------------------------------------------------------------------
         has = {"bs": cfg.sdp_bs, "bn": cfg.sdp_bn, "ew": cfg.sdp_ew}
@@ -302,7 +320,7 @@ class Sdp(wiring.Component):
                          oc.two_byte.eq(two), oc.use.eq(use)]
             op_cfg[st] = oc
             ks = Signal(2, name=f"{st}_ks")       # log2(atoms per position)
-            m.d.comb += ks.eq(both + two - (is16 & two))
+            m.d.comb += ks.eq(both + two - (wide & two))
             packed = ~per_el | one_by_one
             cube(st, en, base, dc[f"{dname}_RAM_TYPE"], packed,
                  ((sm1 + 1) << ks) - 1, ((wm1 + 1) << ks) - 1, ls, ss, bs=0)
@@ -371,8 +389,8 @@ class Sdp(wiring.Component):
 
         # -- datapath and data movers -------------------------------------------------------------
         m.submodules.datapath = dp = self._dp
-        m.submodules.feeder = feeder = SdpFeeder(geom, T, self._stages, int16_ok)
-        m.submodules.packer = packer = SdpAtomPacker(geom, T, int16_ok)
+        m.submodules.feeder = feeder = SdpFeeder(geom, T, self._stages, int16_ok or fp_ok)
+        m.submodules.packer = packer = SdpAtomPacker(geom, T, int16_ok or fp_ok)
         m.submodules.in_reader = in_reader = CubeReader(geom)
         m.submodules.in_ser = in_ser = AtomSerializer(geom)
         wiring.connect(m, flipped(self.rd_sdp), in_reader.dma)
@@ -394,9 +412,9 @@ class Sdp(wiring.Component):
         wiring.connect(m, flipped(self.wr_sdp), writer.dma)
         wiring.connect(m, packer.o, apack.i)
         wiring.connect(m, apack.o, writer.data)
-        m.d.comb += [feeder.int16.eq(is16), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
+        m.d.comb += [feeder.int16.eq(wide), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
                      feeder.flying.eq(flying),
-                     packer.int16.eq(is16), packer.width_m1.eq(wm1),
+                     packer.int16.eq(wide), packer.width_m1.eq(wm1),
                      packer.packed.eq(dst_1x1)]
 
         # feeder -> datapath (fields by name), datapath configuration
@@ -519,13 +537,23 @@ class Sdp(wiring.Component):
         m.d.comb += o_fire.eq(o.valid & o.ready)
 
         # -- counters ------------------------------------------------------------------------
-        self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer)
+        fp_ran = None
+        if fp_ok:
+            # an fp16 layer that ran (a rejected one keeps its groups' NaN / Inf counters)
+            fp_ran = Signal()
+            with m.If(clear):
+                m.d.sync += fp_ran.eq(0)
+            with m.Elif(issue):
+                m.d.sync += fp_ran.eq(isfp)
+        self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer,
+                       fp_ran, dp)
         if cfg.sdp_lut:
             self._lut_access(m, dp)
         return m
 
     # ------------------------------------------------------------------------------------
-    def _counters(self, m, o, o_fire, clear, finish, running, readers, in_reader, writer):
+    def _counters(self, m, o, o_fire, clear, finish, running, readers, in_reader, writer,
+                  isfp=None, dp=None):
         S, R = self.regs, self.rdma_regs
         pe, rpe = S.D_PERF_ENABLE, R.D_PERF_ENABLE
 
@@ -574,6 +602,37 @@ class Sdp(wiring.Component):
                                       rpe.PERF_DMA_EN)
             else:
                 live_r[(reg, fld)] = (Const(0, 32), rpe.PERF_DMA_EN)
+
+        if isfp is not None:
+            # fp16 layers: SDP's input counters are 0, its NaN output count is not gated;
+            # SDP_RDMA counts the fp16 NaN / infinity codes of the input it reads when its
+            # PERF_NAN_INF_COUNT_EN is on and IN_PRECISION is FP16
+            i_fire = Signal()
+            m.d.comb += i_fire.eq(dp.i.valid & dp.i.ready)
+            nan_in, inf_in = [], []
+            for lane in range(self.lanes):
+                h = dp.i.payload.data[lane][:16]
+                top = h[10:15] == 0x1F
+                nan_in.append(top & h[:10].any())
+                inf_in.append(top & ~h[:10].any())
+
+            def popcount(flags):
+                total = Const(0, 1)
+                for f in flags:
+                    total = total + f
+                return total
+
+            live_s[("D_STATUS_NAN_INPUT_NUM", "STATUS_NAN_INPUT_NUM")] = (Const(0, 32), isfp)
+            live_s[("D_STATUS_INF_INPUT_NUM", "STATUS_INF_INPUT_NUM")] = (Const(0, 32), isfp)
+            live_s[("D_STATUS_NAN_OUTPUT_NUM", "STATUS_NAN_OUTPUT_NUM")] = (
+                counter("nan_out", o.payload.nan_out, o_fire), isfp)
+            r_en = Signal()
+            m.d.comb += r_en.eq(isfp & rpe.PERF_NAN_INF_COUNT_EN
+                                & (R.D_FEATURE_MODE_CFG.IN_PRECISION == FP16))
+            live_r[("D_STATUS_NAN_INPUT_NUM", "STATUS_NAN_INPUT_NUM")] = (
+                counter("rdma_nan_in", popcount(nan_in), i_fire), r_en)
+            live_r[("D_STATUS_INF_INPUT_NUM", "STATUS_INF_INPUT_NUM")] = (
+                counter("rdma_inf_in", popcount(inf_in), i_fire), r_en)
 
         # Both register groups' current values, to report an unchanged counter.
         for port, live, done in ((self.status, live_s, finish),

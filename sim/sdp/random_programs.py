@@ -81,9 +81,9 @@ def _fp16_layer(cfg, rng, sdp, rdma, images):
 def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = True) -> dict:
     """One random valid-looking SDP layer for ``cfg`` (the golden model has the last word).
 
-    On builds with fp16, fp16 layers are drawn too unless ``fp16`` is False (the RTL SDP has
-    no fp16 datapath): then the draws are the same as a build without fp16, and on every
-    other build they do not depend on ``fp16``.
+    On builds with fp16, fp16 layers are drawn too unless ``fp16`` is False (suites whose seeds
+    were chosen before the RTL SDP had fp16): then the draws are the same as a build without
+    fp16, and on every other build they do not depend on ``fp16``.
 
     Returns ``{"sdp": {reg: word}, "rdma": {reg: word}, "images": [(addr, bytes, ram)],
     "window": (addr, size, ram)}``; ``ram`` is the register enum (1 = MC / DBBIF =
@@ -283,7 +283,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Programs the golden model rejects are redrawn (the generator is constrained, not exact).
-    ``fp16=False`` draws no fp16 layers on builds with fp16 (the RTL SDP rejects them).
+    ``fp16=False`` draws no fp16 layers on builds with fp16.
     """
     def draw(rng):
         n_layers = 2 if rng.random() < two_layer_share else 1
