@@ -258,23 +258,14 @@ def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None,
     fp16 (``prec=FP16`` pins it); an fp16 layer's ``lut`` is fp16-mode parameters and tables
     (a pair shares its precision's LUT, see :func:`random_pair`)."""
     rmap = register_map(cfg)
-    atom = cfg.memory_atom
     precs = [INT8] + ([INT16] if "int16" in cfg.data_types else []) \
         + ([FP16] if fp16 and "fp16" in cfg.data_types else [])
     prec = fixed.get("prec", int(rng.choice(precs)))
+    geom = _draw_geometry(cfg, rng, prec, max_elems, fixed)
     if prec == FP16:
-        return _random_fp16(cfg, rng, rmap, prec, max_elems, slot, lut, fixed)
+        return _random_fp16(cfg, rng, rmap, prec, geom, slot, lut)
     nb = BYTES[prec]
-    cpa = atom // nb
-    C = fixed.get("C") or int(rng.integers(1, 4 * cpa + 1))
-    S = -(-C // cpa)
-    budget = max(max_elems // (S * cpa), 1)
-    W = fixed.get("W") or int(rng.integers(1, min(16, budget) + 1))
-    H = fixed.get("H") or int(rng.integers(1, max(min(16, budget // W), 1) + 1))
-    window = fixed.get("window", int(rng.choice([3, 5, 7, 9])))
-    sq_bypass = fixed.get("sqsum_bypass", bool(rng.random() < 0.2))
-    mul_bypass = fixed.get("mul_bypass", bool(rng.random() < 0.3))
-    packed = fixed.get("packed")
+    cpa, C, S, W, H, window, sq_bypass, mul_bypass, packed = geom
 
     # -- data ------------------------------------------------------------------------------
     lo_, hi_ = -(1 << (8 * nb - 1)), 1 << (8 * nb - 1)
@@ -322,11 +313,9 @@ def random_program(cfg, rng, max_elems: int = 1500, slot: int = 0, lut=None,
                  lut, params, slot)
 
 
-def _random_fp16(cfg, rng, rmap, prec, max_elems, slot, lut, fixed):
-    """The fp16 layer of :func:`random_program`: fp16 data (specials included, garbage in the
-    last surface's padding channels), an fp16-mode LUT placed on its fp32 square sums.
-    DATIN_OFFSET is 0 (NVDLA's C model fills padding channels with its code; this model and
-    the Verilog with +0); the other converter fields are random (unused in fp16)."""
+def _draw_geometry(cfg, rng, prec, max_elems, fixed):
+    """The cube and mode draws every precision shares (``fixed`` pins any of them):
+    ``(channels per atom, C, surfaces, W, H, window, sqsum_bypass, mul_bypass, packed)``."""
     cpa = cfg.memory_atom // BYTES[prec]
     C = fixed.get("C") or int(rng.integers(1, 4 * cpa + 1))
     S = -(-C // cpa)
@@ -337,6 +326,15 @@ def _random_fp16(cfg, rng, rmap, prec, max_elems, slot, lut, fixed):
     sq_bypass = fixed.get("sqsum_bypass", bool(rng.random() < 0.2))
     mul_bypass = fixed.get("mul_bypass", bool(rng.random() < 0.3))
     packed = fixed.get("packed")
+    return cpa, C, S, W, H, window, sq_bypass, mul_bypass, packed
+
+
+def _random_fp16(cfg, rng, rmap, prec, geom, slot, lut):
+    """The fp16 layer of :func:`random_program`: fp16 data (specials included, garbage in the
+    last surface's padding channels), an fp16-mode LUT placed on its fp32 square sums.
+    DATIN_OFFSET is 0 (NVDLA's C model fills padding channels with its code; this model and
+    the Verilog with +0); the other converter fields are random (unused in fp16)."""
+    cpa, C, S, W, H, window, sq_bypass, mul_bypass, packed = geom
     raw = _fp16_data(rng, (S * cpa, H, W))
     x = input_convert_fp16(raw, False)
     x[C:] = 0
