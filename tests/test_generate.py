@@ -21,7 +21,13 @@ SPEC_PORTS = ["csb2nvdla_valid", "csb2nvdla_ready", "csb2nvdla_addr", "csb2nvdla
 _SHARED = {"nv_large", "nv_full"}
 
 
-@pytest.mark.parametrize("preset", list(PRESETS))
+#: nv_full's lint alone takes about 1.5 min (its Verilog is 15 MB): the slow suite runs it (the
+#: default suite still generates and simulates nv_full's core in tests/test_registers.py)
+_SLOW_LINT = {"nv_full"}
+
+
+@pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in _SLOW_LINT
+                                    else p for p in PRESETS])
 def test_generate_and_lint(preset, tmp_path):
     cfg = PRESETS[preset]
     if preset in _SHARED:
