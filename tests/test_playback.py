@@ -200,10 +200,11 @@ def test_rejection_reaches_the_driver(tmp_path, monkeypatch):
 
 
 def test_same_results_with_non_posted_writes():
-    paths = [str(p) for p in _public(["sdp_8x8x32_bypass_int8_0", "dc_1x1x8_1x1x8x1_int8_0"])]
+    """Non-posted CSB writes: the playback engine and the cocotb engine (on Icarus) agree."""
+    paths = [str(p) for p in _public(EQUIV_TRACES_ICARUS)]
     fast = _playback(paths, backpressure=False, nposted=True)
     try:
-        slow = trace_rtl.run_rtl_batch(paths, CFG, sim="verilator", backpressure=False,
+        slow = trace_rtl.run_rtl_batch(paths, CFG, sim="icarus", backpressure=False,
                                        nposted=True)
     except EngineUnavailable as e:
         pytest.skip(str(e))
