@@ -177,7 +177,7 @@ class ImageFetch(wiring.Component):
         # -- E0: the sequence of chunks (pad, pixels) and line flushes --------------------------
         # a chunk: G pixel slots of the output line; its bytes [lo, lo + n) go to the line
         tok_l = data.StructLayout({
-            "v": 1, "kind": 2, "grp": ATOM * 8, "q": 8, "lo": range(BW + 1),
+            "v": 1, "kind": 2, "grp": ATOM * 8, "lo": range(BW + 1),
             "n": range(BW + 1), "slice_end": 1, "last": 1, "pass_": 1})
         KIND_PIX, KIND_PAD, KIND_FLUSH = 0, 1, 2
         d_lines = Signal(14)                                 # lines left
@@ -196,6 +196,9 @@ class ImageFetch(wiring.Component):
         n_ch8 = Signal(range(BW + 1))
         m.d.comb += n_ch8.eq(n_ch)
 
+        # the group's first byte in the atom: its first slot times the bytes per pixel
+        gbyte = Signal(range(ATOM))
+        m.d.comb += gbyte.eq((slot & ~(G - 1)) << Mux(d_pass, blog[1], blog[0]))
         lo_slot = Signal(8)
         m.d.comb += lo_slot.eq(Mux(phase == 1, slot & (G - 1), 0))
         avail = Signal(8)
@@ -238,7 +241,7 @@ class ImageFetch(wiring.Component):
                 with m.Case(1):
                     with m.If(at.valid):
                         m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PIX),
-                                     tok.grp.eq(at.payload.data), tok.q.eq(slot >> cur_glog),
+                                     tok.grp.eq(at.payload.data >> Cat(Const(0, 3), gbyte)),
                                      tok.lo.eq(times(lo_slot, n_ch8)),
                                      tok.n.eq(times(cnt, n_ch8))]
                         m.d.sync += [rem.eq(rem - cnt), slot.eq(slot + cnt)]
@@ -279,20 +282,29 @@ class ImageFetch(wiring.Component):
         e1_o = [Signal(signed(16), name=f"e1_o{i}") for i in range(BW)]
         e1_m = Signal(BW)
         e1 = Signal(tok_l)
-        with m.Switch(Cat(d_pass, code)):
-            for f in fmts:
-                for p, (Gf, ppa, bpp, lanes) in enumerate(self._passes(f)):
-                    with m.Case(p | (f.code << 1)):
-                        grp = tok.grp.word_select(tok.q, Gf * bpp * 8) \
-                            if ppa > Gf else tok.grp[:Gf * bpp * 8]
-                        for lane, gi, k, comp in lanes:
-                            bits = 8 if comp.width == 8 else 16
-                            v = grp[gi * bpp * 8 + comp.lsb:][:comp.width]
-                            v = Cat(Const(0, bits - comp.width), v) if bits > comp.width else v
-                            m.d.comb += [
-                                lane_d[lane].eq(Mux(sext & v[-1], v.as_signed(), v)),
-                                lane_o[lane].eq(Mux(mean_en, means[k], cvt_off)),
-                                lane_m[lane].eq(1)]
+        # per lane, the distinct component fields (bit offset in the group, width) and
+        # channels over every (format, pass): one small case list per lane, not one per format
+        fields = [{} for _ in range(BW)]
+        chans = [{} for _ in range(BW)]
+        for f in fmts:
+            for p, (_, _, bpp, lanes) in enumerate(self._passes(f)):
+                for lane, gi, k, comp in lanes:
+                    case = p | (f.code << 1)
+                    fields[lane].setdefault((gi * bpp * 8 + comp.lsb, comp.width), []).append(case)
+                    chans[lane].setdefault(k, []).append(case)
+        for lane in range(BW):
+            with m.Switch(Cat(d_pass, code)):
+                for (lsb, width), cases in fields[lane].items():
+                    with m.Case(*cases):
+                        bits = 8 if width == 8 else 16
+                        v = tok.grp[lsb:][:width]
+                        v = Cat(Const(0, bits - width), v) if bits > width else v
+                        m.d.comb += [lane_d[lane].eq(Mux(sext & v[-1], v.as_signed(), v)),
+                                     lane_m[lane].eq(1)]
+            with m.Switch(Cat(d_pass, code)):
+                for k, cases in chans[lane].items():
+                    with m.Case(*cases):
+                        m.d.comb += lane_o[lane].eq(Mux(mean_en, means[k], cvt_off))
         m.d.sync += [e1.eq(tok), e1_m.eq(lane_m)]
         for i in range(BW):
             m.d.sync += [e1_d[i].eq(lane_d[i]), e1_o[i].eq(lane_o[i])]
@@ -322,18 +334,24 @@ class ImageFetch(wiring.Component):
         mask_all = Mux(e3.kind == KIND_PAD, Const((1 << BW) - 1, BW), e3_m)
         nmask = Signal(BW)                                   # the chunk's n bytes from lo
         m.d.comb += nmask.eq(((Const(1, BW + 1) << e3.n) - 1)[:BW] << e3.lo)
-        rot_d = Signal(BW * 8)
-        rot_m = Signal(BW)
         keep = Signal(BW)                                    # the bytes this chunk writes
         m.d.comb += keep.eq(mask_all & nmask)
-        kept = Cat(*[Mux(keep[i], e3_b[i * 8:(i + 1) * 8], 0) for i in range(BW)])
-        m.d.comb += [rot_d.eq(kept >> (e3.lo << 3)), rot_m.eq(keep >> e3.lo)]
-        wide_d = Signal(2 * BW * 8)
-        wide_m = Signal(2 * BW)
-        m.d.comb += [wide_d.eq(Cat(acc, Const(0, BW * 8)) | (Cat(rot_d, Const(0, BW * 8))
-                                                             << (fill << 3))),
-                     wide_m.eq(Cat(accm, Const(0, BW)) | (Cat(rot_m, Const(0, BW)) << fill))]
-        # the accumulator keeps only the valid bytes' data (masks say which were written)
+        # one rotation by fill - lo (mod BW) takes the chunk's bytes [lo, lo + n) to
+        # [fill, fill + n) mod BW: those at or above fill complete the current entry, those
+        # below it (the chunk wrapped) start the next one
+        rot = Signal(range(BW))
+        m.d.comb += rot.eq(fill - e3.lo)
+        rot_d = Signal(BW * 8)
+        rot_m = Signal(BW)
+        m.d.comb += [rot_d.eq(_rotate_left(e3_b, rot, 8)), rot_m.eq(_rotate_left(keep, rot, 1))]
+        upper = Signal(BW)                                   # byte j >= fill
+        m.d.comb += upper.eq(Const((1 << BW) - 1, BW) << fill)
+        cur_m, nxt_m = Signal(BW), Signal(BW)
+        m.d.comb += [cur_m.eq(accm | (rot_m & upper)), nxt_m.eq(rot_m & ~upper)]
+        cur_d = Cat(*[Mux(rot_m[j] & upper[j], rot_d[j * 8:(j + 1) * 8], acc[j * 8:(j + 1) * 8])
+                      for j in range(BW)])
+        nxt_d = Cat(*[Mux(nxt_m[j], rot_d[j * 8:(j + 1) * 8], 0) for j in range(BW)])
+        # the accumulator keeps zeros in the bytes not written yet (accm says which are)
         nfill = Signal(range(2 * BW + 1))
         m.d.comb += nfill.eq(fill + e3.n)
         m.d.comb += [w.addr.eq(sbase + eidx), w.slice_end.eq(0), w.last.eq(0)]
@@ -345,12 +363,11 @@ class ImageFetch(wiring.Component):
                 m.d.sync += sbase.eq(sbase + eps)
         with m.Elif(e3.v):
             with m.If(nfill >= BW):
-                m.d.comb += [fifo.w_en.eq(1), w.data.eq(wide_d[:BW * 8]),
-                             w.mask.eq(wide_m[:BW])]
-                m.d.sync += [acc.eq(wide_d[BW * 8:]), accm.eq(wide_m[BW:]),
-                             fill.eq(nfill - BW), eidx.eq(eidx + 1)]
+                m.d.comb += [fifo.w_en.eq(1), w.data.eq(cur_d), w.mask.eq(cur_m)]
+                m.d.sync += [acc.eq(nxt_d), accm.eq(nxt_m), fill.eq(nfill - BW),
+                             eidx.eq(eidx + 1)]
             with m.Else():
-                m.d.sync += [acc.eq(wide_d[:BW * 8]), accm.eq(wide_m[:BW]), fill.eq(nfill)]
+                m.d.sync += [acc.eq(cur_d), accm.eq(cur_m), fill.eq(nfill)]
         with m.If(self.start):
             m.d.sync += [fill.eq(0), acc.eq(0), accm.eq(0), eidx.eq(0), sbase.eq(0)]
 
@@ -360,6 +377,15 @@ class ImageFetch(wiring.Component):
         m.d.comb += credit.eq(fifo.level + inflight)
         m.d.comb += self.busy.eq(active | (c_left != 0) | e1.v | e2.v | e3.v | fifo.r_rdy)
         return m
+
+
+def _rotate_left(v, amount, unit):
+    """``v`` rotated left (towards its high bits) by ``amount`` units of ``unit`` bits: a
+    log-depth rotator, cheaper than a double-width shift."""
+    for b in range(len(amount)):
+        k = (unit << b) % len(v)
+        v = Mux(amount[b], v.rotate_left(k), v) if k else v
+    return v
 
 
 def times(x, n):
