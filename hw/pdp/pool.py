@@ -345,14 +345,11 @@ class PdpPool(wiring.Component):
             """Lane-wise max / min / wrapping sum; on fp16 layers the fp16 max / min (a NaN
             wins: the running result's along a line, the new line's down the lines) or the
             fp17 sum (``old + new`` along a line, ``new + old`` down the lines)."""
+            # max and min share one comparison: min takes ``new`` when it is not above
+            # ``old`` (equal values are the same either way)
             r = Signal(signed(width))
-            with m.Switch(cfg.method):
-                with m.Case(METHOD_MAX):
-                    m.d.comb += r.eq(Mux(new > old, new, old))
-                with m.Case(METHOD_MIN):
-                    m.d.comb += r.eq(Mux(new < old, new, old))
-                with m.Default():
-                    m.d.comb += r.eq(old + new)
+            m.d.comb += r.eq(Mux(avg, old + new,
+                                 Mux((new > old) ^ (cfg.method == METHOD_MIN), new, old)))
             if isfp is None:
                 return r
             first, second = (new, old) if vertical else (old, new)
