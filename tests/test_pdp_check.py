@@ -2,7 +2,8 @@
 decode (:func:`sim.pdp.program.decode`): random valid offline layers of
 ``sim.pdp.random_programs.random_layer`` with 0-3 random field mutations of PDP and PDP_RDMA,
 biased to the rules' boundaries (values next to the old one, near the field's ends, small,
-random); the check rejects exactly the programs the golden model rejects.
+random); the check rejects exactly the programs the golden model rejects, with ``done``
+:data:`~hw.pdp.check.CHECK_CYCLES` cycles after ``start``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from amaranth.sim import Simulator
 
 from arch.config import NvdlaConfig
 from arch.registers import register_map
-from hw.pdp.check import PdpCheck
+from hw.pdp.check import CHECK_CYCLES, PdpCheck
 from hw.pdp.pdp import line_atoms
 from hw.regfile import fields_layout
 from sim.pdp import PdpProgramError, decode
@@ -110,7 +111,8 @@ def test_check_rejects_exactly_the_golden_rejects(cfg, count):
             while not ctx.get(dut.done):
                 await ctx.tick()
                 n += 1
-                assert n <= 64, "no done"
+                assert n <= CHECK_CYCLES, "no done"
+            assert n == CHECK_CYCLES
             got.append(bool(ctx.get(dut.ok)))
 
     sim = Simulator(dut)
