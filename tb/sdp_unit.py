@@ -189,14 +189,37 @@ def run_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, pdp_read
         await ctx.tick()
         ctx.set(sdp.lut_cfg_we, 0)
         golden_lut.write_access_cfg(word)
-        for _ in range(count):
+        for i in range(count):
             ctx.set(sdp.lut_data_re, 1)
             got = ctx.get(sdp.lut_data_rdata)
             assert got == golden_lut.read_access_data()
             await ctx.tick()
             ctx.set(sdp.lut_data_re, 0)
             assert ctx.get(sdp.lut_cfg_rdata) == golden_lut.read_access_cfg()
-            await ctx.tick()
+            if i % 3:                   # the next read in the next cycle, or a cycle later
+                await ctx.tick()
+        # a data write then a read of the same entry two cycles later (the pointer moved back)
+        ctx.set(sdp.lut_cfg_wdata, (1 << 17) | word)
+        ctx.set(sdp.lut_cfg_we, 1)
+        await ctx.tick()
+        ctx.set(sdp.lut_cfg_we, 0)
+        golden_lut.write_access_cfg((1 << 17) | word)
+        value = (start * 77 + 1234 + table) & 0xFFFF
+        ctx.set(sdp.lut_data_wdata, value)
+        ctx.set(sdp.lut_data_we, 1)
+        await ctx.tick()
+        ctx.set(sdp.lut_data_we, 0)
+        golden_lut.csb_write("S_LUT_ACCESS_DATA", value)
+        ctx.set(sdp.lut_cfg_wdata, word)
+        ctx.set(sdp.lut_cfg_we, 1)
+        await ctx.tick()
+        ctx.set(sdp.lut_cfg_we, 0)
+        golden_lut.write_access_cfg(word)
+        ctx.set(sdp.lut_data_re, 1)
+        expect = value if start < golden_lut.table(table).size else 0
+        assert ctx.get(sdp.lut_data_rdata) == golden_lut.read_access_data() == expect
+        await ctx.tick()
+        ctx.set(sdp.lut_data_re, 0)
 
     async def tb(ctx):
         for n, prog in enumerate(layers):

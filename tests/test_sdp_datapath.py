@@ -317,13 +317,13 @@ class Bench:
         checks = [(0, a) for a in (0, 1, 63, 64, 65, 100, 1023)] + \
                  [(1, a) for a in (0, 5, 255, 256, 257, 1000)] + \
                  [(int(rng.integers(0, 2)), int(rng.integers(0, 300))) for _ in range(10)]
-        for table, a in checks:
-            ctx.set(dut.lut_table, table)
-            ctx.set(dut.lut_addr, a)
+        for table, a in checks:                   # a synchronous read: data next cycle
+            ctx.set(dut.lut_rd_table, table)
+            ctx.set(dut.lut_rd_addr, a)
+            await ctx.tick()
             t = self.lut.table(table)
             expect = int(t[a]) & 0xFFFF if a < t.size else 0
             assert ctx.get(dut.lut_rdata) == expect, (table, a)
-            await ctx.tick()
         ctx.set(dut.lut_re, 0)
 
     async def run_program(self, ctx, rng, prog, n, gap, stall, tag, data=None):

@@ -103,7 +103,7 @@ class CdpDatapath(wiring.Component):
             "o": Out(stream.Signature(out_layout(T))),
             "clear": In(1),
             "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
-            "lut_rdata": Out(16),
+            "lut_rd_table": In(1), "lut_rd_addr": In(10), "lut_rdata": Out(16),
         })
 
     def elaborate(self, platform):

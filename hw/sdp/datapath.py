@@ -49,9 +49,11 @@ cycle while ``o.ready`` is high.
 
 LUT RAM access (``cfg.sdp_lut``): LE entries 0..64 and LO entries 0..256 share one 322-entry
 RAM (LO at 65). ``lut_we`` writes ``lut_wdata`` at ``lut_table`` / ``lut_addr`` on the clock
-edge; ``lut_rdata`` is combinational from ``lut_table`` / ``lut_addr`` (``lut_re`` only marks a
-read for the unit's pointer and is otherwise unused here). Addresses past a table's end read
-0 and ignore writes. Write the LUT only while no layer uses it.
+edge; ``lut_rdata`` is the entry at ``lut_rd_table`` / ``lut_rd_addr`` of the previous cycle
+(a synchronous read: the RAM is block RAM; the unit's pointer gives the next cycle's address,
+:func:`hw.sdp.sdp.lut_access`) (``lut_re`` only marks a read for the unit's pointer and is
+otherwise unused here). Addresses past a table's end read 0 and ignore writes. Write the LUT
+only while no layer uses it.
 
 fp16 layers (builds whose ``data_types`` include fp16; ``PROC_PRECISION = FP16``): the golden
 model's ``x_stage_fp16`` / ``fp32_to_fp16`` on fp32 codes with NVDLA's float units
@@ -121,19 +123,27 @@ def _popcount(flags):
 
 def lut_ram(m, access):
     """The LE + LO lookup-table RAM of a unit (SDP, CDP): LE at 0..64, LO at 65..321, signed
-    16-bit entries, with the CSB access port of ``access`` (``lut_table``, ``lut_addr``,
-    ``lut_we``, ``lut_wdata``: write on the clock edge; ``lut_rdata``: combinational, 0 past
-    a table's end). Returns the Memory (the caller adds its lookup read ports)."""
+    16-bit entries, with the CSB access port of ``access``: ``lut_we`` writes ``lut_wdata``
+    at ``lut_table`` / ``lut_addr`` on the clock edge; ``lut_rdata`` is the entry at the
+    ``lut_rd_table`` / ``lut_rd_addr`` of the previous cycle (a synchronous read, 0 past a
+    table's end), so that the RAM maps to block RAM. Returns the Memory (the caller adds its
+    lookup read ports)."""
     mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
     m.submodules.lut_ram = mem
-    addr = access.lut_addr
-    inside = comb(m, Mux(access.lut_table, addr < LO_DEPTH, addr < LE_DEPTH), "lut_inside")
-    ram_addr = comb(m, Mux(access.lut_table, addr + LE_DEPTH, addr)[:9], "lut_ram_addr")
+
+    def place(table, addr, name):
+        inside = comb(m, Mux(table, addr < LO_DEPTH, addr < LE_DEPTH), f"lut_{name}inside")
+        return inside, comb(m, Mux(table, addr + LE_DEPTH, addr)[:9], f"lut_{name}ram_addr")
+
+    w_inside, w_addr = place(access.lut_table, access.lut_addr, "")
     wp = mem.write_port()
-    m.d.comb += [wp.addr.eq(ram_addr), wp.data.eq(access.lut_wdata),
-                 wp.en.eq(access.lut_we & inside)]
-    rp = mem.read_port(domain="comb")
-    m.d.comb += [rp.addr.eq(ram_addr), access.lut_rdata.eq(Mux(inside, rp.data, 0))]
+    m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(access.lut_wdata),
+                 wp.en.eq(access.lut_we & w_inside)]
+    r_inside, r_addr = place(access.lut_rd_table, access.lut_rd_addr, "rd_")
+    rp = mem.read_port()
+    r_inside_q = Signal(name="lut_rd_inside_q")
+    m.d.sync += r_inside_q.eq(r_inside)
+    m.d.comb += [rp.addr.eq(r_addr), access.lut_rdata.eq(Mux(r_inside_q, rp.data, 0))]
     return mem
 
 
@@ -175,7 +185,8 @@ class SdpDatapath(wiring.Component):
         ``o``     Out stream of ``out_layout``: ``data`` (T x int16, int8 or int16 range),
                   ``last``, ``sat``, ``lut_uflow``/``lut_oflow``/``lut_hybrid``/``lut_le_hit``/
                   ``lut_lo_hit`` (LUT builds), ``unequal``, ``nan_out`` (fp16 builds).
-        ``lut_we``/``lut_re``/``lut_table``/``lut_addr``/``lut_wdata``/``lut_rdata`` (LUT
+        ``lut_we``/``lut_re``/``lut_table``/``lut_addr``/``lut_wdata``/``lut_rd_table``/
+        ``lut_rd_addr``/``lut_rdata`` (LUT
                   builds): LUT RAM access, write on the clock edge, combinational read.
 
     Attributes: ``lanes`` (T, elements per transfer), ``in_layout`` / ``out_layout`` (stream
@@ -221,7 +232,8 @@ class SdpDatapath(wiring.Component):
             members.update({
                 "s": In(self.s_layout),
                 "lut_we": In(1), "lut_re": In(1), "lut_table": In(1), "lut_addr": In(10),
-                "lut_wdata": In(16), "lut_rdata": Out(16),
+                "lut_wdata": In(16), "lut_rd_table": In(1), "lut_rd_addr": In(10),
+                "lut_rdata": Out(16),
             })
         super().__init__(members)
 

@@ -672,14 +672,21 @@ def lut_access(m, unit, dp):
     write = Signal()
     m.d.comb += unit.lut_cfg_rdata.eq(Cat(addr, Const(0, 6), table, write))
     in_range = Mux(table, addr < 257, addr < 65)
+    # the pointer after this cycle: the RAM's synchronous read port gets it now, so its data
+    # is the current pointer's entry in every cycle (as a combinational read would be; a
+    # write goes to the current pointer, which then moves on, so no read sees a stale word)
+    addr_n, table_n = Signal(10), Signal()
+    m.d.comb += [addr_n.eq(addr), table_n.eq(table)]
+    with m.If(unit.lut_cfg_we):
+        m.d.comb += [addr_n.eq(unit.lut_cfg_wdata[:10]), table_n.eq(unit.lut_cfg_wdata[16])]
+        m.d.sync += write.eq(unit.lut_cfg_wdata[17])
+    with m.Elif(unit.lut_data_we | unit.lut_data_re):
+        m.d.comb += addr_n.eq(addr + 1)
+    m.d.sync += [addr.eq(addr_n), table.eq(table_n)]
     m.d.comb += [dp.lut_table.eq(table), dp.lut_addr.eq(addr),
+                 dp.lut_rd_table.eq(table_n), dp.lut_rd_addr.eq(addr_n),
                  dp.lut_wdata.eq(unit.lut_data_wdata[:16]),
                  dp.lut_we.eq(unit.lut_data_we & write & in_range),
                  unit.lut_data_rdata.eq(Mux(in_range, dp.lut_rdata, 0))]
     if hasattr(dp, "lut_re"):
         m.d.comb += dp.lut_re.eq(unit.lut_data_re)
-    with m.If(unit.lut_cfg_we):
-        m.d.sync += [addr.eq(unit.lut_cfg_wdata[:10]), table.eq(unit.lut_cfg_wdata[16]),
-                     write.eq(unit.lut_cfg_wdata[17])]
-    with m.Elif(unit.lut_data_we | unit.lut_data_re):
-        m.d.sync += addr.eq(addr + 1)
