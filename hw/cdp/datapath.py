@@ -28,6 +28,19 @@ pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
   (int16: ``sat16`` of ``y - DATOUT_OFFSET[31:0]``, a 50-bit product);
   a lane counts as saturated when ``floor(... >> shift)`` is more than 1 away from the result.
 
+fp16 (builds whose ``data_types`` has it; layers with ``INPUT_DATA_TYPE`` = FP16): a second
+path through the same steps, chosen at the output (:func:`sim.cdp.cdp.compute_fp16`, the units
+of :mod:`hw.nvfloat`): fp16 -> fp17 after the NaN flush (padding lanes +0); the fp32 square of
+the fp17 value (fp32 multiplier); the window's squares summed with fp32 adders in NVDLA's order
+``((q-1 + q+1) + q0) + (q-2 + q+2) + ...`` (eight adders a lane; ``SQSUM_BYPASS``: the centre
+in fp32); per table ``d = sum - START`` (fp32, the low 32 bits of the START registers) and the
+index stage of :func:`sim.cdp.cdp.lut_index_fp16`, whose flags and indices address the tables
+as in the integer modes; then ``(in1 - in0)`` in fp32 -> fp17, times the 16-bit fraction
+(hit) or the fp16 slope scale (miss), plus ``y0`` in fp17 (a NaN sum bypasses to its fp17
+NaN); the fp17 multiplier (``MUL_BYPASS``: the LUT value, or a NaN input itself); fp17 ->
+fp16. The converter fields and slope shifts play no part; ``sat`` counts 0. The fp units are
+combinational inside the existing steps (no added latency).
+
 Rounding is half away from zero everywhere. The LUT RAM (LE at 0..64, LO at 65..321) has a
 CSB port (``lut_we`` / ``lut_table`` / ``lut_addr`` / ``lut_wdata``, combinational
 ``lut_rdata``); helpers are shared with the SDP datapath (:mod:`hw.sdp.datapath`): the LUT RAM
