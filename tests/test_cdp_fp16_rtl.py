@@ -1,7 +1,8 @@
 """The CDP's fp16 LUT index stage (:meth:`hw.cdp.datapath.CdpDatapath._index_fp16`) against
 the golden model's :func:`sim.cdp.cdp.lut_index_fp16`, bit for bit in Amaranth's simulator:
-index, flags and (on hits) fraction for random fp32 differences (every exponent, zeros, infinities, NaNs, both signs) under every
-mode with random and extreme ``LUT_LE_INDEX_OFFSET`` / ``*_INDEX_SELECT`` values (the random
+index, flags and (on hits) fraction for random fp32 differences (every exponent, zeros,
+infinities, NaNs, both signs) under every mode with random and extreme
+``LUT_LE_INDEX_OFFSET`` / ``*_INDEX_SELECT`` values (the random
 programs of tests/test_cdp_rtl.py place their fields near the data; this reaches the rest).
 The whole fp16 datapath is checked on the playback engine (tests/test_cdp_rtl.py)."""
 

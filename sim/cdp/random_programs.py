@@ -9,8 +9,9 @@ surface with a zero-initialised guard band before and after it (and the gaps of 
 strides), so a write outside the output changes the CRC.
 
 Drawn: the build's precisions (int8; int16 where ``cfg.data_types`` has it; fp16 too with
-``fp16=True`` on builds with fp16 -- the RTL runs them too: fp16 data with NaNs, infinities, denormals and signed zeros, fp16-mode LUTs with fp32 bounds placed
-on the layer's fp32 square sums, fp16 tables and slope scales), windows 3/5/7/9,
+``fp16=True`` on builds with fp16, which the RTL runs too: fp16 data with NaNs, infinities,
+denormals and signed zeros, fp16-mode LUTs with fp32 bounds placed on the layer's fp32 square
+sums, fp16 tables and slope scales), windows 3/5/7/9,
 square-sum and multiplier bypasses, LE in linear and exponent mode, LO index selects that shift
 right or left, all priority combinations, random tables (smooth curves or full-range noise),
 LUT ranges placed on the layer's actual square sums so that elements interpolate, underflow and
