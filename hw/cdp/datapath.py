@@ -39,7 +39,9 @@ as in the integer modes; then ``(in1 - in0)`` in fp32 -> fp17, times the 16-bit 
 (hit) or the fp16 slope scale (miss), plus ``y0`` in fp17 (a NaN sum bypasses to its fp17
 NaN); the fp17 multiplier (``MUL_BYPASS``: the LUT value, or a NaN input itself); fp17 ->
 fp16. The converter fields and slope shifts play no part; ``sat`` counts 0. The fp units are
-combinational inside the existing steps (no added latency).
+combinational inside the steps; fp16 builds add two steps after the window for the square
+sum (the four pair sums in the window step, then two adders a step), so no step is more
+than about two fp32 adders deep.
 
 Rounding is half away from zero everywhere. The LUT RAM (LE at 0..64, LO at 65..321) has a
 CSB port (``lut_we`` / ``lut_table`` / ``lut_addr`` / ``lut_wdata``, combinational
@@ -223,13 +225,34 @@ class CdpDatapath(wiring.Component):
             new[f"c{lane}"] = c["v"]
             new[f"x{lane}"] = new[f"q{lane}"] = None
             if self.fp16:
-                new[f"s32{lane}"] = self._sum_fp16(m, seq, base + lane, half, bypass_sq)
+                for k, v in self._pairs_fp16(m, seq, base + lane).items():
+                    new[f"sp{k}_{lane}"] = v
+                new[f"sq0_{lane}"] = c["q32"]
                 new[f"c17{lane}"] = c["f"]
                 new[f"f{lane}"] = new[f"q32{lane}"] = None
         new["valid"] = st["valid"] & centre_real
         new["last"] = seq[base]["last"]
         new["par"] = new["real"] = None
         st = pipe.step(new)
+        if self.fp16:
+            # the fp32 sum in NVDLA's order over two more steps (two adders deep each):
+            # ((pair1 + centre) + pair2), then (+ pair3) + pair4, up to the window's last pair
+            new = dict(st)
+            for lane in range(T):
+                t = fp32_add(m, st[f"sp1_{lane}"], st[f"sq0_{lane}"])
+                new[f"sp1_{lane}"] = Mux(half >= 2, fp32_add(m, t, st[f"sp2_{lane}"]), t)
+                new[f"sp2_{lane}"] = new[f"sq0_{lane}"] = None
+            st = pipe.step(new)
+            new = dict(st)
+            for lane in range(T):
+                t = st[f"sp1_{lane}"]
+                t = Mux(half >= 3, fp32_add(m, t, st[f"sp3_{lane}"]), t)
+                t = Mux(half >= 4, fp32_add(m, t, st[f"sp4_{lane}"]), t)
+                # SQSUM_BYPASS: the centre value in fp32
+                new[f"s32{lane}"] = Mux(bypass_sq, fp17_to_fp32(m, st[f"c17{lane}"]), t)
+                for k in (1, 3, 4):
+                    new[f"sp{k}_{lane}"] = None
+            st = pipe.step(new)
 
         # -- LUT ------------------------------------------------------------------------------
         st = self._lut(m, pipe, st, mem, fp)
@@ -294,21 +317,18 @@ class CdpDatapath(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     @staticmethod
-    def _sum_fp16(m, seq, at, half, bypass):
-        """fp32 square sum of the centre ``seq[at]`` in NVDLA's adder order (see
-        :func:`sim.cdp.cdp.square_sum_fp16`): ``((q-1 + q+1) + q0) + (q-2 + q+2) + ...`` up to
-        the window's last pair; neighbours of another pixel or of a flush transfer are +0.
-        ``SQSUM_BYPASS``: the centre value in fp32."""
+    def _pairs_fp16(m, seq, at):
+        """``{k: q[-k] + q[+k]}`` (fp32, k = 1..4): the pair sums of the squares
+        around the centre ``seq[at]``, the first steps of NVDLA's adder order (see
+        :func:`sim.cdp.cdp.square_sum_fp16`); neighbours of another pixel or of a flush
+        transfer are +0."""
         c = seq[at]
 
         def q(k):
             t = seq[at + k]
             return Mux((t["par"] == c["par"]) & t["real"], t["q32"], 0)
 
-        total = fp32_add(m, fp32_add(m, q(-1), q(1)), c["q32"])
-        for k in range(2, 5):
-            total = Mux(half >= k, fp32_add(m, total, fp32_add(m, q(-k), q(k))), total)
-        return Mux(bypass, fp17_to_fp32(m, c["f"]), total)
+        return {k: fp32_add(m, q(-k), q(k)) for k in range(1, 5)}
 
     @staticmethod
     def _index_fp16(m, d, exponent, offset, select, entries):
