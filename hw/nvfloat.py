@@ -1,5 +1,6 @@
 """NVDLA's floating-point units in hardware: fp16 <-> fp17 conversions, fp17 add and multiply;
-fp16 <-> fp32 conversions, fp32 add, multiply and max / min (the SDP's fp16 datapath).
+fp16 <-> fp32 conversions, fp32 add, multiply and max / min (the SDP's fp16 datapath); fp17
+<-> fp32 conversions and the 16-bit fraction -> fp17 conversion (the CDP's fp16 datapath).
 
 Combinational :class:`wiring.Component` s computing bit for bit what :mod:`sim.nvfloat`
 defines (the rules are stated there: no denormals, no infinities, saturation to the largest
@@ -22,7 +23,8 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["Fp17Add", "Fp17Mul", "Fp16ToFp17", "Fp17ToFp16", "fp17_add", "fp17_mul",
            "fp16_to_fp17", "fp17_to_fp16", "FP17_MAX_MAG", "Fp32Add", "Fp32Mul", "Fp32MaxMin",
            "Fp16ToFp32", "Fp32ToFp16", "fp32_add", "fp32_mul", "fp32_max_min", "fp16_to_fp32",
-           "fp32_to_fp16", "fp32_is_nan", "FP32_MAX_MAG"]
+           "fp32_to_fp16", "fp32_is_nan", "FP32_MAX_MAG", "Fp17ToFp32", "Fp32ToFp17",
+           "FractionToFp17", "fp17_to_fp32", "fp32_to_fp17", "fraction_to_fp17", "fp32_sub"]
 
 _M = 10
 _MMASK = (1 << _M) - 1
@@ -491,3 +493,116 @@ def fp32_to_fp16(m, a):
 def fp32_is_nan(x):
     """Whether the fp32 code ``x`` is a NaN (a Value)."""
     return _is_nan32(x)
+
+
+def fp32_sub(m, a, b):
+    """An :class:`Fp32Add` in ``m``; returns ``a - b`` (``b``'s sign bit flipped, NVDLA's
+    ``FpSub``; :func:`sim.nvfloat.fp32_sub`)."""
+    return fp32_add(m, a, Cat(b[:31], ~b[31]))
+
+
+# -----------------------------------------------------------------------------------------
+# fp17 <-> fp32 and fraction conversions (the CDP's fp16 datapath)
+# -----------------------------------------------------------------------------------------
+class Fp17ToFp32(wiring.Component):
+    """fp17 code -> fp32 code (``Fp17ToFp32``; :func:`sim.nvfloat.fp17_to_fp32`): exact; the
+    fp17 infinity code gives the largest finite fp32 value, a NaN keeps its 10-bit payload
+    unshifted."""
+
+    a: In(17)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = _split17(self.a)
+        oe, om = Signal(8), Signal(_M32)
+        with m.If((e == 0) & (mm == 0)):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif((e == 63) & (mm == 0)):
+            m.d.comb += [oe.eq(254), om.eq(_MMASK32)]
+        with m.Elif(e == 63):
+            m.d.comb += [oe.eq(255), om.eq(mm)]
+        with m.Else():
+            m.d.comb += [oe.eq(e + 96), om.eq(Cat(Const(0, 13), mm))]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+class Fp32ToFp17(wiring.Component):
+    """fp32 code -> fp17 code (``Fp32ToFp17``; :func:`sim.nvfloat.fp32_to_fp17`): mantissa
+    rounded to nearest even; exponents from 159 (or rounding past fp17 exponent 62) give the
+    largest finite value; below the smallest normal a signed zero unless rounding reaches
+    it; NaNs keep sign and the low 10 mantissa bits."""
+
+    a: In(32)
+    o: Out(17)
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mm = self.a[31], self.a[_M32:31], self.a[:_M32]
+        p1 = Cat(mm, Const(1, 1))                          # 24 bits
+        r = _rne(m, p1, 13, "s2f_rne")                     # 11 bits, 2^11 on overflow
+        ne = Signal(9)
+        m.d.comb += ne.eq(e - 96 + r[11])
+        shift = Signal(5)
+        m.d.comb += shift.eq(110 - e)                      # 13 + 97 - e: 14..24 (denormals)
+        rd = _rne(m, p1, shift, "s2f_rned")                # <= 2^10: the smallest normal
+        den = (e >= 86) & (e <= 96)
+        oe, om = Signal(6), Signal(_M)
+        with m.If((e == 255) & (mm != 0)):
+            m.d.comb += [oe.eq(63), om.eq(mm[:_M])]
+        with m.Elif((e >= 159) | (~den & (e > 96) & (ne >= 63))):
+            m.d.comb += [oe.eq(62), om.eq(_MMASK)]
+        with m.Elif(e < 86):
+            m.d.comb += [oe.eq(0), om.eq(0)]
+        with m.Elif(den):
+            m.d.comb += [oe.eq(rd[_M]), om.eq(0)]
+        with m.Else():
+            m.d.comb += [oe.eq(ne), om.eq(r[:_M])]
+        m.d.comb += self.o.eq(Cat(om, oe, s))
+        return m
+
+
+class FractionToFp17(wiring.Component):
+    """``a / 2^bits`` for a ``bits``-bit unsigned fraction -> fp17 code (``FpFractionToFloat``;
+    :func:`sim.nvfloat.fraction_to_fp17`), rounded to 11 significant bits, nearest even; 0
+    gives +0. ``bits`` <= 30 (no result below the smallest normal)."""
+
+    def __init__(self, bits=16):
+        assert 11 <= bits <= 30
+        self.bits = bits
+        super().__init__({"a": In(bits), "o": Out(17)})
+
+    def elaborate(self, platform):
+        m = Module()
+        n, f = self.bits, self.a
+        msb = _msb_index(m, f, "frac_msb")
+        zc = Signal(range(n + 1))
+        m.d.comb += zc.eq(n - 1 - msb)                     # leading zeros
+        sh = Signal(n + 1)
+        m.d.comb += sh.eq(f << (zc + 1))                   # the leading one at bit n
+        r = _rne(m, sh, n - 10, "frac_rne")                # 11 bits, 2^11 on overflow
+        ovf = r[11]
+        oe, om = Signal(6), Signal(_M)
+        m.d.comb += [oe.eq(Mux(ovf, 31 - zc, 30 - zc)), om.eq(Mux(ovf, 0, r[:_M]))]
+        m.d.comb += self.o.eq(Mux(f == 0, 0, Cat(om, oe)))
+        return m
+
+
+def fp17_to_fp32(m, a):
+    """An :class:`Fp17ToFp32` in ``m``; returns the fp32 code of ``a``."""
+    return _unit(m, Fp17ToFp32, a=a)
+
+
+def fp32_to_fp17(m, a):
+    """An :class:`Fp32ToFp17` in ``m``; returns the fp17 code of ``a``."""
+    return _unit(m, Fp32ToFp17, a=a)
+
+
+def fraction_to_fp17(m, a, bits=16):
+    """A :class:`FractionToFp17` of ``bits`` bits in ``m``; returns the fp17 code of
+    ``a / 2^bits``."""
+    u = FractionToFp17(bits)
+    m.submodules += u
+    m.d.comb += u.a.eq(a)
+    return u.o

@@ -484,21 +484,17 @@ def test_invalid_fp16_programs_golden(tmp_path):
         assert not res.passed and fld in res.message, (path, fld, res.message)
 
 
-def test_core_limits_reject_fp16():
-    """This core's CDP RTL has no fp16: check_core_limits names the field and says it is the
-    core's limit (the golden model runs the layer); integer layers pass."""
+def test_core_limits_accept_fp16():
+    """This core's CDP RTL runs fp16 layers (tests/test_cdp_rtl.py): check_core_limits has no
+    rule left, for fp16 and integer layers alike."""
     from sim.cdp import check_core_limits
     full = PRESETS["nv_full"]
-    layer = random_program(full, np.random.default_rng(4), prec=FP16)
-    rmap = register_map(full)
-    p = decode(full, GroupView(rmap["CDP_RDMA"], layer["rdma"]),
-               GroupView(rmap["CDP"], {**layer["cdp"], **layer["lut_regs"]}))
-    with pytest.raises(CdpProgramError, match=r"CDP_RDMA\.D_DATA_FORMAT\.INPUT_DATA=FP16: no "
-                                              r"fp16 LRN .*a limit of this core's RTL"):
-        check_core_limits(full, p)
-    for prec in (0, 1):
+    for prec in (0, 1, FP16):
         layer = random_program(full, np.random.default_rng(4), prec=prec)
-        check_core_limits(full, decode(full, *_decode_views(full, layer, prec, prec)))
+        rmap = register_map(full)
+        check_core_limits(full, decode(full, GroupView(rmap["CDP_RDMA"], layer["rdma"]),
+                                       GroupView(rmap["CDP"], {**layer["cdp"],
+                                                               **layer["lut_regs"]})))
 
 
 # -----------------------------------------------------------------------------------------

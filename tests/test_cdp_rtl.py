@@ -11,9 +11,14 @@
   with int16 and 60 on that build with CDP throughput 4 (int8 and int16 layers mixed, also
   within the ping-pong pairs: the precision is chosen per layer), RTL against the golden model
   bit for bit under random back-pressure and latency;
-- the invalid programs of ``write_invalid_traces`` on nv_small, and its int8 and int16 ones on
-  nv_small with int16: the RTL ends each layer and writes nothing outside the programmed output
-  (the guard bands' CRCs).
+- fp16 (``fp16=True``: fp16 data with NaNs, infinities and denormals, fp16-mode LUTs): 40
+  programs on nv_small_fp16 (nv_small + fp16, tests/test_pdp_fp16_rtl.py's build), 400 more
+  and 120 on a CDP-throughput-4 build with int8, int16 and fp16 in the slow suite; 30 traces
+  whose NaN / Inf / saturation / LUT counters of both groups are read back against the golden
+  model's registers;
+- the invalid programs of ``write_invalid_traces`` on nv_small, its int8 and int16 ones on
+  nv_small with int16 and its int8 and fp16 ones on nv_small_fp16: the RTL ends each layer and
+  writes nothing outside the programmed output (the guard bands' CRCs).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import zlib
 import pytest
 
 from arch.config import NvdlaConfig
-from sim.cdp.program import INT16
+from sim.cdp.program import FP16, INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
 from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
@@ -104,30 +109,82 @@ def test_public_cdp_traces_rtl(tmp_path):
 
 #: nv_small with fp16 beside int8 (tests/test_pdp_fp16_rtl.py's build)
 NV_SMALL_FP16 = NV_SMALL.replace(name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
+#: int8, int16 and fp16 with CDP throughput 4 (an fp16 atom is one transfer of 4 lanes; the
+#: int16 converter widths beside the fp16 path): slow suite only
+NV_SMALL_T4_ALL = NV_SMALL_T4_INT16.replace(name="nv_small_t4_int16_fp16",
+                                            data_types=frozenset({"int8", "int16", "fp16"}))
+
+
+def _fp16_layers(path):
+    """How many layers of a random trace are fp16 (its CDP_RDMA D_DATA_FORMAT writes)."""
+    name = os.path.basename(path)
+    text = open(os.path.join(path, f"{name}.cfg")).read()
+    return sum(int(v, 16) & 3 == FP16 for v in
+               re.findall(r"NVDLA_CDP_RDMA\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text))
+
+
+FP16_SHARDS = [(NV_SMALL_FP16, 400, 40)] + [
+    pytest.param(NV_SMALL_FP16, seed, 200, marks=pytest.mark.slow) for seed in (401, 402)] + [
+    pytest.param(NV_SMALL_T4_ALL, 403, 120, marks=pytest.mark.slow)]
 
 
 @pytest.mark.rtl
-def test_fp16_cdp_rejected_by_rtl(tmp_path):
-    """An fp16 CDP layer on a build with fp16: the golden model runs it (it writes its
-    output, so the trace's all-zero CRC fails there), this core's CDP RTL rejects it
-    (:func:`sim.cdp.check_core_limits` names the rule): the layer ends and memory stays
-    zero."""
-    from arch.registers import register_map
-    from sim.cdp import CdpProgramError, check_core_limits, decode
-    from sim.random_traces import run_trace_golden
-    from sim.regs import GroupView
-    text = _REJECTED.replace("D_DATA_FORMAT_0, 0x1)", "D_DATA_FORMAT_0, 0x2)")
-    assert text.count("D_DATA_FORMAT_0, 0x2)") == 2
-    zero = make_trace(tmp_path, text.format(crc=zlib.crc32(bytes(0x100))), "cdp_rejected_fp16")
-    res = run_trace_golden(str(zero), NV_SMALL_FP16)
-    assert not res.passed and "crc" in res.message.lower(), res.message
-    rmap = register_map(NV_SMALL_FP16)
-    prog = decode(NV_SMALL_FP16,                          # the trace's layer: MC, 1 x 1 x 1
-                  GroupView(rmap["CDP_RDMA"], {"D_DATA_FORMAT": 2, "D_SRC_DMA_CFG": 1}),
-                  GroupView(rmap["CDP"], {"D_DATA_FORMAT": 2, "D_DST_DMA_CFG": 1}))
-    with pytest.raises(CdpProgramError, match="INPUT_DATA=FP16: no fp16 LRN"):
-        check_core_limits(NV_SMALL_FP16, prog)
-    _check(_rtl([str(zero)], NV_SMALL_FP16, max_cycles=100_000), 1)
+@pytest.mark.parametrize("cfg, seed, count", FP16_SHARDS,
+                         ids=["nv_small_fp16-seed400", "nv_small_fp16-seed401",
+                              "nv_small_fp16-seed402", "nv_small_t4_int16_fp16-seed403"])
+def test_random_fp16_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """Random CDP programs with fp16 layers (NaNs, infinities, denormals in the data; fp16-mode
+    LUTs placed on the layer's fp32 square sums) mixed with the build's integer layers, RTL
+    against the golden model bit for bit under random back-pressure and latency."""
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, fp16=True)
+    assert sum(_fp16_layers(p) for p in paths) >= count // 3          # of 1.25 x count
+    _check(_rtl(paths, cfg, max_cycles=400_000, seed=seed, busy=0.3, latency=(1, 24)), count)
+
+
+_STATUS = ("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM", "D_OUT_SATURATION",
+           "D_PERF_LUT_UFLOW", "D_PERF_LUT_OFLOW", "D_PERF_LUT_HYBRID", "D_PERF_LUT_LE_HIT",
+           "D_PERF_LUT_LO_HIT")
+
+
+def _add_status_polls(path, cfg):
+    """Turn D_PERF_ENABLE.LUT_EN on in every layer of the trace ``path`` (the RTL keeps a
+    disabled LUT counter's register value, the golden model writes the count regardless),
+    then append reads of both CDP groups' counters expecting what the golden model's
+    registers hold after the trace; returns the values."""
+    from pathlib import Path
+    from sim.core import GoldenCore
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    f = next(Path(path).glob("*.cfg"))
+    f.write_text(re.sub(r"(NVDLA_CDP\.D_PERF_ENABLE_0, )(0x[0-9a-f]+)",
+                        lambda mt: mt.group(1) + hex(int(mt.group(2), 16) | 2), f.read_text()))
+    core = GoldenCore(cfg)
+    res = run_golden(parse_trace(str(path), cfg), cfg, core=core)
+    assert res.passed, res.message
+    lines, values = [], []
+    for g in (0, 1):
+        core.csb_write(core.rmap.address("CDP.S_POINTER") >> 2, g)
+        lines.append(f"reg_write(NVDLA_CDP.S_POINTER_0, {g:#x});")
+        for reg in _STATUS:
+            v = core.csb_read(core.rmap.address(f"CDP.{reg}") >> 2)
+            values.append(v)
+            lines.append(f"poll_reg_equal(NVDLA_CDP.{reg}_0, {v:#x});")
+    f.write_text(f.read_text() + "\n".join(lines) + "\n")
+    return values
+
+
+@pytest.mark.rtl
+def test_fp16_cdp_counters_rtl(tmp_path):
+    """D_NAN_INPUT_NUM / D_INF_INPUT_NUM / D_NAN_OUTPUT_NUM, D_OUT_SATURATION and the five LUT
+    counters of both CDP groups after random one- and two-layer traces (fp16 and int8
+    layers) read what the golden model's registers hold."""
+    paths = write_random_traces(NV_SMALL_FP16, str(tmp_path), 30, seed=410, fp16=True,
+                                two_layer_share=0.5)
+    values = [_add_status_polls(p, NV_SMALL_FP16) for p in paths]
+    n = len(_STATUS)
+    assert sum(any(v[:3]) or any(v[n:n + 3]) for v in values) >= 5   # NaN / Inf counts
+    _check(_rtl(paths, NV_SMALL_FP16, max_cycles=400_000, seed=410, busy=0.3,
+                latency=(1, 24)), len(paths))
 
 
 SHARDS = [(NV_SMALL, seed, 100) for seed in range(3)] + [(NV_SMALL_T8, 100, 50)] + \
@@ -156,13 +213,14 @@ def test_random_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     _check(_rtl(paths, cfg, max_cycles=400_000, seed=seed, busy=0.3, latency=(1, 24)), count)
 
 
-INVALID = [(NV_SMALL, 0), (NV_SMALL_INT16, 0), (NV_SMALL_INT16, INT16)]
+INVALID = [(NV_SMALL, 0), (NV_SMALL_INT16, 0), (NV_SMALL_INT16, INT16),
+           (NV_SMALL_FP16, 0), (NV_SMALL_FP16, FP16)]
+_PREC = {0: "int8", INT16: "int16", FP16: "fp16"}
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, prec", INVALID,
-                         ids=[f"{_shard_id(c, 0)[:-6]}-{'int16' if p else 'int8'}"
-                              for c, p in INVALID])
+                         ids=[f"{_shard_id(c, 0)[:-6]}-{_PREC[p]}" for c, p in INVALID])
 def test_invalid_cdp_programs_rtl_finish_and_write_nothing_outside(tmp_path, cfg, prec):
     made = write_invalid_traces(cfg, str(tmp_path), prec=prec)
     assert len(made) >= 8

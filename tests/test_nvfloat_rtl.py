@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.nvfloat import (Fp16ToFp17, Fp16ToFp32, Fp17Add, Fp17Mul, Fp17ToFp16, Fp32Add,
-                        Fp32MaxMin, Fp32Mul, Fp32ToFp16)
+from hw.nvfloat import (Fp16ToFp17, Fp16ToFp32, Fp17Add, Fp17Mul, Fp17ToFp16, Fp17ToFp32,
+                        Fp32Add, Fp32MaxMin, Fp32Mul, Fp32ToFp16, Fp32ToFp17, FractionToFp17)
 from sim import nvfloat
 
 from .test_nvfloat import _vectors
@@ -134,3 +134,30 @@ def test_fp32_to_fp16():
     s = rng.integers(0, 2, len(e))
     x = np.concatenate([(s << 31) | (e << 23) | mant, _SPECIALS32])
     np.testing.assert_array_equal(_run(Fp32ToFp16(), {"a": x}), nvfloat.fp32_to_fp16(x))
+
+
+# -----------------------------------------------------------------------------------------
+# fp17 <-> fp32 and the 16-bit fraction (the CDP's fp16 datapath)
+# -----------------------------------------------------------------------------------------
+def test_fp17_to_fp32_all_codes():
+    x = np.arange(1 << 17)
+    np.testing.assert_array_equal(_run(Fp17ToFp32(), {"a": x}), nvfloat.fp17_to_fp32(x))
+
+
+def test_fp32_to_fp17():
+    """Every exponent with random mantissas (rounding ties and carries included), both signs,
+    and the specials."""
+    rng = np.random.default_rng(10)
+    e = np.repeat(np.arange(256), 24)
+    mant = rng.integers(0, 1 << 23, len(e))
+    mant[::8] = (mant[::8] >> 13) << 13 | (1 << 12)            # exact ties
+    mant[1::8] = (1 << 23) - 1 - rng.integers(0, 1 << 12, len(mant[1::8]))   # carries
+    s = rng.integers(0, 2, len(e))
+    x = np.concatenate([(s << 31) | (e << 23) | mant, _SPECIALS32])
+    np.testing.assert_array_equal(_run(Fp32ToFp17(), {"a": x}), nvfloat.fp32_to_fp17(x))
+
+
+def test_fraction16_to_fp17_all_codes():
+    f = np.arange(1 << 16)
+    np.testing.assert_array_equal(_run(FractionToFp17(16), {"a": f}),
+                                  nvfloat.fraction_to_fp17(f, 16))

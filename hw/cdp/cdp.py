@@ -9,16 +9,19 @@ One layer::
     done + rdma_done in the cycle after the writer reports every line acknowledged.
 
 The cube is W x H x C (CDP_RDMA ``D_DATA_CUBE_*``; the output has the same size), read and
-written pixel by pixel (:mod:`hw.cdp.rdma`). int8, and int16 when the build's ``data_types``
-has it (per layer, from ``D_DATA_FORMAT``: 2-byte elements, an atom holds half the channels);
-fp16 layers are rejected by the check.
+written pixel by pixel (:mod:`hw.cdp.rdma`). int8, and int16 / fp16 when the build's
+``data_types`` has them (per layer, from ``D_DATA_FORMAT``: 2-byte elements, an atom holds
+half the channels; fp16 runs NVDLA's floating-point datapath, :mod:`hw.cdp.datapath`).
 
 Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
 ``OUT_SATURATION`` always; the five LUT counters when ``D_PERF_ENABLE.LUT_EN``; the write /
 read stall counters (cycles a request waited for the memory interface) when the block's
 ``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
 mirrors both groups, flipping on every ``done`` like the register file's CONSUMER, as the SDP
-does). NaN / Inf counters are 0 (no fp16). Counters saturate at 2^32 - 1.
+does). On builds with fp16, ``NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` count the NaN / infinite
+codes among the elements read (whole atoms: the last surface's padding channels too) and
+``NAN_OUTPUT_NUM`` the NaN codes among the elements written, on fp16 layers (0 otherwise);
+builds without fp16 keep them 0. Counters saturate at 2^32 - 1.
 
 LUT access: ``lut_cfg_*`` / ``lut_data_*`` are the CSB side of S_LUT_ACCESS_CFG / _DATA
 (:func:`hw.sdp.sdp.lut_access`: pointer with auto-increment, shared with the SDP).
@@ -34,8 +37,9 @@ from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort
 from ..mem.dma_fields import cube_address
 from ..regfile import fields_layout
+from ..sdp.datapath import _popcount
 from ..sdp.sdp import lut_access
-from .check import INT16, program_errors
+from .check import FP16, INT16, program_errors
 from .datapath import CdpDatapath
 from .rdma import CdpFeeder, PixelLines
 from .wdma import CdpWdma
@@ -82,10 +86,12 @@ class Cdp(wiring.Component):
         wm1 = R.D_DATA_CUBE_WIDTH.WIDTH
         hm1 = R.D_DATA_CUBE_HEIGHT.HEIGHT
         cm1 = R.D_DATA_CUBE_CHANNEL.CHANNEL
-        wide = "int16" in cfg.data_types
+        fp16 = "fp16" in cfg.data_types
+        wide = "int16" in cfg.data_types or fp16          # 2-byte elements on some layers
         if wide:
-            i16 = Signal()
-            m.d.comb += i16.eq(C.D_DATA_FORMAT.INPUT_DATA_TYPE == INT16)
+            i16 = Signal()                                # this layer's elements are 2 bytes
+            prec = C.D_DATA_FORMAT.INPUT_DATA_TYPE
+            m.d.comb += i16.eq((prec == INT16) | (prec == FP16) if fp16 else prec == INT16)
         sm1 = Signal(13)
         m.d.comb += sm1.eq(Mux(i16, cm1 >> (ash - 1), cm1 >> ash) if wide else cm1 >> ash)
         invalid = Signal()
@@ -150,6 +156,8 @@ class Cdp(wiring.Component):
         m.d.comb += o_fire.eq(o.valid & o.ready)
 
         # -- counters ----------------------------------------------------------------------------
+        def nan16(v):
+            return (v[10:15] == 0x1F) & v[:10].any()
         def counter(name, inc, when):
             c = Signal(32, name=name)
             nxt = Signal(33, name=f"{name}_next")
@@ -167,6 +175,22 @@ class Cdp(wiring.Component):
                           ("D_PERF_LUT_HYBRID", "lut_hybrid"), ("D_PERF_LUT_LE_HIT", "lut_le_hit"),
                           ("D_PERF_LUT_LO_HIT", "lut_lo_hit")):
             live[(reg, f"PERF_{reg[7:]}")] = (counter(port, o.payload[port], o_fire), pe.LUT_EN)
+        if fp16:
+            fp = Signal()
+            m.d.comb += fp.eq(C.D_DATA_FORMAT.INPUT_DATA_TYPE == FP16)
+            fi = feeder.o
+            i_fire = Signal()
+            m.d.comb += i_fire.eq(fp & fi.valid & fi.ready & fi.payload.real)
+            lanes_in = [fi.payload.data[k].as_unsigned() for k in range(T)]
+            lanes_out = [o.payload.data[k].as_unsigned() for k in range(T)]
+            for reg, fld, name, inc, when in (
+                    ("D_NAN_INPUT_NUM", "NAN_INPUT_NUM", "nan_in",
+                     _popcount([nan16(v) for v in lanes_in]), i_fire),
+                    ("D_INF_INPUT_NUM", "INF_INPUT_NUM", "inf_in",
+                     _popcount([(v[10:15] == 0x1F) & ~v[:10].any() for v in lanes_in]), i_fire),
+                    ("D_NAN_OUTPUT_NUM", "NAN_OUTPUT_NUM", "nan_out",
+                     _popcount([nan16(v) for v in lanes_out]), fp & o_fire)):
+                live[(reg, fld)] = (counter(name, inc, when), None)
         live[("D_PERF_WRITE_STALL", "PERF_WRITE_STALL")] = (
             counter("wr_stall", 1, running & wdma.stall), pe.DMA_EN)
         live_r = {("D_PERF_READ_STALL", "PERF_READ_STALL"): (

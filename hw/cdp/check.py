@@ -2,30 +2,29 @@
 that fails any rule issues no DMA and completes at once (``done`` + interrupt), so an invalid
 program never hangs the core.
 
-The rules are those of the golden decode (:func:`sim.cdp.program.decode`) plus this core's
-own limit (:func:`sim.cdp.program.check_core_limits`: no fp16, which NVDLA and the golden model
-run); any one fails the layer:
+The rules are those of the golden decode (:func:`sim.cdp.program.decode`); any one fails the
+layer:
 
-* precision: CDP_RDMA ``INPUT_DATA`` must be INT8, or INT16 on a build whose ``data_types``
-  has int16, and CDP ``INPUT_DATA_TYPE`` must equal it (fp16 is rejected even on builds that
-  list it: this datapath has no fp16);
+* precision: CDP_RDMA ``INPUT_DATA`` must be INT8, or INT16 / FP16 on a build whose
+  ``data_types`` has it, and CDP ``INPUT_DATA_TYPE`` must equal it;
 * source and destination RAM type CV (SRAMIF) on a build without SRAMIF;
 * source / destination base address, line stride or surface stride not a multiple of the
   memory atom;
 * destination overlap: ``D_DST_LINE_STRIDE`` < W x atom when H > 1, or
   ``D_DST_SURFACE_STRIDE`` < (H-1) x line stride + W x atom when there are several surfaces;
 * a source or destination cube that ends past the build's address space;
-* ``S_LUT_INFO.LUT_LO_INDEX_SELECT`` (and ``LUT_LE_INDEX_SELECT`` in linear mode) outside
-  -32..31; ``LUT_LE_INDEX_OFFSET`` > 39 in exponent mode.
+* integer layers: ``S_LUT_INFO.LUT_LO_INDEX_SELECT`` (and ``LUT_LE_INDEX_SELECT`` in linear
+  mode) outside -32..31; ``LUT_LE_INDEX_OFFSET`` > 39 in exponent mode (fp16 layers read the
+  fields at their full 8 bits).
 """
 
 from amaranth.hdl import Cat, Const
 
 from ..mem.dma import RAM_CV
 
-__all__ = ["INT8", "INT16", "program_errors"]
+__all__ = ["INT8", "INT16", "FP16", "program_errors"]
 
-INT8, INT16 = 0, 1
+INT8, INT16, FP16 = 0, 1, 2
 INDEX_SELECT_RANGE = (-32, 31)
 LE_INDEX_OFFSET_MAX = 39
 
@@ -42,7 +41,11 @@ def program_errors(cfg, geom, regs, rdma_regs, s, src, dst, dims):
         return v[:ash].any() if ash else Const(0)
 
     prec, cprec = rdma_regs.D_DATA_FORMAT.INPUT_DATA, regs.D_DATA_FORMAT.INPUT_DATA_TYPE
-    if "int16" in cfg.data_types:
+    fp16 = "fp16" in cfg.data_types
+    if fp16:
+        ok = [INT8, FP16] + ([INT16] if "int16" in cfg.data_types else [])
+        errs = [~Cat(*[prec == v for v in ok]).any(), cprec != prec]
+    elif "int16" in cfg.data_types:
         errs = [(prec != INT8) & (prec != INT16), cprec != prec]
     else:
         errs = [cprec != INT8, prec != INT8]
@@ -66,7 +69,10 @@ def program_errors(cfg, geom, regs, rdma_regs, s, src, dst, dims):
         v = v.as_signed()
         return (v < lo_) | (v > hi_)
 
-    errs += [out_of_range(info.LUT_LO_INDEX_SELECT),
-             le_linear & out_of_range(info.LUT_LE_INDEX_SELECT),
-             ~le_linear & (info.LUT_LE_INDEX_OFFSET.as_signed() > LE_INDEX_OFFSET_MAX)]
+    lut_errs = [out_of_range(info.LUT_LO_INDEX_SELECT),
+                le_linear & out_of_range(info.LUT_LE_INDEX_SELECT),
+                ~le_linear & (info.LUT_LE_INDEX_OFFSET.as_signed() > LE_INDEX_OFFSET_MAX)]
+    if fp16:                                       # integer layers only
+        lut_errs = [(cprec != FP16) & e for e in lut_errs]
+    errs += lut_errs
     return Cat(*errs).any()

@@ -28,6 +28,21 @@ pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
   (int16: ``sat16`` of ``y - DATOUT_OFFSET[31:0]``, a 50-bit product);
   a lane counts as saturated when ``floor(... >> shift)`` is more than 1 away from the result.
 
+fp16 (builds whose ``data_types`` has it; layers with ``INPUT_DATA_TYPE`` = FP16): a second
+path through the same steps, chosen at the output (:func:`sim.cdp.cdp.compute_fp16`, the units
+of :mod:`hw.nvfloat`): fp16 -> fp17 after the NaN flush (padding lanes +0); the fp32 square of
+the fp17 value (fp32 multiplier); the window's squares summed with fp32 adders in NVDLA's order
+``((q-1 + q+1) + q0) + (q-2 + q+2) + ...`` (eight adders a lane; ``SQSUM_BYPASS``: the centre
+in fp32); per table ``d = sum - START`` (fp32, the low 32 bits of the START registers) and the
+index stage of :func:`sim.cdp.cdp.lut_index_fp16`, whose flags and indices address the tables
+as in the integer modes; then ``(in1 - in0)`` in fp32 -> fp17, times the 16-bit fraction
+(hit) or the fp16 slope scale (miss), plus ``y0`` in fp17 (a NaN sum bypasses to its fp17
+NaN); the fp17 multiplier (``MUL_BYPASS``: the LUT value, or a NaN input itself); fp17 ->
+fp16. The converter fields and slope shifts play no part; ``sat`` counts 0. The fp units are
+combinational inside the steps; fp16 builds add two steps after the window for the square
+sum (the four pair sums in the window step, then two adders a step), so no step is more
+than about two fp32 adders deep.
+
 Rounding is half away from zero everywhere. The LUT RAM (LE at 0..64, LO at 65..321) has a
 CSB port (``lut_we`` / ``lut_table`` / ``lut_addr`` / ``lut_wdata``, combinational
 ``lut_rdata``); helpers are shared with the SDP datapath (:mod:`hw.sdp.datapath`): the LUT RAM
@@ -43,8 +58,11 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from hw.regfile import fields_layout
-from hw.cdp.check import INT16
+from hw.cdp.check import FP16, INT16
 from hw.arith import comb, round_shift_right, saturate
+from hw.nvfloat import (fp16_to_fp17, fp16_to_fp32, fp17_add, fp17_mul, fp17_to_fp16,
+                        fp17_to_fp32, fp32_add, fp32_is_nan, fp32_mul, fp32_sub, fp32_to_fp17,
+                        fraction_to_fp17)
 from hw.sdp.datapath import LE_DEPTH, LO_DEPTH, _Pipe, _popcount, lut_ram
 
 __all__ = ["CdpDatapath", "in_layout", "out_layout", "window_delay"]
@@ -94,12 +112,14 @@ class CdpDatapath(wiring.Component):
         self.cfg = cfg
         self.lanes = T = cfg.cdp_throughput
         self.int16 = "int16" in cfg.data_types
+        self.fp16 = "fp16" in cfg.data_types
+        lane_bits = 16 if self.int16 or self.fp16 else 8
         block = register_map(cfg)["CDP"]
         self.latency = 12
         super().__init__({
             "regs": In(fields_layout(block.d_registers, ("rw",))),
             "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
-            "i": In(stream.Signature(in_layout(T, 16 if self.int16 else 8))),
+            "i": In(stream.Signature(in_layout(T, lane_bits))),
             "o": Out(stream.Signature(out_layout(T))),
             "clear": In(1),
             "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
@@ -131,9 +151,19 @@ class CdpDatapath(wiring.Component):
         ioff = Mux(i16, off[:16].as_signed(), off[:8].as_signed()) if wide \
             else off[:8].as_signed()
         scale = r.D_DATIN_SCALE.DATIN_SCALE.as_signed()
+        fp = self.fp16 and comb(m, r.D_DATA_FORMAT.INPUT_DATA_TYPE == FP16, "fp16")
         new = dict(st)
         for lane in range(T):
-            new[f"x{lane}"] = (st[f"x{lane}"] - ioff) * scale                    # pbits
+            x = st[f"x{lane}"]
+            if self.fp16 and not wide:                 # 16-bit lanes for fp16 only
+                x = x[:8].as_signed()
+            new[f"x{lane}"] = (x - ioff) * scale                                 # pbits
+            if self.fp16:
+                # fp16: NaN flush (D_NAN_FLUSH_TO_ZERO), fp16 -> fp17; padding channels +0
+                h = st[f"x{lane}"].as_unsigned()[:16]
+                nan = (h[10:15] == 0x1F) & h[:10].any()
+                h = Mux(nan & r.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO, 0, h)
+                new[f"f{lane}"] = Mux(st[f"pad{lane}"], 0, fp16_to_fp17(m, h))
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
@@ -147,6 +177,9 @@ class CdpDatapath(wiring.Component):
         new = dict(st)
         for lane in range(T):
             new[f"q{lane}"] = (st[f"x{lane}"] * st[f"x{lane}"]).as_unsigned()[:qbits]
+            if self.fp16:                              # fp32 square of the fp17 value
+                w = fp17_to_fp32(m, st[f"f{lane}"])
+                new[f"q32{lane}"] = fp32_mul(m, w, w)
         st = pipe.step(new)
 
         # -- window and square sum ------------------------------------------------------------
@@ -158,13 +191,20 @@ class CdpDatapath(wiring.Component):
                  "last": Signal(name=f"h_last{k}")} for k in range(H)]
         cur = [{"v": st[f"x{lane}"], "q": st[f"q{lane}"], "par": st["par"], "real": st["real"],
                 "last": st["last"]} for lane in range(T)]
+        keys = ("v", "q", "par", "real", "last")
+        if self.fp16:
+            keys += ("f", "q32")
+            for k, h in enumerate(hist):
+                h["f"], h["q32"] = Signal(17, name=f"h_f{k}"), Signal(32, name=f"h_q32_{k}")
+            for lane, c in enumerate(cur):
+                c["f"], c["q32"] = st[f"f{lane}"], st[f"q32{lane}"]
         seq = hist + cur                                          # oldest first
         with m.If(self.clear):
             for h in hist:
                 m.d.sync += h["real"].eq(0)
         with m.Elif(en & st["valid"]):
             for k in range(H):
-                for key in ("v", "q", "par", "real", "last"):
+                for key in keys:
                     m.d.sync += hist[k][key].eq(seq[k + T][key])
         half = r.D_LRN_CFG.NORMALZ_LEN + 1
         bypass_sq = r.D_FUNC_BYPASS.SQSUM_BYPASS
@@ -184,13 +224,38 @@ class CdpDatapath(wiring.Component):
             new[f"sum{lane}"] = Mux(bypass_sq, c["v"], total[:sbits].as_signed())
             new[f"c{lane}"] = c["v"]
             new[f"x{lane}"] = new[f"q{lane}"] = None
+            if self.fp16:
+                for k, v in self._pairs_fp16(m, seq, base + lane).items():
+                    new[f"sp{k}_{lane}"] = v
+                new[f"sq0_{lane}"] = c["q32"]
+                new[f"c17{lane}"] = c["f"]
+                new[f"f{lane}"] = new[f"q32{lane}"] = None
         new["valid"] = st["valid"] & centre_real
         new["last"] = seq[base]["last"]
         new["par"] = new["real"] = None
         st = pipe.step(new)
+        if self.fp16:
+            # the fp32 sum in NVDLA's order over two more steps (two adders deep each):
+            # ((pair1 + centre) + pair2), then (+ pair3) + pair4, up to the window's last pair
+            new = dict(st)
+            for lane in range(T):
+                t = fp32_add(m, st[f"sp1_{lane}"], st[f"sq0_{lane}"])
+                new[f"sp1_{lane}"] = Mux(half >= 2, fp32_add(m, t, st[f"sp2_{lane}"]), t)
+                new[f"sp2_{lane}"] = new[f"sq0_{lane}"] = None
+            st = pipe.step(new)
+            new = dict(st)
+            for lane in range(T):
+                t = st[f"sp1_{lane}"]
+                t = Mux(half >= 3, fp32_add(m, t, st[f"sp3_{lane}"]), t)
+                t = Mux(half >= 4, fp32_add(m, t, st[f"sp4_{lane}"]), t)
+                # SQSUM_BYPASS: the centre value in fp32
+                new[f"s32{lane}"] = Mux(bypass_sq, fp17_to_fp32(m, st[f"c17{lane}"]), t)
+                for k in (1, 3, 4):
+                    new[f"sp{k}_{lane}"] = None
+            st = pipe.step(new)
 
         # -- LUT ------------------------------------------------------------------------------
-        st = self._lut(m, pipe, st, mem)
+        st = self._lut(m, pipe, st, mem, fp)
 
         # -- multiply, output converter --------------------------------------------------------
         mul_bypass = r.D_FUNC_BYPASS.MUL_BYPASS
@@ -205,10 +270,20 @@ class CdpDatapath(wiring.Component):
             y = Mux(mul_bypass, st[f"lut{lane}"], st[f"lut{lane}"] * st[f"c{lane}"])
             new[f"y{lane}"] = (y.as_signed()[:ybits].as_signed() - ooff)          # +1 bit
             new[f"lut{lane}"] = new[f"c{lane}"] = None
+            if self.fp16:
+                # fp17 multiplier, the input first; MUL_BYPASS: the LUT value, a NaN input
+                # passing itself
+                c, lut = st[f"c17{lane}"], st[f"lut17{lane}"]
+                cnan = (c[10:16] == 63) & c[:10].any()
+                new[f"o17{lane}"] = Mux(mul_bypass, Mux(cnan, c, lut), fp17_mul(m, c, lut))
+                new[f"c17{lane}"] = new[f"lut17{lane}"] = None
         st = pipe.step(new)
         new = dict(st)
         for lane in range(T):
             new[f"y{lane}"] = st[f"y{lane}"] * oscale                            # obits
+            if self.fp16:
+                new[f"h{lane}"] = fp17_to_fp16(m, st[f"o17{lane}"])
+                new[f"o17{lane}"] = None
         st = pipe.step(new)
         new = dict(st)
         sats = []
@@ -222,7 +297,12 @@ class CdpDatapath(wiring.Component):
             sats.append((fl > v + 1) | (fl < v - 1))
             new[f"out{lane}"] = v
             new[f"y{lane}"] = None
+            if self.fp16:
+                new[f"out{lane}"] = Mux(fp, st[f"h{lane}"].as_signed(), v)
+                new[f"h{lane}"] = None
         new["sat"] = _popcount(sats)
+        if self.fp16:                                  # nothing saturates in fp16
+            new["sat"] = Mux(fp, 0, new["sat"])
         st = pipe.step(new)
         self.latency = pipe.steps
 
@@ -236,9 +316,65 @@ class CdpDatapath(wiring.Component):
         return m
 
     # ------------------------------------------------------------------------------------
-    def _lut(self, m, pipe, st, mem):
+    @staticmethod
+    def _pairs_fp16(m, seq, at):
+        """``{k: q[-k] + q[+k]}`` (fp32, k = 1..4): the pair sums of the squares
+        around the centre ``seq[at]``, the first steps of NVDLA's adder order (see
+        :func:`sim.cdp.cdp.square_sum_fp16`); neighbours of another pixel or of a flush
+        transfer are +0."""
+        c = seq[at]
+
+        def q(k):
+            t = seq[at + k]
+            return Mux((t["par"] == c["par"]) & t["real"], t["q32"], 0)
+
+        return {k: fp32_add(m, q(-k), q(k)) for k in range(1, 5)}
+
+    @staticmethod
+    def _index_fp16(m, d, exponent, offset, select, entries):
+        """One table's index stage in fp16 mode (:func:`sim.cdp.cdp.lut_index_fp16`) on the
+        fp32 difference ``d = sum - START``: ``(index, fraction, under, over)``; the index
+        clipped to ``entries - 1`` on overflow, 0 on underflow. ``exponent``: a Value (LE) or
+        False (LO); ``offset`` / ``select``: the signed 8-bit fields."""
+        limit = entries - 1
+        e, mant = d[23:31], d[:23]
+        nan = (e == 0xFF) & mant.any()
+        under = nan | (d[:31] == 0) | d[31]
+        # linear: d x 2^-select = sig x 2^q, q = e - 150 - select; the index is below 2^9
+        # only for q <= -15, and index and fraction are 0 for q <= -40
+        q = Signal(signed(11))
+        m.d.comb += q.eq(e - 150 - select)
+        sig2 = Cat(Const(0, 1), mant, Const(1, 1))               # sig x 2, 25 bits
+        amount = Signal(6)
+        m.d.comb += amount.eq(Mux(q < -45, 31, (-15 - q).as_unsigned()[:6]))
+        fixed = Signal(25)                                       # sig x 2^(q+16)
+        m.d.comb += fixed.eq(sig2 >> amount)
+        inf = e == 0xFF                                          # (NaN: underflow anyway)
+        l_big = ~inf & (q >= -14)
+        l_idx = Mux(inf, 0, fixed[16:])                          # 9 bits
+        l_frac = Mux(inf, 0, fixed[:16])
+        l_over = l_big | (l_idx >= limit)
+        if exponent is False:
+            idx, frac, over = l_idx, l_frac, l_over
+        else:
+            log2 = Signal(signed(8))
+            m.d.comb += log2.eq(e - 127)                         # 255 reads as -128
+            e_idx = Signal(signed(10))
+            m.d.comb += e_idx.eq(log2 - offset)
+            under = under | (exponent & (e_idx < 0))
+            e_over = e_idx >= limit
+            idx = Mux(exponent, e_idx.as_unsigned()[:9], l_idx)
+            frac = Mux(exponent, mant[7:23], l_frac)
+            over = Mux(exponent, e_over, l_over)
+        over = ~under & over
+        idx = Mux(under, 0, Mux(over, limit, idx))
+        return idx, Mux(under, 0, frac), under, over
+
+    def _lut(self, m, pipe, st, mem, fp=False):
         """Five steps: differences; indices / fractions / flags; table choice + RAM address;
-        products; rounding + select (int16)."""
+        products; rounding + select (int16). fp16 builds compute the fp16 mode beside (fp32
+        differences; indices; reference and slope scale; fp32 -> fp17 difference and widened
+        operands; fp17 interpolation), ``fp`` choosing the flags that address the tables."""
         T, s = self.lanes, self.s
         lcfg, info = s.S_LUT_CFG, s.S_LUT_INFO
 
@@ -281,12 +417,26 @@ class CdpDatapath(wiring.Component):
             frac = Mux(neg, 0, q[:FRAC])
             return idx[:9], frac, under, over
 
+        if self.fp16:
+            le_start32 = s.S_LUT_LE_START_LOW.LUT_LE_START_LOW
+            lo_start32 = s.S_LUT_LO_START_LOW.LUT_LO_START_LOW
+            le_end32 = s.S_LUT_LE_END_LOW.LUT_LE_END_LOW
+            lo_end32 = s.S_LUT_LO_END_LOW.LUT_LO_END_LOW
+            # LE underflow reference: 2^LE_INDEX_OFFSET + LE_START (exponent mode, offsets
+            # -126..127; else LE_START + 0)
+            power = Mux(~le_linear & (le_off > -127),
+                        Cat(Const(0, 23), (le_off + 127).as_unsigned()[:8]), 0)
+            le_uref32 = comb(m, fp32_add(m, power, le_start32), "lut_le_uref32")
+
         new = dict(st)
         for lane in range(T):
             x = st[f"sum{lane}"]
             new[f"le_t{lane}"] = x - le_start                                   # 40 bits
             new[f"lo_t{lane}"] = x - lo_start
             new[f"lx{lane}"] = x
+            if self.fp16:
+                new[f"le_d{lane}"] = fp32_sub(m, st[f"s32{lane}"], le_start32)
+                new[f"lo_d{lane}"] = fp32_sub(m, st[f"s32{lane}"], lo_start32)
         st = pipe.step(new)
 
         new = dict(st)
@@ -309,6 +459,17 @@ class CdpDatapath(wiring.Component):
             new[f"lo_i{lane}"], new[f"lo_f{lane}"], new[f"lo_u{lane}"], new[f"lo_o{lane}"] = \
                 i, f, u, o
             new[f"le_t{lane}"] = new[f"lo_t{lane}"] = None
+            if self.fp16:
+                fi = self._index_fp16(m, st[f"le_d{lane}"], ~le_linear,
+                                      info.LUT_LE_INDEX_OFFSET.as_signed(),
+                                      info.LUT_LE_INDEX_SELECT.as_signed(), LE_DEPTH)
+                gi = self._index_fp16(m, st[f"lo_d{lane}"], False, 0,
+                                      info.LUT_LO_INDEX_SELECT.as_signed(), LO_DEPTH)
+                for tbl, vals in (("le", fi), ("lo", gi)):
+                    for k, v in zip(("i", "f", "u", "o"), vals):
+                        key = f"{tbl}_{k}{lane}"
+                        new[key] = Mux(fp, v, new[key])
+                new[f"le_d{lane}"] = new[f"lo_d{lane}"] = None
         st = pipe.step(new)
 
         new = dict(st)
@@ -352,6 +513,9 @@ class CdpDatapath(wiring.Component):
             new[f"k_lo_hit{lane}"] = one_hit & lo_hit
             for k in ("le_i", "le_f", "le_u", "le_o", "lo_i", "lo_f", "lo_u", "lo_o", "lx"):
                 new[f"{k}{lane}"] = None
+            if self.fp16:                              # the chosen table's miss reference
+                new[f"ref{lane}"] = Mux(use_lo, Mux(oflow, lo_end32, lo_start32),
+                                        Mux(oflow, le_end32, le_uref32))
         st = pipe.step(new)
 
         new = dict(st)
@@ -361,6 +525,20 @@ class CdpDatapath(wiring.Component):
             new[f"ip{lane}"] = (y1 - y0) * Cat(st[f"fr{lane}"], Const(0, 1)).as_signed()
             new[f"sp{lane}"] = st[f"dx{lane}"] * st[f"sc{lane}"]                  # 66 bits
             new[f"y0{lane}"] = y0
+            if self.fp16:
+                # hit: (y1 - y0) x fraction + y0; miss: (sum - reference) x slope scale + edge
+                h0, h1 = rp0.data, rp1.data
+                flow, s32 = st[f"flow{lane}"], st[f"s32{lane}"]
+                in0 = Mux(flow, st[f"ref{lane}"], fp16_to_fp32(m, h0))
+                in1 = Mux(flow, s32, fp16_to_fp32(m, h1))
+                new[f"dy17{lane}"] = fp32_to_fp17(m, fp32_sub(m, in1, in0))
+                new[f"sc17{lane}"] = Mux(flow, fp16_to_fp17(m, st[f"sc{lane}"].as_unsigned()),
+                                         fraction_to_fp17(m, st[f"fr{lane}"], FRAC))
+                new[f"y17{lane}"] = fp16_to_fp17(m, h0)
+                # a NaN sum bypasses the interpolation: the fp17 NaN of its sign and payload
+                new[f"snan{lane}"] = fp32_is_nan(s32)
+                new[f"nan17{lane}"] = Cat(s32[:10], Const(63, 6), s32[31])
+                new[f"ref{lane}"] = new[f"s32{lane}"] = None
             for k in ("fr", "dx", "sc"):
                 new[f"{k}{lane}"] = None
         st = pipe.step(new)
@@ -376,6 +554,12 @@ class CdpDatapath(wiring.Component):
             new[f"lut{lane}"] = saturate(value, 16)
             for k in ("ip", "sp", "sh", "y0", "flow"):
                 new[f"{k}{lane}"] = None
+            if self.fp16:
+                y = fp17_add(m, fp17_mul(m, st[f"dy17{lane}"], st[f"sc17{lane}"]),
+                             st[f"y17{lane}"])
+                new[f"lut17{lane}"] = Mux(st[f"snan{lane}"], st[f"nan17{lane}"], y)
+                for k in ("dy17", "sc17", "y17", "snan", "nan17"):
+                    new[f"{k}{lane}"] = None
         for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
             new[f"lut_{k}"] = _popcount([st[f"k_{k}{lane}"] for lane in range(T)])
             for lane in range(T):

@@ -6,8 +6,8 @@ normalization.
 (``run_cdp``: input converter, square sum over 3/5/7/9 channels, LE/LO LUT on the shared
 :mod:`sim.lut` core, multiplier, output converter, counters; int8, int16 and fp16 layers, the
 fp16 ones through NVDLA's floating-point units, ``compute_fp16`` / ``lut_lookup_fp16``) and
-holds the stage functions; ``check_core_limits`` names what this core's CDP RTL rejects
-beyond NVDLA's rules (fp16);
+holds the stage functions; ``check_core_limits`` would name what this core's CDP RTL rejects
+beyond NVDLA's rules (nothing any more: the RTL runs fp16 too);
 :mod:`sim.cdp.random_programs` draws constrained-random CDP layers and writes them as NVDLA trace
 directories (import it by its full name: it needs the trace runner). The unit is registered as
 ``"CDP"`` in :mod:`sim.units`.

@@ -9,9 +9,9 @@ surface with a zero-initialised guard band before and after it (and the gaps of 
 strides), so a write outside the output changes the CRC.
 
 Drawn: the build's precisions (int8; int16 where ``cfg.data_types`` has it; fp16 too with
-``fp16=True`` on builds with fp16 -- golden model only, this core's CDP RTL has no fp16: fp16
-data with NaNs, infinities, denormals and signed zeros, fp16-mode LUTs with fp32 bounds placed
-on the layer's fp32 square sums, fp16 tables and slope scales), windows 3/5/7/9,
+``fp16=True`` on builds with fp16, which the RTL runs too: fp16 data with NaNs, infinities,
+denormals and signed zeros, fp16-mode LUTs with fp32 bounds placed on the layer's fp32 square
+sums, fp16 tables and slope scales), windows 3/5/7/9,
 square-sum and multiplier bypasses, LE in linear and exponent mode, LO index selects that shift
 right or left, all priority combinations, random tables (smooth curves or full-range noise),
 LUT ranges placed on the layer's actual square sums so that elements interpolate, underflow and
@@ -456,8 +456,7 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         prefix: str = "cdp_random", fp16: bool = False) -> list:
     """``count`` random valid CDP programs as trace directories with golden CRCs; returns
     their paths. Deterministic by ``seed``; a program the golden model rejects is redrawn.
-    ``fp16`` draws fp16 layers too on builds with fp16 (golden model only: this core's CDP
-    RTL has no fp16, see :func:`sim.cdp.program.check_core_limits`)."""
+    ``fp16`` draws fp16 layers too on builds with fp16."""
     def draw(rng):
         if rng.random() < two_layer_share:
             return random_pair(cfg, rng, max_elems, fp16=fp16)
