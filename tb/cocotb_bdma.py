@@ -1,5 +1,5 @@
 """cocotb tests of the BDMA of the whole core through its real AXI ports, run by
-tests/test_bdma.py (``test_bdma_core_axi_memories``) on the nv_large preset.
+tests/test_bdma.py (``test_bdma_core_axi_memories``) on nv_small_ext and the nv_large preset.
 
 cocotbext-axi ``AxiRam`` memories sit on the DBBIF (MC) and the SRAMIF (CV) with random
 ready/valid pauses on every channel. Both memories are filled with random bytes over a window

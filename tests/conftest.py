@@ -33,6 +33,15 @@ NV_SMALL_256_2COL = NvdlaConfig.preset("nv_small_256").replace(
     name="nv_small_256_2col", data_types=frozenset({"int8", "int16"}), cbuf_entry_width=64,
     batching=True, max_batch=8)
 
+#: the full register layout (nv_full's: no CFGROM, 64-bit addresses with bits [4:0] dropped,
+#: every unit) on a smaller datapath (Atomic-C 32 x Atomic-K 32, one PDP / CDP lane, int8): the
+#: register plane of nv_full at a fraction of its elaboration time (the default suite's)
+NV_FULL_LAYOUT = NvdlaConfig.preset("nv_full").replace(
+    name="nv_full_layout", data_types=frozenset({"int8"}), atomic_c=32, atomic_k=32,
+    cbuf_bank_width=32, cbuf_bank_depth=128, cbuf_entry_width=0, sdp_bs_throughput=1,
+    sdp_bn_throughput=1, sdp_ew_throughput=1, pdp_throughput=1, cdp_throughput=1,
+    dbbif_width=256, sramif_width=256, winograd=False, max_batch=8)
+
 
 def playback(paths, cfg, **options):
     """Run trace directories on the playback engine (:func:`tb.playback.run_playback_batch`);

@@ -25,6 +25,8 @@ from sim.bdma import FIFO_DEPTH, BdmaOp, execute, program_writes
 from sim.core import GoldenCore, UnitError
 from sim.memory import SparseMemory
 
+from .conftest import NV_SMALL_EXT
+
 CFG = NvdlaConfig.preset("nv_full")
 RMAP = register_map(CFG)
 BLK = RMAP["BDMA"]
@@ -755,14 +757,20 @@ def test_rtl_end_to_end_axi(seq):
 
 
 @pytest.mark.rtl
-def test_bdma_core_axi_memories():
-    """The generated nv_large core under cocotb (Icarus by default): BDMA programmed over the
-    CSB, cocotbext-axi memories with random back-pressure on the DBBIF and SRAMIF, both
-    memories compared with the golden model (tb/cocotb_bdma.py)."""
+@pytest.mark.parametrize("cfg", [NV_SMALL_EXT,
+                                 pytest.param(NvdlaConfig.preset("nv_large"),
+                                              marks=pytest.mark.slow)],
+                         ids=lambda c: c.name)
+def test_bdma_core_axi_memories(cfg):
+    """The generated core under cocotb (Icarus by default): BDMA programmed over the CSB,
+    cocotbext-axi memories with random back-pressure on the DBBIF and SRAMIF, both memories
+    compared with the golden model (tb/cocotb_bdma.py). nv_small_ext (64-bit buses, 32-bit
+    addresses; its Verilog is the one the playback suites build) in the default suite, nv_large
+    (512-bit buses, 64-bit addresses) in the slow one."""
     import shutil
     from tb.runner import run_cocotb, simulator
     for mod in ("cocotb", "cocotb_tools", "cocotbext.axi"):
         pytest.importorskip(mod)
     if simulator() == "icarus" and not (shutil.which("iverilog") and shutil.which("vvp")):
         pytest.skip("iverilog / vvp not on PATH")
-    assert run_cocotb(NvdlaConfig.preset("nv_large"), "tb.cocotb_bdma") == 2
+    assert run_cocotb(cfg, "tb.cocotb_bdma") == 2

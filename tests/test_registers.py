@@ -10,7 +10,7 @@ import pytest
 from arch.config import PRESETS
 from arch.registers import all_blocks, register_map
 
-from .conftest import SHARED
+from .conftest import NV_FULL_LAYOUT, SHARED
 
 REG_JSON = SHARED / "nvdla" / "registers"
 
@@ -100,12 +100,21 @@ RTL_TESTS = ["reset_values", "read_write_masks", "pingpong_groups", "interrupts"
              "csb_order_and_throughput"]
 
 
+#: the builds of the register-plane test: every preset, nv_full in the slow suite (its core
+#: takes minutes to elaborate) and its register layout on a smaller datapath in the default one
+#: (the same register map: tests/conftest.py NV_FULL_LAYOUT)
+_PLANE_BUILDS = [pytest.param(PRESETS[p], marks=pytest.mark.slow) if p == "nv_full"
+                 else PRESETS[p] for p in PRESETS] + [NV_FULL_LAYOUT]
+
+
 @pytest.mark.rtl
-@pytest.mark.parametrize("preset", list(PRESETS))
-def test_register_plane_rtl(preset):
+@pytest.mark.parametrize("cfg", _PLANE_BUILDS, ids=lambda c: c.name)
+def test_register_plane_rtl(cfg):
     """On the simulator SIM selects (Icarus by default)."""
     from tb.runner import run_cocotb
-    assert run_cocotb(PRESETS[preset], "tb.cocotb_regs") == len(RTL_TESTS)
+    if cfg is NV_FULL_LAYOUT:
+        assert list(register_map(cfg)) == list(register_map(PRESETS["nv_full"]))
+    assert run_cocotb(cfg, "tb.cocotb_regs") == len(RTL_TESTS)
 
 
 @pytest.mark.rtl
