@@ -13,24 +13,28 @@ Assembly buffer
     stripe) see each other's sums without a bypass. A psum with ``last=1`` completes its
     position: the sums go on instead of back into the buffer.
 
-Completion (``D_CLIP_CFG.CLIP_TRUNCATE`` = ``truncate``)
+Delivery
+    Completed positions (their ``ACC_BITS`` sums) enter a FIFO of ``max_stripe`` positions (a
+    whole stripe, so one stripe drains to the SDP while the next accumulates: the assembly
+    buffer and the FIFO are the double buffer) and leave in completion order, each as
+    ``AK / T`` transfers of ``T = sdp_bs_throughput`` int32 lanes (channels ``i*T ..
+    i*T+T-1``). ``last`` marks the final transfer of the position whose psum had ``end=1``;
+    ``done`` pulses the cycle after it.
+
+Truncation (``D_CLIP_CFG.CLIP_TRUNCATE`` = ``truncate``), on the T lanes leaving the FIFO
+(T rounders instead of AK)
     Each sum is shifted right by ``truncate`` rounding to nearest, ties away from zero
     (:func:`sim.formats.common.round_shift_right`: ``(x + half - (x < 0)) >> truncate`` with
     ``half = 2**truncate / 2``), then saturated to int32; every saturated element counts in
-    ``sat_count`` (``D_OUT_SATURATION``, itself saturating at 2**32 - 1).
+    ``sat_count`` (``D_OUT_SATURATION``, itself saturating at 2**32 - 1) as it is delivered,
+    so the count is complete when ``done`` pulses.
 
-Delivery
-    Completed positions enter a FIFO of ``max_stripe`` positions (a whole stripe, so one
-    stripe drains to the SDP while the next accumulates: the assembly buffer and the FIFO are
-    the double buffer) and leave in completion order, each as ``AK / T`` transfers of ``T =
-    sdp_bs_throughput`` int32 lanes (channels ``i*T .. i*T+T-1``). ``last`` marks the final
-    transfer of the position whose psum had ``end=1``; ``done`` pulses the cycle after it.
+Pipeline (ready-gated: the accumulation stages advance unless a completed position waits for
+a full FIFO, the delivery stages unless ``out`` holds its transfer, so back-pressure on
+``out`` stalls ``psum`` without loss)::
 
-Pipeline (ready-gated: all stages advance unless a completed position waits for a full FIFO,
-so back-pressure on ``out`` stalls ``psum`` without loss)::
-
-    psum --> [read assembly row] --> [add; write back or complete] --> [round-shift]
-         --> [saturate, count] --> FIFO --> T lanes per cycle --> out
+    psum --> [read assembly row] --> [add; write back or complete] --> FIFO
+         --> [T lanes + rounding constant] --> [shift, saturate, count: out register]
 
 int16 layers (builds where :func:`~hw.conv.common.conv_int16` holds; ``int16`` in, the
 layer's precision): the psums carry ``AK / 2`` kernels' sums (a kernel group of int16), kept in
@@ -38,8 +42,9 @@ the same :data:`~hw.conv.common.ACC_BITS` = 48 bits (NVDLA's int16 accumulators)
 and saturated to int32 as int8; each position leaves as ``AK / 2 / T`` transfers (an int16 SDP
 surface is ``memory_atom / 2 = AK / 2`` channels).
 
-One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches the FIFO 4 cycles
-after its transfer, and ``out`` 2 cycles later (the FIFO's latency) when the FIFO was empty.
+One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches ``out`` after the
+two accumulation stages, the FIFO's latency and the two delivery stages when the FIFO was
+empty (one cycle more than with truncation before the FIFO).
 ``clear`` (layer start) empties the pipeline and FIFO and zeroes ``sat_count``; no psum is
 accepted while it is high.
 """
@@ -93,7 +98,8 @@ class Cacc(wiring.Component):
         m = Module()
         ak, t = self._ak, self._t
         acc_layout = data.ArrayLayout(signed(ACC_BITS), ak)
-        res_layout = data.StructLayout({"data": data.ArrayLayout(signed(32), ak), "end": 1})
+        res_layout = data.StructLayout({"data": data.ArrayLayout(signed(ACC_BITS), ak),
+                                        "end": 1})
 
         # ---- assembly buffer ------------------------------------------------------------
         m.submodules.asm = asm = memory.Memory(shape=acc_layout, depth=self._depth, init=[])
@@ -105,9 +111,9 @@ class Cacc(wiring.Component):
         m.submodules.fifo = q = ResetInserter({"sync": self.clear})(q)
 
         # ---- pipeline control -----------------------------------------------------------
-        s1_valid, s2_valid, s3_valid = Signal(), Signal(), Signal()
+        s1_valid, s2_valid = Signal(), Signal()
         adv = Signal()
-        m.d.comb += adv.eq(~s3_valid | q.w_rdy)
+        m.d.comb += adv.eq(~s2_valid | q.w_rdy)
         m.d.comb += self.psum.ready.eq(adv & ~self.clear)
         take = self.psum.valid & self.psum.ready
 
@@ -125,53 +131,17 @@ class Cacc(wiring.Component):
         m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
                      wp.en.eq(adv & s1_valid & ~p1.last)]
 
-        # stage 2: round-shift right by truncate, ties away from zero
+        # stage 2: the completed position's sums, into the FIFO
         v2 = Signal(acc_layout)
         end2 = Signal()
         with m.If(adv):
             m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
-        # floor((x + 2^(t-1) - [x < 0]) / 2^t) is x rounded (x itself for t = 0): the adder's
-        # constant depends on truncate alone (shared by the lanes); the shift comes next stage
-        kc = Signal(signed(ACC_BITS + 2))
-        m.d.comb += kc.eq(((Const(1, 33) << self.truncate) >> 1) - 1)
-        t3 = [Signal(signed(ACC_BITS + 2), name=f"t3_{k}") for k in range(ak)]
-        end3 = Signal()
-        with m.If(adv):
-            m.d.sync += [s3_valid.eq(s2_valid), end3.eq(end2)]
-            for k in range(ak):
-                cin = ~(v2[k][-1] & (self.truncate != 0))
-                m.d.sync += t3[k].eq(v2[k] + kc + cin)
-
-        # stage 3: shift, saturate to int32 (the rounded value is in range when every bit of
-        # the sum from truncate + 31 up equals its sign: a mask, not a full-width compare),
-        # count, push
-        w3 = ACC_BITS + 2
-        mask = Signal(w3)
-        m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
         res = Signal(res_layout)
-        sat = Signal(ak)
-        for k in range(ak):
-            sign = t3[k][-1]
-            ovf = Signal(name=f"ovf{k}")
-            m.d.comb += ovf.eq(((t3[k].as_unsigned() ^ sign.replicate(w3)) & mask).any())
-            if self._i16 and k >= ak // 2:         # no kernel of an int16 group
-                m.d.comb += sat[k].eq(ovf & ~self.int16)
-            else:
-                m.d.comb += sat[k].eq(ovf)
-            with m.If(ovf):
-                m.d.comb += res.data[k].eq(Mux(sign, _I32_MIN, _I32_MAX))
-            with m.Else():
-                m.d.comb += res.data[k].eq((t3[k] >> self.truncate)[:32])
-        m.d.comb += res.end.eq(end3)
+        m.d.comb += [res.data.eq(v2), res.end.eq(end2)]
         push = Signal()
-        m.d.comb += [push.eq(s3_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
+        m.d.comb += [push.eq(s2_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
 
-        count = Signal(33)
-        m.d.comb += count.eq(self.sat_count + sum(sat[k] for k in range(ak)))
-        with m.If(push):
-            m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
-
-        # ---- delivery: T lanes per transfer ----------------------------------------------
+        # ---- delivery: T lanes per transfer, rounded and saturated on the way out ---------
         n = ak // t
         head = res_layout(q.r_data)
         idx = Signal(range(max(n, 2)))
@@ -180,22 +150,56 @@ class Cacc(wiring.Component):
             m.d.comb += final.eq(idx == Mux(self.int16, n // 2 - 1, n - 1))
         else:
             final = idx == n - 1
-        m.d.comb += self.out.valid.eq(q.r_rdy)
-        with m.Switch(idx):
-            for i in range(n):
-                with m.Case(i):
-                    for j in range(t):
-                        m.d.comb += self.out.payload.data[j].eq(head.data[i * t + j])
-        m.d.comb += self.out.payload.last.eq(head.end & final)
-        sent = self.out.valid & self.out.ready
+        # stage D1: x + 2^(t-1) - [x < 0 and t > 0] (floor of that / 2^t is x rounded); the
+        # constant depends on truncate alone (shared by the lanes); stage D2 (the output
+        # register): shift and saturate to int32 -- the rounded value is in range when
+        # every bit of the sum from truncate + 31 up equals its sign (a mask, not a
+        # full-width compare)
+        kc = Signal(signed(ACC_BITS + 2))
+        m.d.comb += kc.eq(((Const(1, 33) << self.truncate) >> 1) - 1)
+        w3 = ACC_BITS + 2
+        d1 = [Signal(signed(w3), name=f"d1_{j}") for j in range(t)]
+        d1_valid, d1_last = Signal(), Signal()
+        out_valid = Signal()
+        d_adv = Signal()                     # the output register is empty or being taken
+        m.d.comb += d_adv.eq(~out_valid | self.out.ready)
+        sent = Signal()                      # the FIFO head's transfer idx enters D1
+        m.d.comb += sent.eq(q.r_rdy & d_adv)
+        with m.If(d_adv):
+            m.d.sync += [d1_valid.eq(q.r_rdy), d1_last.eq(head.end & final)]
+            with m.Switch(idx):
+                for i in range(n):
+                    with m.Case(i):
+                        for j in range(t):
+                            x = head.data[i * t + j]
+                            cin = ~(x[-1] & (self.truncate != 0))
+                            m.d.sync += d1[j].eq(x + kc + cin)
         with m.If(sent):
             m.d.sync += idx.eq(Mux(final, 0, idx + 1))
         m.d.comb += q.r_en.eq(sent & final)
-        m.d.sync += self.done.eq(sent & self.out.payload.last)
 
-        m.d.comb += self.busy.eq(s1_valid | s2_valid | s3_valid | (q.w_level != 0))
+        mask = Signal(w3)
+        m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
+        sat = Signal(t)
+        with m.If(d_adv):
+            m.d.sync += [out_valid.eq(d1_valid), self.out.payload.last.eq(d1_last)]
+            for j in range(t):
+                sign = d1[j][-1]
+                ovf = Signal(name=f"ovf{j}")
+                m.d.comb += [ovf.eq(((d1[j].as_unsigned() ^ sign.replicate(w3)) & mask).any()),
+                             sat[j].eq(ovf & d1_valid)]
+                m.d.sync += self.out.payload.data[j].eq(
+                    Mux(ovf, Mux(sign, _I32_MIN, _I32_MAX), (d1[j] >> self.truncate)[:32]))
+            count = Signal(33)
+            m.d.comb += count.eq(self.sat_count + sum(sat[j] for j in range(t)))
+            m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
+        m.d.comb += self.out.valid.eq(out_valid)
+        taken = self.out.valid & self.out.ready
+        m.d.sync += self.done.eq(taken & self.out.payload.last)
+
+        m.d.comb += self.busy.eq(s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid)
 
         with m.If(self.clear):
-            m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), s3_valid.eq(0), idx.eq(0),
-                         self.sat_count.eq(0), self.done.eq(0)]
+            m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), idx.eq(0), d1_valid.eq(0),
+                         out_valid.eq(0), self.sat_count.eq(0), self.done.eq(0)]
         return m
