@@ -43,6 +43,24 @@ NV_FULL_LAYOUT = NvdlaConfig.preset("nv_full").replace(
     dbbif_width=256, sramif_width=256, winograd=False, max_batch=8)
 
 
+def pack_fields(layout, block, words):
+    """The value of a :func:`hw.regfile.fields_layout` view (``layout`` of ``block``) holding
+    the register words ``words`` ({register name: word}; reset values for the others): what
+    a unit's ``regs`` port sees for that program."""
+    value = 0
+    for reg in block.d_registers:
+        if reg.name not in layout.members:
+            continue
+        inner = layout.members[reg.name]
+        base = layout[reg.name].offset
+        for f in reg.fields:
+            if f.name in inner.members:
+                width = f.msb - f.lsb + 1
+                v = (words.get(reg.name, reg.reset) >> f.lsb) & ((1 << width) - 1)
+                value |= v << (base + inner[f.name].offset)
+    return value
+
+
 def playback(paths, cfg, **options):
     """Run trace directories on the playback engine (:func:`tb.playback.run_playback_batch`);
     skip the test where the engine is unavailable (no Verilator)."""

@@ -21,7 +21,7 @@ from sim.pdp import PdpProgramError, decode
 from sim.pdp.random_programs import random_layer
 from sim.regs import GroupView
 
-from .conftest import NV_SMALL_INT16
+from .conftest import NV_SMALL_INT16, pack_fields
 
 #: fields a mutation leaves alone: enables, and FLYING_MODE (the flying half's rules belong
 #: to the SDP -> PDP pairing, tests/test_pdp_rtl.py)
@@ -48,22 +48,6 @@ def _mutate(block, words, rng):
         new = int(rng.integers(0, 1 << min(width, 62)))
     new %= 1 << width
     words[reg.name] = (word & ~(((1 << width) - 1) << f.lsb)) | (new << f.lsb)
-
-
-def _pack(layout, block, words):
-    """The ``fields_layout`` value of the register words."""
-    value = 0
-    for reg in block.d_registers:
-        if reg.name not in layout.members:
-            continue
-        inner = layout.members[reg.name]
-        base = layout[reg.name].offset
-        for f in reg.fields:
-            if f.name in inner.members:
-                width = f.msb - f.lsb + 1
-                v = (words.get(reg.name, reg.reset) >> f.lsb) & ((1 << width) - 1)
-                value |= v << (base + inner[f.name].offset)
-    return value
 
 
 def _programs(cfg, rng, count):
@@ -102,8 +86,8 @@ def test_check_rejects_exactly_the_golden_rejects(cfg, count):
     async def bench(ctx):
         ctx.set(dut.rdma_active, 1)
         for p, r, _ in programs:
-            ctx.set(dut.regs.as_value(), _pack(pl, pb, p))
-            ctx.set(dut.rdma_regs.as_value(), _pack(rl, rb, r))
+            ctx.set(dut.regs.as_value(), pack_fields(pl, pb, p))
+            ctx.set(dut.rdma_regs.as_value(), pack_fields(rl, rb, r))
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)

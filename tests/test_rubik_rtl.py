@@ -41,7 +41,7 @@ from sim.rubik.program import CONTRACT, ELEMENT_BYTES
 from sim.rubik.random_programs import (random_layer, rubik_layer, run_trace_golden,
                                        write_invalid_traces, write_random_traces)
 
-from .conftest import NV_SMALL_EXT, assert_all_pass, playback
+from .conftest import NV_SMALL_EXT, assert_all_pass, pack_fields, playback
 from .test_cube import MEM, ReadModel, WriteModel, run
 
 CFG = NV_SMALL_EXT
@@ -132,22 +132,6 @@ def _mutate(block, words, rng):
     words[reg.name] = (word & ~(((1 << width) - 1) << f.lsb)) | (new << f.lsb)
 
 
-def _pack(layout, block, words):
-    """The ``fields_layout`` value of the register words."""
-    value = 0
-    for reg in block.d_registers:
-        if reg.name not in layout.members:
-            continue
-        inner = layout.members[reg.name]
-        base = layout[reg.name].offset
-        for f in reg.fields:
-            if f.name in inner.members:
-                width = f.msb - f.lsb + 1
-                v = (words.get(reg.name, reg.reset) >> f.lsb) & ((1 << width) - 1)
-                value |= v << (base + inner[f.name].offset)
-    return value
-
-
 @pytest.mark.parametrize("cfg", [NV_SMALL_EXT, NvdlaConfig.preset("nv_full")],
                          ids=["nv_small_ext", "nv_full"])
 def test_check_rejects_exactly_the_golden_rejects(cfg):
@@ -171,7 +155,7 @@ def test_check_rejects_exactly_the_golden_rejects(cfg):
 
     async def bench(ctx):
         for words, _ in programs:
-            ctx.set(dut.regs.as_value(), _pack(layout, block, words))
+            ctx.set(dut.regs.as_value(), pack_fields(layout, block, words))
             await ctx.tick().repeat(CHECK_LATENCY)
             got.append(not ctx.get(dut.reject))
 
@@ -258,7 +242,7 @@ def test_unit_layers_match_golden(cfg, prec):
         gold.write(0, mem.copy())
         run_program(p, gold, gold)
         dut = Rubik(cfg)
-        layer = _Layer(dut, _pack(layout, block, words))
+        layer = _Layer(dut, pack_fields(layout, block, words))
         rd = ReadModel(g, dut.rd_rbk, mem, prng)
         wr = WriteModel(g, dut.wr_rbk, mem, prng)
         run(dut, [layer, rd, wr], lambda: layer.done, 40_000)
