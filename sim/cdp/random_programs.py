@@ -105,17 +105,24 @@ def _lut(rng, sums):
         return int(rng.integers(-32768, 32768)) if rng.random() < 0.3 \
             else int(rng.integers(-64, 65))
 
-    def shift():
-        return int(rng.integers(-4, 16))
-    p = CdpLutParams(
-        le_linear=le_linear, uflow_priority_lo=bool(rng.integers(2)),
-        oflow_priority_lo=bool(rng.integers(2)), hybrid_priority_lo=bool(rng.integers(2)),
-        le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
-        le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end,
-        le_uflow_scale=scale(), le_oflow_scale=scale(), lo_uflow_scale=scale(),
-        lo_oflow_scale=scale(), le_uflow_shift=shift(), le_oflow_shift=shift(),
-        lo_uflow_shift=shift(), lo_oflow_shift=shift())
+    p = _lut_params(rng, scale, lambda: int(rng.integers(-4, 16)), le_linear=le_linear,
+                    le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
+                    le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end)
     return p, _table(rng, 65), _table(rng, 257)
+
+
+def _lut_params(rng, scale, shift, **tables) -> CdpLutParams:
+    """The LUT parameters of ``tables`` (function, index offset / selects, starts and ends)
+    with random priorities, then the four slope scales from ``scale()`` and the four shifts
+    from ``shift()``, drawn in that order."""
+    prio = [bool(rng.integers(2)) for _ in range(3)]
+    scales = [scale() for _ in range(4)]
+    shifts = [shift() for _ in range(4)]
+    return CdpLutParams(
+        uflow_priority_lo=prio[0], oflow_priority_lo=prio[1], hybrid_priority_lo=prio[2],
+        le_uflow_scale=scales[0], le_oflow_scale=scales[1], lo_uflow_scale=scales[2],
+        lo_oflow_scale=scales[3], le_uflow_shift=shifts[0], le_oflow_shift=shifts[1],
+        lo_uflow_shift=shifts[2], lo_oflow_shift=shifts[3], **tables)
 
 
 def _fp16_data(rng, shape):
@@ -197,15 +204,9 @@ def _lut_fp16(rng, sums):
             return int(rng.integers(0, 1 << 16))
         return int(fp16_from_float(float(rng.uniform(-2, 2)) * 2.0 ** int(rng.integers(-12, 4))))
 
-    p = CdpLutParams(
-        le_linear=le_linear, uflow_priority_lo=bool(rng.integers(2)),
-        oflow_priority_lo=bool(rng.integers(2)), hybrid_priority_lo=bool(rng.integers(2)),
-        le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
-        le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end,
-        le_uflow_scale=scale(), le_oflow_scale=scale(), lo_uflow_scale=scale(),
-        lo_oflow_scale=scale(), le_uflow_shift=int(rng.integers(-16, 16)),
-        le_oflow_shift=int(rng.integers(-16, 16)), lo_uflow_shift=int(rng.integers(-16, 16)),
-        lo_oflow_shift=int(rng.integers(-16, 16)))
+    p = _lut_params(rng, scale, lambda: int(rng.integers(-16, 16)), le_linear=le_linear,
+                    le_index_offset=le_offset, le_index_select=le_sel, lo_index_select=lo_sel,
+                    le_start=le_start, le_end=le_end, lo_start=lo_start, lo_end=lo_end)
     return p, _fp16_table(rng, 65), _fp16_table(rng, 257)
 
 
