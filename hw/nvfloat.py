@@ -566,10 +566,11 @@ class Fp32ToFp17(wiring.Component):
 class FractionToFp17(wiring.Component):
     """``a / 2^bits`` for a ``bits``-bit unsigned fraction -> fp17 code (``FpFractionToFloat``;
     :func:`sim.nvfloat.fraction_to_fp17`), rounded to 11 significant bits, nearest even; 0
-    gives +0. ``bits`` <= 30 (no result below the smallest normal)."""
+    gives +0. ``bits`` up to 35: below 2^-30 (``bits`` > 30 only) the result is +0 unless
+    rounding reaches 2^-30."""
 
     def __init__(self, bits=16):
-        assert 11 <= bits <= 30
+        assert 11 <= bits <= 35
         self.bits = bits
         super().__init__({"a": In(bits), "o": Out(17)})
 
@@ -585,7 +586,10 @@ class FractionToFp17(wiring.Component):
         ovf = r[11]
         oe, om = Signal(6), Signal(_M)
         m.d.comb += [oe.eq(Mux(ovf, 31 - zc, 30 - zc)), om.eq(Mux(ovf, 0, r[:_M]))]
-        m.d.comb += self.o.eq(Mux(f == 0, 0, Cat(om, oe)))
+        zero = f == 0
+        if n > 30:                                         # below fp17's smallest normal
+            zero = zero | (~ovf & (zc >= 30))
+        m.d.comb += self.o.eq(Mux(zero, 0, Cat(om, oe)))
         return m
 
 

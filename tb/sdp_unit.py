@@ -93,11 +93,14 @@ def field_values(view, layout):
     return {(reg, fld): int(view[reg][fld]) for reg, rl in layout for fld, _ in rl.shape}
 
 
-def golden(cfg, prog, mem):
+def golden(cfg, prog, mem, lut=None):
+    """The golden model's result of ``prog`` on ``mem``; ``lut``: the LUT RAMs (by default
+    ``prog["lut"]``'s tables)."""
     rmap = register_map(cfg)
-    lut = SdpLut()
-    if prog["lut"]:
-        lut.load(le=prog["lut"][0], lo=prog["lut"][1])
+    if lut is None:
+        lut = SdpLut()
+        if prog["lut"]:
+            lut.load(le=prog["lut"][0], lo=prog["lut"][1])
     words = {**prog["sdp"], **prog["s"]}
     return run_sdp(cfg, GroupView(rmap["SDP_RDMA"], prog["rdma"]),
                    GroupView(rmap["SDP"], words), mem, lut=lut)
@@ -239,7 +242,8 @@ def run_layers(cfg, layers, seed, *, latency=(0, 12), backpressure=0.3, pdp_read
                 res, err = None, prog["rtl_rejects"]
             else:
                 try:
-                    res = golden(cfg, prog, ref)
+                    # the LUT as the CSB left it (the read-back check rewrites an entry)
+                    res = golden(cfg, prog, ref, lut=golden_lut.copy())
                     err = None
                 except (SdpProgramError, NotImplementedError) as e:
                     res, err = None, e

@@ -161,3 +161,18 @@ def test_fraction16_to_fp17_all_codes():
     f = np.arange(1 << 16)
     np.testing.assert_array_equal(_run(FractionToFp17(16), {"a": f}),
                                   nvfloat.fraction_to_fp17(f, 16))
+
+
+def test_fraction35_to_fp17():
+    """35-bit fractions (the SDP's fp16 LUT weights): every leading-one position, values
+    around 2^-30 (the smallest fp17 normal: below it +0 unless rounding reaches it), ties and
+    carries."""
+    rng = np.random.default_rng(11)
+    msb = np.repeat(np.arange(35), 40)
+    f = (np.int64(1) << msb) | (rng.integers(0, 1 << 34, len(msb)) & ((np.int64(1) << msb) - 1))
+    ties = (np.int64(1) << msb[::5]) | (np.int64(1) << np.maximum(msb[::5] - 11, 0))
+    carries = (np.int64(1) << (msb[::7] + 1)) - 1
+    f = np.concatenate([f, ties, carries, [0, 1, 2, 3, 4, 5, 31, 32, 33, (1 << 35) - 1]]) \
+        & ((np.int64(1) << 35) - 1)
+    np.testing.assert_array_equal(_run(FractionToFp17(35), {"a": f}),
+                                  nvfloat.fraction_to_fp17(f, 35))

@@ -24,7 +24,8 @@ import pytest
 from arch.config import NvdlaConfig
 from arch.registers import register_map
 from sim.sdp import SdpProgramError
-from sim.sdp.random_programs import random_program, write_random_traces
+from sim.sdp.random_programs import (random_lut_fp16, random_program, use_lut,
+                                     write_random_traces)
 
 from .conftest import NV_SMALL_EXT, assert_all_pass, playback
 
@@ -34,6 +35,10 @@ NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
 #: nv_small with SRAMIF, SDP EW + LUT, BDMA and Rubik (tests/conftest.py) and fp16
 NV_SMALL_EXT_FP16 = NV_SMALL_EXT.replace(name="nv_small_ext_fp16",
                                          data_types=frozenset({"int8", "fp16"}))
+#: nv_small with fp16, the SDP's EW stage and its LUT (the fp16 LUT on the generated core)
+NV_SMALL_LUT_FP16 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_lut_fp16", data_types=frozenset({"int8", "fp16"}), sdp_ew=True,
+    sdp_ew_throughput=1, sdp_lut=True)
 FP16 = 2
 REJECT = "fp16 SDP layer the RTL does not run"
 
@@ -54,12 +59,14 @@ def _is_fp16(cfg, p):
 
 
 def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0,
-                eql=0.15):
+                eql=0.15, lut_share=0.0):
     """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
-    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP or with the LUT are
+    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP are
     marked ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
     that still pass the golden model's rules); ``eql``: the share of layers put in EW's equal
-    mode (builds with EW)."""
+    mode (builds with EW); ``lut_share``: the share of fp16 layers that use the LUT (builds
+    with it; a random LUT of :func:`sim.sdp.random_programs.random_lut_fp16` each, loaded
+    through the CSB port before the layer; other layers draw the same as without)."""
     from tb.sdp_unit import golden
     from tests.test_sdp import _image
     rmap = register_map(cfg)
@@ -85,13 +92,15 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
             _set(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
         prog = {"sdp": sdp, "rdma": rdma, "s": {}, "images": p["images"], "lut": None,
                 "shape": p["shape"]}
+        if want_fp and cfg.sdp_lut and lut_share and rng.random() < lut_share:
+            lut = random_lut_fp16(cfg, rng)
+            use_lut(cfg, sdp)
+            prog.update(s=lut["s"], lut=(lut["le"], lut["lo"]))
         try:
             golden(cfg, prog, _image(prog))
         except (SdpProgramError, NotImplementedError):
             continue
-        ew = sdp.get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset)
-        lut_on = not (ew & 1) and not (ew >> 6) & 1            # EW_BYPASS, EW_LUT_BYPASS
-        if want_fp and (to_pdp or lut_on):
+        if want_fp and to_pdp:
             prog["rtl_rejects"] = REJECT
         layers.append(prog)
     return layers
@@ -121,6 +130,59 @@ def test_unit_random_fp16_layers_with_ew(seed, count):
     run_layers(NV_SMALL_EXT_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
 
 
+@pytest.mark.parametrize("seed, count", [(40, 8), pytest.param(41, 40, marks=pytest.mark.slow)],
+                         ids=["seed40", "seed41"])
+def test_unit_random_fp16_lut_layers(seed, count):
+    """fp16 layers through the LUT (nv_small + EW / LUT / SRAMIF + fp16): a random LUT per
+    layer (fp16 entries and slope scales, fp32 START / END; LE in exponent or linear mode;
+    random priorities), inputs that hit, interpolate (zero fractions too), under- and
+    overflow both tables; the memory and the five LUT counters compared with the golden
+    model (:func:`tb.sdp_unit.run_layers` compares every status counter)."""
+    from tb.sdp_unit import golden, run_layers
+    from tests.test_sdp import _image
+    cfg = NV_SMALL_EXT_FP16
+    layers = fp16_layers(cfg, seed, count, 120, lut_share=0.85, pdp_share=0.05)
+    luts = [p for p in layers if p["lut"]]
+    assert len(luts) >= count // 2
+    if count >= 8:              # the cases the tables see (golden model counts)
+        seen = np.zeros(5, int)
+        le_modes = set()
+        for p in luts:
+            r = golden(cfg, p, _image(p))
+            seen += [r.lut_uflow or 0, r.lut_oflow or 0, r.lut_hybrid or 0,
+                     r.lut_le_hit or 0, r.lut_lo_hit or 0]
+            le_modes.add(p["s"]["S_LUT_CFG"] & 1)
+        assert (seen > 0).all(), seen
+        assert le_modes == {0, 1}
+    run_layers(cfg, layers, seed=seed, latency=(1, 24), backpressure=0.3)
+
+
+def _uses_fp16_lut(trace_dir):
+    """Whether a random trace has an fp16 layer with EW and the LUT on."""
+    import re
+    text = next(Path(trace_dir).glob("*.cfg")).read_text()
+    ews = [int(v, 16) for v in re.findall(r"NVDLA_SDP\.D_DP_EW_CFG_0, (0x[0-9a-f]+)", text)]
+    fps = re.findall(r"NVDLA_SDP\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text)
+    return any(int(f, 16) == 0xA and not ew & 1 and not (ew >> 6) & 1
+               for f, ew in zip(fps, ews))
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("seed, count", [(510, 30), pytest.param(511, 200,
+                                                                 marks=pytest.mark.slow)],
+                         ids=["seed510", "seed511"])
+def test_random_fp16_lut_programs_rtl_matches_golden(tmp_path, seed, count):
+    """Random trace programs with a random fp16 LUT each (:func:`write_random_traces` with
+    ``lut=True``) on the generated nv_small_lut_fp16 core under AXI back-pressure: most of
+    their fp16 layers go through the LUT."""
+    paths = write_random_traces(NV_SMALL_LUT_FP16, str(tmp_path), count, seed=seed,
+                                max_elems=400, lut=True)
+    with_lut = sum(_uses_fp16_lut(p) for p in paths)
+    assert with_lut >= count // 4, with_lut
+    assert_all_pass(playback(paths, NV_SMALL_LUT_FP16, max_cycles=1_000_000, seed=seed,
+                             busy=0.3, latency=(1, 24)), count, show=20)
+
+
 @pytest.mark.rtl
 @pytest.mark.parametrize("seed, count", [(500, 40), pytest.param(501, 300,
                                                                  marks=pytest.mark.slow)],
@@ -139,7 +201,7 @@ def test_unit_random_fp16_layers_nv_full():
     """nv_full: 16 lanes, 2 atoms per 512-bit word, int16 beside fp16, CV and MC memories."""
     from tb.sdp_unit import run_layers
     full = NvdlaConfig.preset("nv_full")
-    layers = fp16_layers(full, 22, 24, 600, ew_off=0.3)
+    layers = fp16_layers(full, 22, 24, 600, ew_off=0.3, lut_share=0.4)
     assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
     run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)
 

@@ -1,6 +1,6 @@
 """The SDP arithmetic datapath (spec: SDP -- X1/X2 ALU, MUL, PReLU, ReLU; Y operand converters,
 MUL, ALU, LUT; output converter). Integer (int8 / int16); on builds with fp16 also fp16
-layers through BS / BN / EW (not the LUT).
+layers through BS / BN / EW and the LUT.
 
 One transfer of ``lanes`` elements per cycle flows through a fixed pipeline::
 
@@ -65,9 +65,21 @@ PReLU / ReLU (the shift fields take no part); the converter's first step turns f
 (``o.sat``: outputs of magnitude 65504; ``o.nan_out``: NaN outputs; none in EQL mode). EW:
 the operand steps widen fp16 memory operands (NaN -> +0 with NAN_TO_ZERO; the converters take
 no part) and take the register operands as fp32 codes; then the fp32 multiplier with PReLU
-(EW_TRUNCATE takes no part) and the fp32 ALU (max / min / sum, EQL on the raw codes). Int
-layers on such builds compute as before. The LUT has no fp16 arithmetic (the unit rejects
-fp16 layers that use it), nor is there a flying fp32 input.
+(EW_TRUNCATE takes no part) and the fp32 ALU (max / min / sum, EQL on the raw codes). The LUT
+(builds with fp16 and ``sdp_lut``; :func:`sim.sdp.sdp.lut_lookup_fp16`) computes beside the
+integer one in the same six steps, ``fp`` choosing: fp32 ``x - START`` per table; the fp
+indices (:func:`_index_fp16`: LE exponent = the exponent field - 127 - LE_INDEX_OFFSET with
+the mantissa as the fraction, linear = the significand shifted by the exponent - 127 -
+INDEX_SELECT - 23, 35-bit fractions) feeding the integer path's table choice, RAM addresses
+and counters; ``x - (START or END + bias)`` in fp32 (bias: the fp32 2^LE_INDEX_OFFSET of an LE
+exponent-table underflow, else +0; the four references + bias are per-unit fp32 adders on the
+registers) and the fp17 weights ``1 - f`` (exactly 1 for f = 0) and ``f``; the fp16 entries
+in fp17 times the weights, and the fp17 difference times the fp16 slope scale; the fp17 sums
+``y0 x (1 - f) + y1 x f`` (hit) and ``y0 + diff x scale`` (miss); the chosen one widened to
+fp32. The slope shifts take no part. The CDP's fp16 LUT (:mod:`hw.cdp.datapath`) shares the
+float units and the RAM but not this arithmetic: its index keeps 16-bit fractions and reads
+the exponent differently, and it interpolates as ``y0 + (y1 - y0) x f``. Int layers on such
+builds compute as before. There is no flying fp32 input.
 
 Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
 business; the arithmetic is per element).
@@ -119,6 +131,47 @@ def _popcount(flags):
     for f in flags:
         total = total + f
     return total
+
+
+def _index_fp16(m, d, exponent, offset, select, depth, name):
+    """One table's index in an fp16 layer (:func:`sim.sdp.sdp.lut_index_linear_fp16` /
+    ``lut_index_exponent_fp16``) from the fp32 difference ``d = x - START``: ``(index,
+    fraction, under, over)`` with a 35-bit fraction; the index is 0 on underflow (a negative,
+    zero or NaN ``d``) and ``depth - 1`` on overflow, the fraction 0 on both. ``exponent``: a
+    Value (LE: exponent mode) or False (LO); ``offset`` / ``select``: the signed 8-bit
+    fields. The CDP's fp16 index (:meth:`hw.cdp.datapath.CdpDatapath._index_fp16`) differs:
+    16-bit fractions, the exponent read as 8-bit signed in exponent mode, an infinite ``d``
+    a hit at 0 in linear mode."""
+    F, limit = LUT_FRACTION_BITS, depth - 1
+    e, mant = d[23:31], d[:23]
+    under = ((e == 0xFF) & mant.any()) | (d[:31] == 0) | d[31]
+    # linear: d x 2^-select = sig x 2^ls, ls = (e - 127 read as 8-bit signed) - select - 23
+    e8 = Signal(signed(8), name=f"{name}_e8")
+    m.d.comb += e8.eq(e - 127)
+    ls = Signal(signed(10), name=f"{name}_ls")
+    m.d.comb += ls.eq(e8 - select - 23)
+    amount = Signal(6, name=f"{name}_amount")
+    m.d.comb += amount.eq(Mux(ls >= 0, 0, Mux(ls < -63, 63, (-ls)[:6])))
+    fixed = Signal(F + 24, name=f"{name}_fixed")                 # sig x 2^(ls + 35)
+    m.d.comb += fixed.eq(Cat(Const(0, F), mant, Const(1, 1)) >> amount)
+    whole = fixed[F:]
+    l_idx = Mux((ls >= 0) | (whole > 511), 511, whole[:9])
+    l_frac = Mux(ls >= 0, 0, fixed[:F])
+    l_over = l_idx >= limit
+    if exponent is False:
+        idx, frac, over = l_idx, l_frac, l_over
+    else:
+        # exponent: index = e - 127 - LE_INDEX_OFFSET, fraction = the mantissa
+        ediff = Signal(signed(10), name=f"{name}_ediff")
+        m.d.comb += ediff.eq(e - 127 - offset)
+        under = under | (exponent & (ediff < 0))
+        idx = Mux(exponent, ediff.as_unsigned()[:9], l_idx)
+        frac = Mux(exponent, Cat(Const(0, F - 23), mant), l_frac)
+        over = Mux(exponent, ediff >= limit, l_over)
+    over = comb(m, ~under & over, f"{name}_over")
+    under = comb(m, under, f"{name}_under")
+    idx = Mux(under, 0, Mux(over, limit, idx))
+    return idx, Mux(under | over, 0, frac), under, over
 
 
 def lut_ram(m, access):
@@ -540,6 +593,21 @@ class SdpDatapath(wiring.Component):
                      "lut_bias")
         ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
         F = LUT_FRACTION_BITS
+        fp = None
+        if self.fp16:
+            fp, _ = self._fp_layer(m)
+            # the extrapolation references (start or end) + bias as fp32 codes, per table and
+            # side: bias = 2^LE_INDEX_OFFSET (fp32, exponent field offset + 127 wrapped to 8
+            # bits) for an LE exponent-table underflow, else +0 (still added: the adder
+            # flushes denormals)
+            fbias = comb(m, Mux(le_linear, 0, Cat(Const(0, 23), (le_offset + 127)[:8])),
+                         "lut_fbias")
+            fref = {(t, side): comb(m, nvfloat.fp32_add(m, v.as_unsigned()[:32],
+                                                         fbias if (t, side) == ("le", "u")
+                                                         else Const(0, 32)),
+                                     f"lut_fref_{t}{side}")
+                    for t, side, v in (("le", "u", le_start), ("le", "o", le_end),
+                                       ("lo", "u", lo_start), ("lo", "o", lo_end))}
 
         def diff(st, new):
             for lane in range(T):
@@ -549,6 +617,9 @@ class SdpDatapath(wiring.Component):
                     under = x <= start
                     new[f"{t}_u{lane}"] = under
                     new[f"{t}_d{lane}"] = Mux(under, 0, (x - start)[:32])
+                    if self.fp16:                         # fp32 x - START
+                        new[f"{t}_fd{lane}"] = nvfloat.fp32_sub(m, x.as_unsigned()[:32],
+                                                                start.as_unsigned()[:32])
 
         def linear(lane, d, sel, depth, name):
             """Index / fraction / overflow of a linear table (sel: signed 8 bits)."""
@@ -586,6 +657,19 @@ class SdpDatapath(wiring.Component):
                 i, f, o = linear(lane, st[f"lo_d{lane}"], lo_select, LO_DEPTH, "lo")
                 new[f"lo_i{lane}"], new[f"lo_f{lane}"], new[f"lo_o{lane}"] = i[:9], f, o
                 new[f"le_d{lane}"] = new[f"lo_d{lane}"] = None
+                if self.fp16:
+                    fl = _index_fp16(m, st[f"le_fd{lane}"], ~le_linear, le_offset, le_select,
+                                     LE_DEPTH, f"le_fp{lane}")
+                    fo = _index_fp16(m, st[f"lo_fd{lane}"], False, 0, lo_select, LO_DEPTH,
+                                     f"lo_fp{lane}")
+                    for t, (fi, ff, fu, fov) in (("le", fl), ("lo", fo)):
+                        w = len(new[f"{t}_i{lane}"])
+                        new[f"{t}_i{lane}"] = Mux(fp, fi[:w], new[f"{t}_i{lane}"])
+                        new[f"{t}_f{lane}"] = Mux(fp, ff, new[f"{t}_f{lane}"])
+                        new[f"{t}_o{lane}"] = Mux(fp, fov, new[f"{t}_o{lane}"])
+                        u = new.get(f"{t}_u{lane}", st[f"{t}_u{lane}"])
+                        new[f"{t}_u{lane}"] = Mux(fp, fu, u)
+                        new[f"{t}_fd{lane}"] = None
 
         def choose(st, new):
             for lane in range(T):
@@ -614,6 +698,18 @@ class SdpDatapath(wiring.Component):
                                 lesh.LUT_LE_SLOPE_UFLOW_SHIFT))
                 b = Mux(~use_lo & uflow, bias, 0)
                 new[f"lut_dx{lane}"] = st[f"lut_x{lane}"] - (b + offset)          # 35 bits
+                if self.fp16:
+                    # fp32 x - (reference + bias); the fp17 weights 1 - f (exactly 1 for
+                    # f = 0) and f of the 35-bit fraction
+                    ref = Mux(use_lo, Mux(oflow, fref["lo", "o"], fref["lo", "u"]),
+                              Mux(oflow, fref["le", "o"], fref["le", "u"]))
+                    new[f"lut_fdx{lane}"] = nvfloat.fp32_sub(
+                        m, st[f"lut_x{lane}"].as_unsigned()[:32], ref)
+                    f = comb(m, Mux(use_lo, st[f"lo_f{lane}"], st[f"le_f{lane}"]),
+                             f"lut_ff{lane}")
+                    new[f"lut_fa0{lane}"] = Mux(f == 0, 31 << 10, nvfloat.fraction_to_fp17(
+                        m, ((1 << F) - f)[:F], F))
+                    new[f"lut_fa1{lane}"] = nvfloat.fraction_to_fp17(m, f, F)
                 new[f"lut_scale{lane}"] = scale.as_signed()[:16].as_signed()
                 new[f"lut_shift{lane}"] = shift.as_signed()[:5].as_signed()
                 new[f"lut_f{lane}"] = Mux(use_lo, st[f"lo_f{lane}"], st[f"le_f{lane}"])
@@ -635,6 +731,19 @@ class SdpDatapath(wiring.Component):
                                         + (y1 - y0) * st[f"lut_f{lane}"])          # 53 bits
                 new[f"lut_sp{lane}"] = st[f"lut_dx{lane}"] * st[f"lut_scale{lane}"]
                 new[f"lut_y0{lane}"] = y0
+                if self.fp16:
+                    # fp16 entries and slope scale in fp17: y0 x (1 - f), y1 x f, and
+                    # fp17(x - reference) x scale
+                    fy0 = nvfloat.fp16_to_fp17(m, rp0.data)
+                    new[f"lut_fy0{lane}"] = fy0
+                    new[f"lut_fp0{lane}"] = nvfloat.fp17_mul(m, st[f"lut_fa0{lane}"], fy0)
+                    new[f"lut_fp1{lane}"] = nvfloat.fp17_mul(
+                        m, st[f"lut_fa1{lane}"], nvfloat.fp16_to_fp17(m, rp1.data))
+                    new[f"lut_fpe{lane}"] = nvfloat.fp17_mul(
+                        m, nvfloat.fp32_to_fp17(m, st[f"lut_fdx{lane}"]),
+                        nvfloat.fp16_to_fp17(m, st[f"lut_scale{lane}"].as_unsigned()))
+                    for k in ("lut_fa0", "lut_fa1", "lut_fdx"):
+                        new[f"{k}{lane}"] = None
                 for k in ("lut_f", "lut_dx", "lut_scale"):
                     new[f"{k}{lane}"] = None
 
@@ -650,6 +759,13 @@ class SdpDatapath(wiring.Component):
                 new[f"lut_slope{lane}"] = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
                 for k in ("lut_ip", "lut_sp", "lut_shift"):
                     new[f"{k}{lane}"] = None
+                if self.fp16:                   # the fp17 sums: interpolation, extrapolation
+                    new[f"lut_fi{lane}"] = nvfloat.fp17_add(m, st[f"lut_fp0{lane}"],
+                                                            st[f"lut_fp1{lane}"])
+                    new[f"lut_fe{lane}"] = nvfloat.fp17_add(m, st[f"lut_fy0{lane}"],
+                                                            st[f"lut_fpe{lane}"])
+                    for k in ("lut_fp0", "lut_fp1", "lut_fy0", "lut_fpe"):
+                        new[f"{k}{lane}"] = None
 
         def select(st, new):
             flags = {k: [] for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit")}
@@ -657,6 +773,11 @@ class SdpDatapath(wiring.Component):
                 extra = saturate(st[f"lut_y0{lane}"] + st[f"lut_slope{lane}"], 32)
                 flow = st[f"lut_flow{lane}"]
                 value = Mux(flow, extra, st[f"lut_interp{lane}"])
+                if self.fp16:                   # fp17 result widened to fp32
+                    fv = nvfloat.fp17_to_fp32(m, Mux(flow, st[f"lut_fe{lane}"],
+                                                     st[f"lut_fi{lane}"]))
+                    value = Mux(fp, fv.as_signed(), value)
+                    new[f"lut_fe{lane}"] = new[f"lut_fi{lane}"] = None
                 new[f"x{lane}"] = Mux(lut_on, value, st[f"x{lane}"]).as_signed()[:32].as_signed()
                 flags["uflow"].append(st[f"lut_fu{lane}"])
                 flags["oflow"].append(st[f"lut_fo{lane}"])

@@ -63,7 +63,7 @@ Invalid programs
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it; RTL limits (the golden model runs them): an FP16
-      layer must be offline, write to memory (not PDP) and, with EW on, bypass the LUT; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+      layer must be offline and write to memory (not PDP); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
       part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
       ``IN_PRECISION`` = ``PROC_PRECISION``;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
@@ -228,8 +228,7 @@ class Sdp(wiring.Component):
             wide = Signal()                      # two-byte elements: int16 or fp16
             m.d.comb += [isfp.eq(proc == FP16), wide.eq(is16 | isfp)]
             prec_ok = prec_ok | isfp
-            errs += [isfp & flying, isfp & to_pdp,
-                     isfp & ~S.D_DP_EW_CFG.EW_BYPASS & ~S.D_DP_EW_CFG.EW_LUT_BYPASS]
+            errs += [isfp & flying, isfp & to_pdp]
         else:
             isfp, wide = Const(0), is16
         bat = cfg.batching

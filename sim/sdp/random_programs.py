@@ -22,12 +22,13 @@ import numpy as np
 
 from arch.registers import register_map
 from ..nvfloat import fp16_from_float, fp32_from_float
+from .lut import LE_DEPTH, LO_DEPTH
 
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Regs,
                              crc_check, enables, finish_trace, group_writes, random_ram,
                              start_trace, write_invalid, write_random)
 
-__all__ = ["random_program", "write_trace", "write_random_traces", "write_invalid_traces",
+__all__ = ["random_program", "random_lut_fp16", "use_lut", "write_trace", "write_random_traces", "write_invalid_traces",
            "INVALID_MUTATIONS", "Regs"]
 
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
@@ -76,6 +77,54 @@ def _fp16_layer(cfg, rng, sdp, rdma, images):
     sdp.set("D_FEATURE_MODE_CFG", NAN_TO_ZERO=int(rng.random() < 0.5))
     sdp.set("D_PERF_ENABLE", PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
     rdma.set("D_PERF_ENABLE", PERF_NAN_INF_COUNT_EN=int(rng.integers(2)))
+
+
+def random_lut_fp16(cfg, rng) -> dict:
+    """A random LUT for fp16 layers: ``{"s": {reg: word}, "le": [65 fp16 codes], "lo": [257
+    fp16 codes]}`` (the single-group ``S_LUT_*`` registers; START / END fp32 codes, slope
+    scales fp16 codes). Tuned to the values :func:`random_program` feeds the LUT (a few
+    binades around 1): both LE modes, hits with interpolation, under- and overflows on either
+    side (an exponent offset now and then low enough for exponent-table overflows), random
+    priorities, whole-number START / END (exact differences: fractions of 0), now and then a
+    special START / END (zeros, a denormal, infinities, a NaN)."""
+    s = Regs(register_map(cfg)["SDP"])
+    le_linear = int(rng.integers(2))
+    s.set("S_LUT_CFG", LUT_LE_FUNCTION=le_linear, LUT_UFLOW_PRIORITY=int(rng.integers(2)),
+          LUT_OFLOW_PRIORITY=int(rng.integers(2)), LUT_HYBRID_PRIORITY=int(rng.integers(2)))
+    offset = int(rng.integers(-64, -57)) if rng.random() < 0.25 else int(rng.integers(-12, 4))
+    s.set("S_LUT_INFO", LUT_LE_INDEX_OFFSET=offset & 0xFF,
+          LUT_LE_INDEX_SELECT=int(rng.integers(-6, 2)) & 0xFF,
+          LUT_LO_INDEX_SELECT=int(rng.integers(-8, 0)) & 0xFF)
+    special = [0, 0x80000000, 1, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F7FFFFF]
+
+    def bound(lo, hi):
+        r = rng.random()
+        if r < 0.05:
+            return int(rng.choice(special))
+        if r < 0.35:                     # whole numbers: exact differences, zero fractions
+            return int(fp32_from_float(float(rng.integers(int(lo), int(hi) + 1))))
+        return int(fp32_from_float(float(rng.uniform(lo, hi))))
+    s.set("S_LUT_LE_START", LUT_LE_START=bound(-6.0, 1.0))
+    s.set("S_LUT_LE_END", LUT_LE_END=bound(0.0, 8.0))
+    s.set("S_LUT_LO_START", LUT_LO_START=bound(-4.0, 1.0))
+    s.set("S_LUT_LO_END", LUT_LO_END=bound(0.0, 6.0))
+    for t in ("LE", "LO"):
+        codes = _fp16_codes(rng, 2)
+        s.set(f"S_LUT_{t}_SLOPE_SCALE", **{f"LUT_{t}_SLOPE_UFLOW_SCALE": int(codes[0]),
+                                           f"LUT_{t}_SLOPE_OFLOW_SCALE": int(codes[1])})
+        s.set(f"S_LUT_{t}_SLOPE_SHIFT", **{f"LUT_{t}_SLOPE_UFLOW_SHIFT": int(rng.integers(32)),
+                                           f"LUT_{t}_SLOPE_OFLOW_SHIFT": int(rng.integers(32))})
+    wild = rng.random() < 0.2
+    return {"s": s.words, "le": [int(v) for v in _fp16_codes(rng, LE_DEPTH, wild)],
+            "lo": [int(v) for v in _fp16_codes(rng, LO_DEPTH, wild)]}
+
+
+def use_lut(cfg, sdp_words: dict) -> None:
+    """Turn on the EW stage and its LUT in a program's SDP register words (``D_DP_EW_CFG``:
+    EW_BYPASS = 0, EW_LUT_BYPASS = 0; the EW MUL / ALU settings stay as drawn)."""
+    f = register_map(cfg)["SDP"]["D_DP_EW_CFG"]
+    word = sdp_words.get("D_DP_EW_CFG", f.reset)
+    sdp_words["D_DP_EW_CFG"] = word & ~f["EW_BYPASS"].mask & ~f["EW_LUT_BYPASS"].mask
 
 
 def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = True) -> dict:
@@ -268,6 +317,13 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
     """Write ``layers`` (programs of :func:`random_program`, group 0, 1, 0, ...) as the trace
     directory ``directory/name``; ``crcs`` are the expected CRCs (0 when unknown)."""
     path, lines = start_trace(directory, name, layers)
+    lut = layers[0].get("lut")
+    if lut:                              # one LUT for the trace, loaded before any layer
+        lines.append("reg_write(NVDLA_SDP.S_LUT_ACCESS_CFG_0, 0x20000);")      # WRITE, LE
+        lines += [f"reg_write(NVDLA_SDP.S_LUT_ACCESS_DATA_0, {v:#x});" for v in lut["le"]]
+        lines.append("reg_write(NVDLA_SDP.S_LUT_ACCESS_CFG_0, 0x30000);")      # WRITE, LO
+        lines += [f"reg_write(NVDLA_SDP.S_LUT_ACCESS_DATA_0, {v:#x});" for v in lut["lo"]]
+        lines += [f"reg_write(NVDLA_SDP.{reg}_0, {word:#x});" for reg, word in lut["s"].items()]
     for i, prog in enumerate(layers):
         lines += group_writes("SDP", i % 2, prog["sdp"])
         lines += group_writes("SDP_RDMA", i % 2, prog["rdma"])
@@ -279,16 +335,27 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.25, max_elems: int = 1200,
-                        fp16: bool = True) -> list:
+                        fp16: bool = True, lut: bool = False) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Programs the golden model rejects are redrawn (the generator is constrained, not exact).
-    ``fp16=False`` draws no fp16 layers on builds with fp16.
+    ``fp16=False`` draws no fp16 layers on builds with fp16. ``lut`` (builds with fp16 and the
+    SDP LUT, fp16 layers drawn): each program gets a LUT of :func:`random_lut_fp16` and 70 %
+    of its fp16 layers use it (EW on, LUT on); without ``lut`` (and on other builds) the
+    draws do not change.
     """
+    with_lut = lut and fp16 and cfg.sdp_lut and "fp16" in cfg.data_types
+
     def draw(rng):
         n_layers = 2 if rng.random() < two_layer_share else 1
-        return [random_program(cfg, rng, max_elems, slot=i, fp16=fp16)
-                for i in range(n_layers)]
+        layers = [random_program(cfg, rng, max_elems, slot=i, fp16=fp16)
+                  for i in range(n_layers)]
+        if with_lut:
+            layers[0]["lut"] = random_lut_fp16(cfg, rng)
+            for p in layers:
+                if p["shape"][3] == 2 and rng.random() < 0.7:
+                    use_lut(cfg, p["sdp"])
+        return layers
     return write_random(cfg, directory, count, seed, "sdp_random", draw, write_trace)[0]
 
 
