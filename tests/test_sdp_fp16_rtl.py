@@ -9,9 +9,15 @@ atoms of 4 fp16 channels).
   either way) mixed with int8 layers, with the memory written and every status counter
   (OUT_SATURATION, SDP's NaN / Inf counters, SDP_RDMA's NaN / Inf input counters) compared
   after each layer; fp16 layers the RTL does not run (output to PDP) end without DMA;
+  fp16 layers through the LUT (random fp16 LUTs of
+  :func:`sim.sdp.random_programs.random_lut_fp16`, the five LUT counters compared too) on
+  nv_small + EW / LUT + fp16 and, slow, nv_full; the fp16 LUT index alone against the
+  golden model's index functions;
 * on the generated core (playback engine, Verilator, random AXI back-pressure 30 %, latency
   1-24 cycles): random trace programs of :func:`sim.sdp.random_programs.write_random_traces`
-  with fp16 layers (memory compared; the counters are the unit tests' business).
+  with fp16 layers (memory compared; the counters are the unit tests' business), on
+  nv_small_fp16 and, with a random fp16 LUT per program (``lut=True``), on
+  nv_small_lut_fp16.
 """
 
 from __future__ import annotations
@@ -198,7 +204,8 @@ def test_random_fp16_sdp_programs_rtl_matches_golden(tmp_path, seed, count):
 
 @pytest.mark.slow
 def test_unit_random_fp16_layers_nv_full():
-    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16 beside fp16, CV and MC memories."""
+    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16 beside fp16, CV and MC memories,
+    fp16 layers through the LUT."""
     from tb.sdp_unit import run_layers
     full = NvdlaConfig.preset("nv_full")
     layers = fp16_layers(full, 22, 24, 600, ew_off=0.3, lut_share=0.4)
@@ -243,3 +250,64 @@ def test_unit_invalid_fp16_layers_finish_without_memory_traffic():
             golden(cfg, prog, _image(prog))
         layers.insert(int(rng.integers(len(layers) + 1)), prog)
     run_layers(cfg, layers, seed=30, latency=(1, 24), backpressure=0.3)
+
+
+def test_lut_index_fp16_against_golden():
+    """:func:`hw.sdp.datapath._index_fp16` alone (Amaranth's simulator) against the golden
+    model's ``lut_index_exponent_fp16`` / ``lut_index_linear_fp16`` on 3,000 fp32 differences
+    (normal, infinite, negative, NaN) with any index offset / select: index, 35-bit fraction,
+    under- and overflow of both tables. (START = 0: the golden functions' subtraction leaves
+    those differences as they are.)"""
+    from amaranth.hdl import Elaboratable, Module, Signal, signed
+    from amaranth.sim import Simulator
+    from hw.sdp.datapath import LE_DEPTH, LO_DEPTH, _index_fp16
+    from sim.sdp.sdp import lut_index_exponent_fp16, lut_index_linear_fp16
+
+    class Bench(Elaboratable):
+        def __init__(self):
+            self.d, self.ex = Signal(32), Signal()
+            self.off, self.sel = Signal(signed(8)), Signal(signed(8))
+            self.outs = {}
+
+        def elaborate(self, platform):
+            m = Module()
+            for depth in (LE_DEPTH, LO_DEPTH):
+                vals = _index_fp16(m, self.d, self.ex if depth == LE_DEPTH else False,
+                                   self.off, self.sel, depth, f"t{depth}")
+                for k, v in zip("ifuo", vals):
+                    sig = Signal(len(v), name=f"o{k}{depth}")
+                    m.d.comb += sig.eq(v)
+                    self.outs[k, depth] = sig
+            return m
+
+    bench = Bench()
+    rng = np.random.default_rng(12)
+    bad = []
+
+    async def run(ctx):
+        for _ in range(3000):
+            e = 255 if rng.random() < 0.05 else int(rng.integers(1, 255))
+            d = (int(rng.random() < 0.2) << 31) | (e << 23) | int(rng.integers(0, 1 << 23))
+            if rng.random() < 0.03:
+                d = 0x7F800000 | int(rng.integers(1, 1 << 23))               # NaN
+            ex = int(rng.integers(2))
+            off = int(rng.integers(-128, 128)) if rng.random() < 0.3 else \
+                int(rng.integers(-70, 5))
+            sel = int(rng.integers(-128, 128)) if rng.random() < 0.3 else \
+                int(rng.integers(-10, 5))
+            for sig, v in ((bench.d, d), (bench.ex, ex), (bench.off, off), (bench.sel, sel)):
+                ctx.set(sig, v)
+            for depth in (LE_DEPTH, LO_DEPTH):
+                if ex and depth == LE_DEPTH:
+                    want = lut_index_exponent_fp16(np.array([d]), 0, off, depth)
+                else:
+                    want = lut_index_linear_fp16(np.array([d]), 0, sel, depth)
+                want = tuple(int(np.asarray(v).reshape(-1)[0]) for v in want)
+                got = tuple(ctx.get(bench.outs[k, depth]) for k in "ifuo")
+                if got != want:
+                    bad.append((hex(d), ex, off, sel, depth, got, want))
+
+    sim = Simulator(bench)
+    sim.add_testbench(run)
+    sim.run()
+    assert not bad, bad[:5]

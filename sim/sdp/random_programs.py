@@ -3,7 +3,8 @@
 Each program is an offline SDP layer (or two, ping-ponged through both register groups) with a
 random cube, random strides, random stage configuration and random operands from registers or
 from the B/N/E read DMAs (per kernel or per element, 1 or 2 bytes, ALU/MUL/BOTH), drawn within
-what the build allows. The expected CRCs come from the golden model; the same directory then
+what the build allows; with ``lut=True`` (builds with fp16 and the SDP LUT) a program also loads
+a random fp16 LUT (:func:`random_lut_fp16`) that most of its fp16 layers use. The expected CRCs come from the golden model; the same directory then
 runs on any engine (``nvdla trace``), so golden and RTL are compared on identical programs:
 
     dirs = write_random_traces(cfg, out_dir, count=100, seed=1)
@@ -28,8 +29,8 @@ from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Re
                              crc_check, enables, finish_trace, group_writes, random_ram,
                              start_trace, write_invalid, write_random)
 
-__all__ = ["random_program", "random_lut_fp16", "use_lut", "write_trace", "write_random_traces", "write_invalid_traces",
-           "INVALID_MUTATIONS", "Regs"]
+__all__ = ["random_program", "random_lut_fp16", "use_lut", "write_trace", "write_random_traces",
+           "write_invalid_traces", "INVALID_MUTATIONS", "Regs"]
 
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
           "dst": 0x9000_0000}
