@@ -3,9 +3,9 @@
 Each program is an offline SDP layer (or two, ping-ponged through both register groups) with a
 random cube, random strides, random stage configuration and random operands from registers or
 from the B/N/E read DMAs (per kernel or per element, 1 or 2 bytes, ALU/MUL/BOTH), drawn within
-what the build allows; with ``lut=True`` (builds with fp16 and the SDP LUT) a program also loads
-a random fp16 LUT (:func:`random_lut_fp16`) that most of its fp16 layers use. The expected CRCs come from the golden model; the same directory then
-runs on any engine (``nvdla trace``), so golden and RTL are compared on identical programs:
+what the build allows; with ``lut=True`` (builds with fp16 and the SDP LUT) a program also
+loads a random fp16 LUT (:func:`random_lut_fp16`) that most of its fp16 layers use. The
+expected CRCs come from the golden model; the same directory then runs on any engine (``nvdla trace``), so golden and RTL are compared on identical programs:
 
     dirs = write_random_traces(cfg, out_dir, count=100, seed=1)
 
