@@ -345,6 +345,27 @@ def test_draws_without_fp16_are_unchanged():
     assert _draw_digest(FULL, fp16=False) == "085b21988aff335b"
 
 
+def _trace_digest(cfg, tmp_path, name, **kw):
+    from sim.sdp.random_programs import write_random_traces
+    h_ = hashlib.sha256()
+    for p in write_random_traces(cfg, str(tmp_path / name), 6, seed=9, max_elems=200, **kw):
+        for f in sorted(Path(p).iterdir()):
+            h_.update(f.name.encode() + f.read_bytes())
+    return h_.hexdigest()
+
+
+def test_trace_draws_with_lut_flag_elsewhere_unchanged(tmp_path):
+    """``write_random_traces(..., lut=True)`` changes nothing on builds without the fp16
+    LUT (fp16 without the SDP LUT; the LUT without fp16), nor with ``fp16=False``."""
+    fp16_only = PRESETS["nv_small"].replace(name="nv_small_fp16",
+                                            data_types=frozenset({"int8", "fp16"}))
+    for k, (cfg, kw) in enumerate(((fp16_only, {}), (NV_SMALL_EXT, {}),
+                                   (NV_SMALL_EXT.replace(data_types=frozenset({"int8", "fp16"})),
+                                    {"fp16": False}))):
+        assert _trace_digest(cfg, tmp_path, f"a{k}", **kw) == \
+            _trace_digest(cfg, tmp_path, f"b{k}", lut=True, **kw)
+
+
 def test_random_fp16_programs_run_on_the_golden_core(tmp_path):
     from sim.trace import parse_trace
     from sim.trace_run import run_golden
