@@ -210,6 +210,7 @@ def test_unit_random_fp16_layers_nv_full():
     full = NvdlaConfig.preset("nv_full")
     layers = fp16_layers(full, 22, 24, 600, ew_off=0.3, lut_share=0.4)
     assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
+    assert sum(bool(p["lut"]) for p in layers) >= 3
     run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)
 
 
