@@ -5,7 +5,7 @@ with register, per-kernel and per-element operands, PReLU, ReLU, the fp16 output
 NaN-to-zero, the NaN / Inf counters, equal mode, flying fp32 input, output to PDP), the
 program rules for fp16 layers, the random program generator's fp16 draws (and that draws on
 other builds did not change), and that the RTL SDP finishes the fp16 layers it does not run
-(LUT, output to PDP, flying) without memory traffic (the ones it runs:
+(LUT, flying) without memory traffic (the ones it runs:
 :mod:`tests.test_sdp_fp16_rtl`). The stage functions themselves are checked bit for bit against
 NVDLA's Verilog in :mod:`tests.test_sdp_fp16_nvdla_rtl` (slow, needs ``NVDLA_HW_GIT``)."""
 
@@ -405,31 +405,26 @@ def test_random_fp16_layers_cover_the_datapath():
 
 # -----------------------------------------------------------------------------------------
 # fp16 layers the RTL SDP rejects (it runs offline BS / BN / EW fp16 layers to memory:
-# tests/test_sdp_fp16_rtl.py)
+# tests/test_sdp_fp16_rtl.py, and to PDP: tests/test_pdp_fp16_rtl.py)
 # -----------------------------------------------------------------------------------------
-def test_rtl_finishes_fp16_lut_and_pdp_layers_without_memory_traffic():
-    """nv_full's RTL SDP has no fp16 LUT and sends no fp16 output to PDP: such an fp16 layer
-    (valid for the golden model) ends at once, without reading or writing memory,
-    between int layers that run normally."""
+def test_rtl_finishes_fp16_lut_layers_without_memory_traffic():
+    """nv_full's RTL SDP has no fp16 LUT: such an fp16 layer (valid for the golden model)
+    ends at once, without reading or writing memory, between int layers that run
+    normally."""
     from arch.registers import register_map
     from tb.sdp_unit import run_layers
     from tests.test_sdp import _set_field, make_layers
     sb = register_map(FULL)["SDP"]
     rng = np.random.default_rng(6)
     layers = make_layers(FULL, 61, 1, 64)
-    for k, kind in enumerate(("pdp", "lut")):
-        while True:
-            p = random_program(FULL, rng, 64, slot=0)
-            if p["shape"][3] == 2:
-                break
-        sdp = dict(p["sdp"])
-        if kind == "pdp":
-            _set_field(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
-        if kind == "lut":
-            _set_field(sb, sdp, "D_DP_EW_CFG", EW_BYPASS=0, EW_LUT_BYPASS=0)
-        p = {**p, "sdp": sdp, "rtl_rejects": f"fp16 SDP layer ({kind}): not in the RTL",
-             "lut": None, "s": {}}
-        layers.insert(2 * k, p)
+    while True:
+        p = random_program(FULL, rng, 64, slot=0)
+        if p["shape"][3] == 2:
+            break
+    sdp = dict(p["sdp"])
+    _set_field(sb, sdp, "D_DP_EW_CFG", EW_BYPASS=0, EW_LUT_BYPASS=0)
+    layers.insert(0, {**p, "sdp": sdp, "rtl_rejects": "fp16 SDP layer (lut): not in the RTL",
+                      "lut": None, "s": {}})
     run_layers(FULL, layers, seed=6)
 
 

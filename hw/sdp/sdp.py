@@ -63,7 +63,8 @@ Invalid programs
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it; RTL limits (the golden model runs them): an FP16
-      layer must be offline, write to memory (not PDP) and, with EW on, bypass the LUT; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+      layer must be offline and, with EW on, bypass the LUT; RDMA ``IN_PRECISION`` /
+      ``PROC_PRECISION`` not 3, and when the RDMA takes
       part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
       ``IN_PRECISION`` = ``PROC_PRECISION``;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
@@ -223,12 +224,12 @@ class Sdp(wiring.Component):
         m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
         prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
         if fp_ok:
-            # fp16 layers: offline, output to memory, BS / BN only (see the docstring)
+            # fp16 layers: offline, to memory or PDP, LUT bypassed (see the docstring)
             isfp = Signal()
             wide = Signal()                      # two-byte elements: int16 or fp16
             m.d.comb += [isfp.eq(proc == FP16), wide.eq(is16 | isfp)]
             prec_ok = prec_ok | isfp
-            errs += [isfp & flying, isfp & to_pdp,
+            errs += [isfp & flying,
                      isfp & ~S.D_DP_EW_CFG.EW_BYPASS & ~S.D_DP_EW_CFG.EW_LUT_BYPASS]
         else:
             isfp, wide = Const(0), is16
