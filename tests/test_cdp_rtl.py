@@ -123,15 +123,23 @@ def _fp16_layers(path):
                re.findall(r"NVDLA_CDP_RDMA\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text))
 
 
+#: fp16 on 8 CDP lanes (an fp16 atom of 32 bytes is 16 channels: two transfers), as nv_full
+#: has them, on nv_small_256 with Atomic-K 32, 32-byte atoms and a 256-bit DBBIF: slow suite
+NV_SMALL_256_C8_FP16 = NvdlaConfig.preset("nv_small_256").replace(
+    name="nv_small_256_c8_fp16", data_types=frozenset({"int8", "fp16"}), atomic_k=32,
+    memory_atom=32, dbbif_width=256, cdp_throughput=8)
+
 FP16_SHARDS = [(NV_SMALL_FP16, 400, 40)] + [
     pytest.param(NV_SMALL_FP16, seed, 200, marks=pytest.mark.slow) for seed in (401, 402)] + [
-    pytest.param(NV_SMALL_T4_ALL, 403, 120, marks=pytest.mark.slow)]
+    pytest.param(NV_SMALL_T4_ALL, 403, 120, marks=pytest.mark.slow),
+    pytest.param(NV_SMALL_256_C8_FP16, 404, 80, marks=pytest.mark.slow)]
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", FP16_SHARDS,
                          ids=["nv_small_fp16-seed400", "nv_small_fp16-seed401",
-                              "nv_small_fp16-seed402", "nv_small_t4_int16_fp16-seed403"])
+                              "nv_small_fp16-seed402", "nv_small_t4_int16_fp16-seed403",
+                              "nv_small_256_c8_fp16-seed404"])
 def test_random_fp16_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     """Random CDP programs with fp16 layers (NaNs, infinities, denormals in the data; fp16-mode
     LUTs placed on the layer's fp32 square sums) mixed with the build's integer layers, RTL
