@@ -56,8 +56,8 @@ def _is_fp16(cfg, p):
 def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0,
                 eql=0.15):
     """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
-    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP or with the LUT are
-    marked ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
+    random perf enables; some layers sent to PDP (their stream compared); fp16 layers with the
+    LUT are marked ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
     that still pass the golden model's rules); ``eql``: the share of layers put in EW's equal
     mode (builds with EW)."""
     from tb.sdp_unit import golden
@@ -91,7 +91,7 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
             continue
         ew = sdp.get("D_DP_EW_CFG", sb["D_DP_EW_CFG"].reset)
         lut_on = not (ew & 1) and not (ew >> 6) & 1            # EW_BYPASS, EW_LUT_BYPASS
-        if want_fp and (to_pdp or lut_on):
+        if want_fp and lut_on:
             prog["rtl_rejects"] = REJECT
         layers.append(prog)
     return layers
