@@ -206,29 +206,32 @@ CVT_LAYERS = [
 ]
 
 
-def cvt_traces(cfg, directory):
-    """Feature layers with ``CVT_EN`` (golden CRCs) and the expected CRCs the same layers
-    would give without the convertor (to show the convertor changes the result)."""
+def cvt_traces(cfg, directory, prec=0):
+    """Feature layers with ``CVT_EN`` (golden CRCs; int8, or int16 to int16 with ``prec=1``)
+    and the expected CRCs the same layers would give without the convertor (to show the
+    convertor changes the result)."""
     import numpy as np
 
     from sim.conv import random_programs as rp
-    rng = np.random.default_rng(31)
-    A = cfg.memory_atom
+    rng = np.random.default_rng(33 if prec else 31)
+    bits = 16 if prec else 8
+    A = cfg.memory_atom // (bits // 8)           # elements per memory atom
     paths, plain = [], []
-    for i, spec in enumerate(CVT_LAYERS):
+    for i, spec in enumerate(CVT16_LAYERS if prec else CVT_LAYERS):
         s = dict(spec)
-        dC = s.pop("dC")
-        C = 2 * A + dC
+        C = 2 * A + s.pop("dC")
         cvt = s.pop("cvt")
         kh, kw = s.get("kh", 1), s.get("kw", 1)
-        data = rng.integers(-128, 128, (C, s["H"], s["W"]))
+        data = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (C, s["H"], s["W"]))
         weights = rng.integers(-8, 9, (s["K"], C, kh, kw))
-        q = rp._convert(data, cvt)
+        q = rp._convert(data, cvt, bits)
         rms = float(np.sqrt(np.mean(q.astype(np.float64) ** 2))) + 1
-        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - 6, 0, 16))
+        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - (bits - 2), 0, 16))
         crcs = []
-        for name, c in ((f"conv_cvt_{i}", cvt), (f"conv_nocvt_{i}", None)):
-            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c, **s)
+        tag = "conv16" if prec else "conv"
+        for name, c in ((f"{tag}_cvt_{i}", cvt), (f"{tag}_nocvt_{i}", None)):
+            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c,
+                                  **({"prec": 1} if prec else {}), **s)
             path = rp.write_trace(directory, name, [layer])
             got, err = rp._golden_crcs(cfg, path, 1)
             assert got is not None, err
@@ -267,47 +270,13 @@ CVT16_LAYERS = [
 ]
 
 
-def cvt16_traces(cfg, directory):
-    """int16 feature layers with ``CVT_EN`` (int16 to int16; golden CRCs) and the CRCs the
-    same layers give without the convertor."""
-    import numpy as np
-
-    from sim.conv import random_programs as rp
-    rng = np.random.default_rng(33)
-    A = cfg.memory_atom // 2                     # int16 elements per memory atom
-    paths, plain = [], []
-    for i, spec in enumerate(CVT16_LAYERS):
-        s = dict(spec)
-        C = 2 * A + s.pop("dC")
-        cvt = s.pop("cvt")
-        kh, kw = s.get("kh", 1), s.get("kw", 1)
-        data = rng.integers(-32768, 32768, (C, s["H"], s["W"]))
-        weights = rng.integers(-8, 9, (s["K"], C, kh, kw))
-        q = rp._convert(data, cvt, 16)
-        rms = float(np.sqrt(np.mean(q.astype(np.float64) ** 2))) + 1
-        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - 14, 0, 16))
-        crcs = []
-        for name, c in ((f"conv16_cvt_{i}", cvt), (f"conv16_nocvt_{i}", None)):
-            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c,
-                                  prec=1, **s)
-            path = rp.write_trace(directory, name, [layer])
-            got, err = rp._golden_crcs(cfg, path, 1)
-            assert got is not None, err
-            crcs.append(got)
-            if c is not None:
-                rp.write_trace(directory, name, [layer], got)
-                paths.append(path)
-        plain.append(crcs)
-    return paths, plain
-
-
 @pytest.mark.rtl
 def test_int16_feature_input_convertor_rtl(tmp_path):
     """CVT_EN on int16 feature input (nv_small_int16): the RTL converts every int16 element
     the CDMA writes to int16 (the golden CRCs differ from the same layers without the
     convertor, so an unconverted or int8-converted fetch fails)."""
     cfg = NV_SMALL_INT16
-    paths, crcs = cvt16_traces(cfg, str(tmp_path))
+    paths, crcs = cvt_traces(cfg, str(tmp_path), prec=1)
     assert all(with_cvt != without for with_cvt, without in crcs)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=5, busy=0.3, latency=(1, 24)),
            len(paths))

@@ -19,6 +19,28 @@ def golden(d, o, scale, trunc, bits=8):
     return int(saturate(round_shift_right((np.int64(d) - o) * scale, trunc), bits))
 
 
+
+def atom_producer(dut, atoms, cvt, wide=None, last_line=lambda i: 0):
+    """A simulator testbench feeding ``atoms`` (bytes) to an AtomConvertor ``dut`` with the
+    convertor on at ``cvt`` = (offset, scale, truncate) (and ``wide`` when given)."""
+    off, scale, trunc = cvt
+
+    async def producer(ctx):
+        ctx.set(dut.offset, off)
+        ctx.set(dut.scale, scale)
+        ctx.set(dut.trunc, trunc)
+        ctx.set(dut.cvt_en, 1)
+        if wide is not None:
+            ctx.set(dut.wide, wide)
+        for i, a in enumerate(atoms):
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload, {"data": int.from_bytes(a, "little"),
+                                    "last_line": last_line(i), "last": i == len(atoms) - 1})
+            await ctx.tick().until(dut.i.ready)
+        ctx.set(dut.i.valid, 0)
+
+    return producer
+
 def test_convertor_lanes_match_golden():
     lanes = 4
     dut = Convertor(lanes)
@@ -79,17 +101,7 @@ def test_atom_convertor_stream():
     got = []
     when = []
 
-    async def producer(ctx):
-        ctx.set(dut.offset, off)
-        ctx.set(dut.scale, scale)
-        ctx.set(dut.trunc, trunc)
-        ctx.set(dut.cvt_en, 1)
-        for i, a in enumerate(atoms):
-            ctx.set(dut.i.valid, 1)
-            ctx.set(dut.i.payload, {"data": int.from_bytes(a, "little"), "last_line": i % 3 == 0,
-                                    "last": i == len(atoms) - 1})
-            await ctx.tick().until(dut.i.ready)
-        ctx.set(dut.i.valid, 0)
+    producer = atom_producer(dut, atoms, (off, scale, trunc), last_line=lambda i: i % 3 == 0)
 
     async def consumer(ctx):
         cycle = 0
@@ -210,18 +222,7 @@ def test_atom_convertor_int16_stream():
 
         got = []
 
-        async def producer(ctx):
-            ctx.set(dut.offset, off)
-            ctx.set(dut.scale, scale)
-            ctx.set(dut.trunc, trunc)
-            ctx.set(dut.cvt_en, 1)
-            ctx.set(dut.wide, wide)
-            for i, a in enumerate(atoms):
-                ctx.set(dut.i.valid, 1)
-                ctx.set(dut.i.payload, {"data": int.from_bytes(a, "little"),
-                                        "last_line": 0, "last": i == len(atoms) - 1})
-                await ctx.tick().until(dut.i.ready)
-            ctx.set(dut.i.valid, 0)
+        producer = atom_producer(dut, atoms, (off, scale, trunc), wide=wide)
 
         async def consumer(ctx):
             while len(got) < len(atoms):

@@ -655,6 +655,12 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         else:
             K = int(rng.integers(1, 2 * _group_k(cfg, prec) + 3))
             kh, kw = pi["kh"], pi["kw"]
+            if data_reuse and pi["batches"] > 1:
+                # the batches carry over and so does the bank split: this core fetches a
+                # batched layer's weights once (sim.conv.core_limits), so they must fit the
+                # weight banks (no extra draw: other programs keep their random streams)
+                wcap = pi["banks"][1] * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+                K = max(1, min(K, wcap // (kh * kw * C * _BYTES[prec])))
         H = pi["H"] if not data_reuse else pi["fetch_rows"][1]
         stride, dilation = pi["stride"], pi["dilation"]
         pl, pr, pt, pb = pi["pad"]
