@@ -34,7 +34,7 @@ from arch.config import NvdlaConfig
 from sim.cdp.program import FP16, INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
-from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_FP16, NV_SMALL_INT16, TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -107,8 +107,6 @@ def test_public_cdp_traces_rtl(tmp_path):
            len(names) + len(extra))
 
 
-#: nv_small with fp16 beside int8 (tests/test_pdp_fp16_rtl.py's build)
-NV_SMALL_FP16 = NV_SMALL.replace(name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 #: int8, int16 and fp16 with CDP throughput 4 (an fp16 atom is one transfer of 4 lanes; the
 #: int16 converter widths beside the fp16 path): slow suite only
 NV_SMALL_T4_ALL = NV_SMALL_T4_INT16.replace(name="nv_small_t4_int16_fp16",

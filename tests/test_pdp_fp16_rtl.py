@@ -22,11 +22,8 @@ from arch.config import NvdlaConfig
 from sim.pdp import random_programs
 from sim.pdp.random_programs import write_invalid_traces, write_random_traces
 
-from .conftest import assert_all_pass, playback
+from .conftest import NV_SMALL_FP16, assert_all_pass, playback
 
-#: nv_small with fp16 beside int8
-NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 
 
 def _fp16_programs(paths):
