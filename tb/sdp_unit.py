@@ -325,8 +325,10 @@ def field_values_zero(layout):
 
 
 def pdp_expected(cfg, res, prog, T):
-    """The padded output in stream order: surface, line, position, T channels at a time."""
-    out = res.padded_output                      # [C_pad, H, W]
+    """The padded output in stream order: surface, line, position, T channels at a time, as
+    the stream's signed 16-bit values (fp16 codes read as int16)."""
+    out = np.asarray(res.padded_output, np.int64)            # [C_pad, H, W]
+    out = ((out + 0x8000) & 0xFFFF) - 0x8000
     c_pad, H, W = out.shape
     group = cfg.memory_atom // (2 if prog["shape"][3] else 1)
     items = []

@@ -19,6 +19,10 @@ TRACES = SHARED / "nvdla" / "traces"
 NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
     max_batch=8)
+#: nv_small with fp16 beside int8 (one lane per unit, 8-byte atoms of 4 fp16 channels): the
+#: fp16 suites of the SDP, PDP, CDP and convolution
+NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 
 #: nv_small with the optional interfaces and units: SRAMIF (CV memory), SDP EW + LUT (the
 #: build NVDLA's EW / LUT traces assume), BDMA and Rubik. One Verilator build shared by the CV,

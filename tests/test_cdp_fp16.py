@@ -54,6 +54,8 @@ from sim.nvfloat import (fp16_from_float, fp16_to_fp17, fp16_to_fp32, fp17_from_
                          fp17_mul, fp17_to_float, fp17_to_fp32, fp32_add, fp32_from_float,
                          fp32_mul, fp32_to_float, fraction_to_fp17)
 
+from .conftest import NV_SMALL_FP16
+
 GIT = os.environ.get("NVDLA_HW_GIT")
 NAN17 = (63 << 10) | 1
 
@@ -330,8 +332,6 @@ def test_lut_lookup_fp16_nan_and_counters():
 # -----------------------------------------------------------------------------------------
 # Whole fp16 layers
 # -----------------------------------------------------------------------------------------
-NV_SMALL_FP16 = PRESETS["nv_small"].replace(name="nv_small_fp16",
-                                            data_types=frozenset({"int8", "fp16"}))
 
 
 def _reference_lookup(lut, s, p):

@@ -34,7 +34,7 @@ from arch.config import NvdlaConfig
 from sim.cdp.program import FP16, INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
-from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_FP16, NV_SMALL_INT16, TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -107,8 +107,6 @@ def test_public_cdp_traces_rtl(tmp_path):
            len(names) + len(extra))
 
 
-#: nv_small with fp16 beside int8 (tests/test_pdp_fp16_rtl.py's build)
-NV_SMALL_FP16 = NV_SMALL.replace(name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 #: int8, int16 and fp16 with CDP throughput 4 (an fp16 atom is one transfer of 4 lanes; the
 #: int16 converter widths beside the fp16 path): slow suite only
 NV_SMALL_T4_ALL = NV_SMALL_T4_INT16.replace(name="nv_small_t4_int16_fp16",
@@ -123,15 +121,23 @@ def _fp16_layers(path):
                re.findall(r"NVDLA_CDP_RDMA\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text))
 
 
+#: fp16 on 8 CDP lanes (an fp16 atom of 32 bytes is 16 channels: two transfers), as nv_full
+#: has them, on nv_small_256 with Atomic-K 32, 32-byte atoms and a 256-bit DBBIF: slow suite
+NV_SMALL_256_C8_FP16 = NvdlaConfig.preset("nv_small_256").replace(
+    name="nv_small_256_c8_fp16", data_types=frozenset({"int8", "fp16"}), atomic_k=32,
+    memory_atom=32, dbbif_width=256, cdp_throughput=8)
+
 FP16_SHARDS = [(NV_SMALL_FP16, 400, 40)] + [
     pytest.param(NV_SMALL_FP16, seed, 200, marks=pytest.mark.slow) for seed in (401, 402)] + [
-    pytest.param(NV_SMALL_T4_ALL, 403, 120, marks=pytest.mark.slow)]
+    pytest.param(NV_SMALL_T4_ALL, 403, 120, marks=pytest.mark.slow),
+    pytest.param(NV_SMALL_256_C8_FP16, 404, 80, marks=pytest.mark.slow)]
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", FP16_SHARDS,
                          ids=["nv_small_fp16-seed400", "nv_small_fp16-seed401",
-                              "nv_small_fp16-seed402", "nv_small_t4_int16_fp16-seed403"])
+                              "nv_small_fp16-seed402", "nv_small_t4_int16_fp16-seed403",
+                              "nv_small_256_c8_fp16-seed404"])
 def test_random_fp16_cdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     """Random CDP programs with fp16 layers (NaNs, infinities, denormals in the data; fp16-mode
     LUTs placed on the layer's fp32 square sums) mixed with the build's integer layers, RTL

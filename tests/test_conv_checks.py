@@ -370,10 +370,12 @@ def test_check_compares_the_flying_cube():
 
 def test_int16_on_int16_builds():
     """A build with int16 and bank-row CBUF entries (nv_small_int16, nv_full with bank-row
-    entries) takes int16 layers; the RTL-only restrictions there are rejected (an int16 layer
-    with the input convertor, an int16 layer into an int8 SDP layer and an int8 one into an
-    int16 SDP layer, data reuse of slices kept by a layer of the other precision), and nv_full
-    itself (two-column entries) takes the int8 layer and rejects the int16 one."""
+    entries) takes int16 layers, with the input convertor too (int16 to int16); the RTL-only
+    restrictions there are rejected (the convertor between precisions: int8 input into an
+    int16 layer and int16 input into an int8 one, an int16 layer into an int8 SDP layer and an
+    int8 one into an int16 SDP layer, data reuse of slices kept by a layer of the other
+    precision), and nv_full itself (two-column entries) takes the int8 layer and rejects the
+    int16 one."""
     rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
     assert rtl_verdicts(rows, [[rp._base_layer(rows, prec=1)], [rp._base_layer(rows)]]) == \
         [[True], [True]]
@@ -385,6 +387,12 @@ def test_int16_on_int16_builds():
     cvt = [rp._base_layer(cfg, prec=1)]
     _set(cfg, cvt[0], "CDMA", "D_CVT_CFG", CVT_EN=1)
     progs["int16_cvt"] = cvt
+    for name, prec, in_prec in (("int8_to_int16_cvt", 1, 0), ("int16_to_int8_cvt", 0, 1)):
+        layers = [rp._base_layer(cfg, prec=prec)]
+        _set(cfg, layers[0], "CDMA", "D_CVT_CFG", CVT_EN=1)
+        for b in ("CDMA", "CSC"):
+            _set(cfg, layers[0], b, "D_MISC_CFG", IN_PRECISION=in_prec)
+        progs[name] = layers
     for name, prec, sdp_prec in (("int16_into_int8_sdp", 1, 0), ("int8_into_int16_sdp", 0, 1)):
         layers = [rp._base_layer(cfg, prec=prec)]
         _set(cfg, layers[0], "SDP", "D_DATA_FORMAT", PROC_PRECISION=sdp_prec,
@@ -397,7 +405,8 @@ def test_int16_on_int16_builds():
                             feature_base=first["info"]["feature_base"])
     progs["int16_reuses_int8_data"] = [first, second]
     got = dict(zip(progs, rtl_verdicts(cfg, list(progs.values()))))
-    assert got == {"int16": [True], "int16_cvt": [False], "int16_into_int8_sdp": [False],
+    assert got == {"int16": [True], "int16_cvt": [True], "int8_to_int16_cvt": [False],
+                   "int16_to_int8_cvt": [False], "int16_into_int8_sdp": [False],
                    "int8_into_int16_sdp": [False], "int16_reuses_int8_data": [True, False]}, got
 
 

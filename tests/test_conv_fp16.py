@@ -28,10 +28,9 @@ from sim.memory import SparseMemory
 from sim.nvfloat import fp16_from_float, fp16_to_float
 from sim.regs import GroupView
 
+from .conftest import NV_SMALL_FP16
+
 NV_FULL = NvdlaConfig.preset("nv_full")
-#: nv_small with fp16 beside int8: 4 fp16 channels an atom, so layers have many channel groups
-NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 
 
 class _Core:

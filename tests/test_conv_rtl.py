@@ -11,7 +11,8 @@ Default run: the 9 public dc_* traces (3 batches of about equal cycles), 300 ran
 of up to 200k MACs on nv_small (5 shards of 60) and 100 on nv_small_256 (Atomic-C 32, four
 atoms per CBUF entry; 2 shards of 50), 60 on nv_small_int16 (int16 and int8 layers mixed,
 reuse pairs included, half the layers batched: that build has batching; 200 more in the slow
-suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``), 16 cripple layers + 40 random
+suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``) and 30 more there whose int16
+layers all enable the input convertor (int16 to int16; 100 more in the slow suite), 16 cripple layers + 40 random
 int8 programs on nv_small_256_2col (two-column CBUF entries: register entries of two bank rows,
 as nv_full's, and batching; 8 + 60 on nv_full itself in the slow suite). Slow (``-m slow``) also: 100 on nv_large
 (Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
@@ -149,6 +150,49 @@ def test_random_int16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, coun
            count)
 
 
+def int16_cvt_programs(paths):
+    """The programs among trace ``paths`` with an int16 layer (CDMA ``PROC_PRECISION``
+    INT16) that enables the input convertor (``D_CVT_CFG.CVT_EN``), read from the traces'
+    register writes."""
+    import re
+    hits = 0
+    for path in paths:
+        name = os.path.basename(path)
+        with open(os.path.join(path, f"{name}.cfg")) as f:
+            text = f.read()
+        prec, found = None, False
+        for reg, value in re.findall(r"reg_write\(NVDLA_CDMA\.(D_MISC_CFG|D_CVT_CFG)_0, "
+                                     r"(0x[0-9a-fA-F]+)\);", text):
+            value = int(value, 16)
+            if reg == "D_MISC_CFG":
+                prec = (value >> 12) & 3
+            elif prec == 1 and value & 1:
+                found = True
+        hits += found
+    return hits
+
+
+INT16_CVT_SHARDS = [pytest.param(NV_SMALL_INT16, 302, 30, 15, id="nv_small_int16-seed302"),
+                    pytest.param(NV_SMALL_INT16, 303, 100, 50, id="nv_small_int16-seed303",
+                                 marks=pytest.mark.slow)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count, converted", INT16_CVT_SHARDS)
+def test_random_int16_convertor_programs_rtl_matches_golden(tmp_path, cfg, seed, count,
+                                                             converted):
+    """The CDMA input convertor on int16 layers (int16 to int16: ``(d - offset) x scale``
+    rounded by ``CVT_TRUNCATE``, saturated to int16): random programs whose int16 layers all
+    enable it (int8 layers as usual, reuse pairs keep the fetching layer's convertor), RTL
+    against the golden model under back-pressure and latency; at least ``converted``
+    programs have such a layer."""
+    paths = write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
+                                int16_cvt=1.0)
+    assert int16_cvt_programs(paths) >= converted
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)
+
+
 # -- the CDMA input convertor on feature input -------------------------------------------------
 # (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) and geometry: cripple channel tails (C off the memory
 # atom), padding with a pad value (inserted by the CSC, not converted), strides, a packed 1 x 1
@@ -162,29 +206,32 @@ CVT_LAYERS = [
 ]
 
 
-def cvt_traces(cfg, directory):
-    """Feature layers with ``CVT_EN`` (golden CRCs) and the expected CRCs the same layers
-    would give without the convertor (to show the convertor changes the result)."""
+def cvt_traces(cfg, directory, prec=0):
+    """Feature layers with ``CVT_EN`` (golden CRCs; int8, or int16 to int16 with ``prec=1``)
+    and the expected CRCs the same layers would give without the convertor (to show the
+    convertor changes the result)."""
     import numpy as np
 
     from sim.conv import random_programs as rp
-    rng = np.random.default_rng(31)
-    A = cfg.memory_atom
+    rng = np.random.default_rng(33 if prec else 31)
+    bits = 16 if prec else 8
+    A = cfg.memory_atom // (bits // 8)           # elements per memory atom
     paths, plain = [], []
-    for i, spec in enumerate(CVT_LAYERS):
+    for i, spec in enumerate(CVT16_LAYERS if prec else CVT_LAYERS):
         s = dict(spec)
-        dC = s.pop("dC")
-        C = 2 * A + dC
+        C = 2 * A + s.pop("dC")
         cvt = s.pop("cvt")
         kh, kw = s.get("kh", 1), s.get("kw", 1)
-        data = rng.integers(-128, 128, (C, s["H"], s["W"]))
+        data = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (C, s["H"], s["W"]))
         weights = rng.integers(-8, 9, (s["K"], C, kh, kw))
-        q = rp._convert(data, cvt)
+        q = rp._convert(data, cvt, bits)
         rms = float(np.sqrt(np.mean(q.astype(np.float64) ** 2))) + 1
-        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - 6, 0, 16))
+        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * rms * 5) - (bits - 2), 0, 16))
         crcs = []
-        for name, c in ((f"conv_cvt_{i}", cvt), (f"conv_nocvt_{i}", None)):
-            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c, **s)
+        tag = "conv16" if prec else "conv"
+        for name, c in ((f"{tag}_cvt_{i}", cvt), (f"{tag}_nocvt_{i}", None)):
+            layer = rp.conv_layer(cfg, C=C, data=data, weights=weights, clip=clip, cvt=c,
+                                  **({"prec": 1} if prec else {}), **s)
             path = rp.write_trace(directory, name, [layer])
             got, err = rp._golden_crcs(cfg, path, 1)
             assert got is not None, err
@@ -204,6 +251,34 @@ def test_feature_input_convertor_rtl(tmp_path, cfg):
     paths, crcs = cvt_traces(cfg, str(tmp_path))
     assert all(with_cvt != without for with_cvt, without in crcs)
     _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=4, busy=0.3, latency=(1, 24)),
+           len(paths))
+
+
+# int16 to int16 (nv_small_int16): channel tails off the 4-element memory atom, pad values (not
+# converted), strides, a packed 1 x 1 cube, negative scales, ties, shifts up to 63, saturation
+# both ways, offsets at the int16 edges; data over the whole int16 range
+CVT16_LAYERS = [
+    dict(W=6, H=5, dC=3, K=5, kh=3, kw=3, pad=(1, 1, 1, 1), pad_value=0x8035,
+         cvt=(-3, -37, 4)),
+    dict(W=9, H=4, dC=-1, K=3, kh=2, kw=3, stride=(2, 1), cvt=(20000, 300, 8)),
+    dict(W=4, H=3, dC=2, K=9, cvt=(1, 5, 1)),
+    dict(W=1, H=1, dC=6, K=4, cvt=(-32768, -32768, 20)),
+    dict(W=5, H=6, dC=1, K=2, kh=2, kw=2, pad=(0, 1, 2, 0), pad_value=0x7FF0,
+         cvt=(32767, 3, 0)),
+    dict(W=3, H=3, dC=0, K=6, kh=1, kw=2, cvt=(-500, 32767, 15)),
+    dict(W=7, H=2, dC=5, K=3, pad=(2, 0, 0, 1), pad_value=0x1234, cvt=(0, -1, 63)),
+]
+
+
+@pytest.mark.rtl
+def test_int16_feature_input_convertor_rtl(tmp_path):
+    """CVT_EN on int16 feature input (nv_small_int16): the RTL converts every int16 element
+    the CDMA writes to int16 (the golden CRCs differ from the same layers without the
+    convertor, so an unconverted or int8-converted fetch fails)."""
+    cfg = NV_SMALL_INT16
+    paths, crcs = cvt_traces(cfg, str(tmp_path), prec=1)
+    assert all(with_cvt != without for with_cvt, without in crcs)
+    _check(_rtl(paths, cfg, max_cycles=1_000_000, seed=5, busy=0.3, latency=(1, 24)),
            len(paths))
 
 

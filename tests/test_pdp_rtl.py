@@ -183,13 +183,16 @@ def test_random_pdp_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
 @pytest.mark.slow
 def test_nv_full_pdp_int8_int16_rtl(tmp_path):
     """nv_full (8 PDP lanes, 32-byte atoms: 16 int16 / fp16 channels, SDP->PDP at 16 lanes,
-    512-bit DBBIF): 100 random programs with int8, int16 and fp16 layers mixed match the golden
-    model, memory and both groups' NaN / Inf counters, and the int16 and fp16 invalid programs
-    finish without writing. The build takes about 10 minutes."""
-    from .test_pdp_fp16_rtl import _add_status_polls, _fp16_programs
+    512-bit DBBIF): 100 random programs with int8, int16 and fp16 layers mixed (fp16 SDP->PDP
+    too) match the golden model, memory and both groups' NaN / Inf counters (and those of the
+    SDP layers feeding them), and the int16 and fp16 invalid programs finish without
+    writing. The build takes about 10 minutes."""
+    from .test_pdp_fp16_rtl import _add_status_polls, _flying_fp16_layers, _fp16_programs
     cfg = NvdlaConfig.preset("nv_full")
-    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300)
-    assert _int16_programs(paths) >= 40 and _fp16_programs(paths) >= 30
+    paths = write_random_traces(cfg, str(tmp_path / "random"), 100, seed=300,
+                                flying_fp16=True)
+    assert _int16_programs(paths) >= 30 and _fp16_programs(paths) >= 30
+    assert _flying_fp16_layers(paths) >= 5
     for p in paths:
         _add_status_polls(p, cfg)
     invalid = [p for prec in (1, 2)

@@ -5,7 +5,7 @@ with register, per-kernel and per-element operands, PReLU, ReLU, the fp16 output
 NaN-to-zero, the NaN / Inf counters, equal mode, flying fp32 input, output to PDP), the
 program rules for fp16 layers, the random program generator's fp16 draws (and that draws on
 other builds did not change), and that the RTL SDP finishes the fp16 layers it does not run
-(output to PDP, flying) without memory traffic (the ones it runs:
+(flying) without memory traffic (the ones it runs: LUT and output to PDP too,
 :mod:`tests.test_sdp_fp16_rtl`). The stage functions themselves are checked bit for bit against
 NVDLA's Verilog in :mod:`tests.test_sdp_fp16_nvdla_rtl` (slow, needs ``NVDLA_HW_GIT``)."""
 
@@ -425,36 +425,13 @@ def test_random_fp16_layers_cover_the_datapath():
 
 
 # -----------------------------------------------------------------------------------------
-# fp16 layers the RTL SDP rejects (it runs offline BS / BN / EW / LUT fp16 layers to memory:
-# tests/test_sdp_fp16_rtl.py)
+# fp16 layers the RTL SDP rejects (it runs offline BS / BN / EW / LUT fp16 layers, to memory
+# and to PDP: tests/test_sdp_fp16_rtl.py, tests/test_pdp_fp16_rtl.py)
 # -----------------------------------------------------------------------------------------
-def test_rtl_finishes_fp16_pdp_layers_without_memory_traffic():
-    """nv_full's RTL SDP sends no fp16 output to PDP: such an fp16 layer (valid for the golden
-    model) ends at once, without reading or writing memory, between int layers that run
-    normally. (fp16 layers through the LUT run: tests/test_sdp_fp16_rtl.py.)"""
-    from arch.registers import register_map
-    from tb.sdp_unit import run_layers
-    from tests.test_sdp import _set_field, make_layers
-    sb = register_map(FULL)["SDP"]
-    rng = np.random.default_rng(6)
-    layers = make_layers(FULL, 61, 1, 64)
-    for k, kind in enumerate(("pdp",)):
-        while True:
-            p = random_program(FULL, rng, 64, slot=0)
-            if p["shape"][3] == 2:
-                break
-        sdp = dict(p["sdp"])
-        if kind == "pdp":
-            _set_field(sb, sdp, "D_FEATURE_MODE_CFG", OUTPUT_DST=1)
-        p = {**p, "sdp": sdp, "rtl_rejects": f"fp16 SDP layer ({kind}): not in the RTL",
-             "lut": None, "s": {}}
-        layers.insert(2 * k, p)
-    run_layers(FULL, layers, seed=6)
-
-
 def test_rtl_finishes_flying_fp16_layers_without_memory_traffic():
-    """The same for flying layers: an fp16 layer (valid for the golden model, input never
-    sent) ends at once without DMA, between int flying layers that run normally."""
+    """nv_full's RTL SDP takes no flying fp32 input: an fp16 flying layer (valid for the
+    golden model, input never sent) ends at once without DMA, between int flying layers that
+    run normally."""
     from tests.test_sdp_flying import _valid, flying_layer, make_layers, run_flying_layers
     rng = np.random.default_rng(7)
     layers = make_layers(FULL, 62, 2, 64, offline=0)

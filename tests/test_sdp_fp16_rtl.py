@@ -1,6 +1,6 @@
-"""The RTL SDP's fp16 datapath (offline, BS / BN, output to memory) against the golden model,
-bit for bit, on nv_small_fp16 (nv_small with ``data_types`` int8 + fp16: one lane, 8-byte
-atoms of 4 fp16 channels).
+"""The RTL SDP's fp16 datapath (offline, BS / BN / EW / LUT, output to memory or PDP) against
+the golden model, bit for bit, on nv_small_fp16 (nv_small with ``data_types`` int8 + fp16:
+one lane, 8-byte atoms of 4 fp16 channels).
 
 * unit level (:func:`tb.sdp_unit.run_layers`, Amaranth's simulator, AXI memory models with
   random back-pressure and latency): random fp16 programs of
@@ -8,15 +8,14 @@ atoms of 4 fp16 channels).
   zeros, denormals and extremes; register, per-kernel and per-element operands; NaN-to-zero
   either way) mixed with int8 layers, with the memory written and every status counter
   (OUT_SATURATION, SDP's NaN / Inf counters, SDP_RDMA's NaN / Inf input counters) compared
-  after each layer; fp16 layers the RTL does not run (output to PDP) end without DMA;
-  fp16 layers through the LUT (random fp16 LUTs of
+  after each layer, the stream of layers sent to PDP compared; fp16 layers through the LUT (random fp16 LUTs of
   :func:`sim.sdp.random_programs.random_lut_fp16`, the five LUT counters compared too) on
   nv_small + EW / LUT + fp16 and, slow, nv_full; the fp16 LUT index alone against the
   golden model's index functions;
 * on the generated core (playback engine, Verilator, random AXI back-pressure 30 %, latency
   1-24 cycles): random trace programs of :func:`sim.sdp.random_programs.write_random_traces`
   with fp16 layers (memory compared; the counters are the unit tests' business), on
-  nv_small_fp16 and, with a random fp16 LUT per program (``lut=True``), on
+  nv_small_fp16 and (slow) with a random fp16 LUT per program (``lut=True``) on
   nv_small_lut_fp16.
 """
 
@@ -33,11 +32,8 @@ from sim.sdp import SdpProgramError
 from sim.sdp.random_programs import (random_lut_fp16, random_program, use_lut,
                                      write_random_traces)
 
-from .conftest import NV_SMALL_EXT, assert_all_pass, playback
+from .conftest import NV_SMALL_EXT, NV_SMALL_FP16, assert_all_pass, playback
 
-#: nv_small with fp16 beside int8 (the build of tests/test_pdp_fp16_rtl.py)
-NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
 #: nv_small with SRAMIF, SDP EW + LUT, BDMA and Rubik (tests/conftest.py) and fp16
 NV_SMALL_EXT_FP16 = NV_SMALL_EXT.replace(name="nv_small_ext_fp16",
                                          data_types=frozenset({"int8", "fp16"}))
@@ -46,7 +42,6 @@ NV_SMALL_LUT_FP16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_lut_fp16", data_types=frozenset({"int8", "fp16"}), sdp_ew=True,
     sdp_ew_throughput=1, sdp_lut=True)
 FP16 = 2
-REJECT = "fp16 SDP layer the RTL does not run"
 
 
 def _set(block, regs, reg, **fields):
@@ -67,9 +62,9 @@ def _is_fp16(cfg, p):
 def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_off=0.0,
                 eql=0.15, lut_share=0.0):
     """``count`` layers valid for the golden model: fp16 ones (``fp16_share``) and int8 ones,
-    random perf enables; some fp16 layers sent to PDP; fp16 layers to PDP are
-    marked ``rtl_rejects``; ``ew_off``: the share of fp16 layers whose EW stage is turned off (those
-    that still pass the golden model's rules); ``eql``: the share of layers put in EW's equal
+    random perf enables; some layers sent to PDP (their stream compared); ``ew_off``: the
+    share of fp16 layers whose EW stage is turned off (those that still pass the golden
+    model's rules); ``eql``: the share of layers put in EW's equal
     mode (builds with EW); ``lut_share``: the share of fp16 layers that use the LUT (builds
     with it; a random LUT of :func:`sim.sdp.random_programs.random_lut_fp16` each, loaded
     through the CSB port before the layer; other layers draw the same as without)."""
@@ -106,8 +101,6 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
             golden(cfg, prog, _image(prog))
         except (SdpProgramError, NotImplementedError):
             continue
-        if want_fp and to_pdp:
-            prog["rtl_rejects"] = REJECT
         layers.append(prog)
     return layers
 
@@ -118,8 +111,7 @@ def fp16_layers(cfg, seed, count, max_elems, pdp_share=0.15, fp16_share=0.7, ew_
 def test_unit_random_fp16_layers(seed, count):
     from tb.sdp_unit import run_layers
     layers = fp16_layers(NV_SMALL_FP16, seed, count, 160)
-    assert sum(_is_fp16(NV_SMALL_FP16, p) and not p.get("rtl_rejects") for p in layers) \
-        >= count // 3
+    assert sum(_is_fp16(NV_SMALL_FP16, p) for p in layers) >= count // 3
     run_layers(NV_SMALL_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
 
 
@@ -131,8 +123,7 @@ def test_unit_random_fp16_layers_with_ew(seed, count):
     and fp32 register operands, CV and MC memories."""
     from tb.sdp_unit import run_layers
     layers = fp16_layers(NV_SMALL_EXT_FP16, seed, count, 160)
-    assert sum(_is_fp16(NV_SMALL_EXT_FP16, p) and not p.get("rtl_rejects") for p in layers) \
-        >= count // 3
+    assert sum(_is_fp16(NV_SMALL_EXT_FP16, p) for p in layers) >= count // 3
     run_layers(NV_SMALL_EXT_FP16, layers, seed=seed, latency=(1, 24), backpressure=0.3)
 
 
@@ -174,9 +165,8 @@ def _uses_fp16_lut(trace_dir):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("seed, count", [(510, 30), pytest.param(511, 200,
-                                                                 marks=pytest.mark.slow)],
-                         ids=["seed510", "seed511"])
+@pytest.mark.slow                       # a build of its own (~3 min of CPU): slow suite
+@pytest.mark.parametrize("seed, count", [(510, 30), (511, 200)], ids=["seed510", "seed511"])
 def test_random_fp16_lut_programs_rtl_matches_golden(tmp_path, seed, count):
     """Random trace programs with a random fp16 LUT each (:func:`write_random_traces` with
     ``lut=True``) on the generated nv_small_lut_fp16 core under AXI back-pressure: most of
@@ -209,7 +199,7 @@ def test_unit_random_fp16_layers_nv_full():
     from tb.sdp_unit import run_layers
     full = NvdlaConfig.preset("nv_full")
     layers = fp16_layers(full, 22, 24, 600, ew_off=0.3, lut_share=0.4)
-    assert sum(_is_fp16(full, p) and not p.get("rtl_rejects") for p in layers) >= 3
+    assert sum(_is_fp16(full, p) for p in layers) >= 3
     assert sum(bool(p["lut"]) for p in layers) >= 3
     run_layers(full, layers, seed=22, latency=(1, 24), backpressure=0.3)
 

@@ -18,10 +18,11 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     atoms), one masked CBUF write per atom (two-column entries: the register entry's row pair,
     :mod:`hw.conv.common`). An int16 layer (builds where
     :func:`~hw.conv.common.conv_int16` holds) is fetched as the int8 cube of ``2 x C`` byte
-    channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every byte of the atom
-    (channels past ``C`` included, as the golden model does; the CSC reads them as 0) passes
-    the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages, one
-    atom per cycle); the CSC's pad values are not converted.
+    channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every element of
+    the atom (channels past ``C`` included, as the golden model does; the CSC reads them as 0)
+    passes the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages,
+    one atom per cycle; an int16 layer's byte pairs are int16 elements converted to int16);
+    the CSC's pad values are not converted.
 
     Batches (builds with ``batching``, ``B = D_BATCH_NUMBER.BATCHES + 1``): line ``y`` of
     batch ``b`` is slice ``y*B + b`` (NVDLA's layout, :mod:`hw.conv.common`); the lines are
@@ -294,10 +295,12 @@ class Cdma(wiring.Component):
         # one Convertor for both paths: a layer is either feature or image input, and both
         # paths are empty (busy_any) when the register group, and so is_img, changes
         lanes = max(g.atom_bits // 8, cfg.cbuf_bank_width)
-        m.submodules.cvt = cvt = Convertor(lanes)
+        m.submodules.cvt = cvt = Convertor(lanes, int16=conv_int16(cfg))
         m.d.comb += [cvt.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
                      cvt.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
                      cvt.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
+        if conv_int16(cfg):                              # int16 feature input: byte pairs
+            m.d.comb += cvt.wide.eq(~is_img & (R.D_MISC_CFG.PROC_PRECISION == 1))
         for client in (imgf.cvt, dcv.cvt):
             n = len(client.q)
             m.d.comb += client.q.eq(cvt.q.as_value()[:n * 8])

@@ -38,12 +38,13 @@ Rules (any one fails the program)
     * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- except on builds
       where :func:`~hw.conv.common.conv_int16` holds, which also take a feature-input layer
       whose ten precision fields are all INT16 (FP16 fails everywhere; ``CVT_EN`` is not a
-      rule for int8: NVDLA's own int8 traces set it). RTL restrictions on those builds, where
-      the golden model would run the program: an int16 layer with ``CVT_EN`` and an
-      ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here is int8 to int8),
-      an int16 image layer, an int16 layer flying into an int8 SDP layer or an
-      int8 layer into an int16 one (Cacc delivers the surfaces of its own precision), and
-      ``DATA_REUSE`` of slices kept by a layer of the other precision;
+      rule for int8: NVDLA's own int8 traces set it; an int16 layer with ``CVT_EN``, int16 to
+      int16, runs). RTL restrictions on those builds, where the golden model would run the
+      program: an ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here keeps
+      the element size: int8 to int8, int16 to int16), an int16 image layer, an int16 layer
+      flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc delivers the
+      surfaces of its own precision), and ``DATA_REUSE`` of slices kept by a layer of the
+      other precision;
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
       ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
       lines that overlap (``LINE_STRIDE < W x atom``) and surfaces that overlap (``S > 1``
@@ -176,7 +177,7 @@ class ConvCheck(wiring.Component):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0,
                          v.D_MISC_CFG.PROC_PRECISION != D.D_MISC_CFG.PROC_PRECISION]
             errs += [D.D_MISC_CFG.PROC_PRECISION > 1,
-                     i16 & img, i16 & (D.D_CVT_CFG.CVT_EN != 0),
+                     i16 & img,
                      ~img & (D.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
                      self.sdp.int16 != i16]

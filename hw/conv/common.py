@@ -83,10 +83,11 @@ Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     ``end`` the layer's final atom.
 
 int16 layers (builds with int16 whose CBUF entries are bank rows: :func:`conv_int16`)
-    ``PROC_PRECISION = INT16`` (per layer; the check takes IN_PRECISION = PROC_PRECISION,
-    no convertor). Elements are 2 bytes little endian, so everything in the CBUF is the
-    int8 layout of a cube with ``2 x C`` byte channels: a line takes the memory atoms of ``2 x
-    C`` bytes, an entry holds ``AC / 2`` channels. The weight surface follows the golden
+    ``PROC_PRECISION = INT16`` (per layer; the check takes IN_PRECISION = PROC_PRECISION;
+    the input convertor converts int16 to int16, :mod:`hw.conv.convertor`). Elements are 2
+    bytes little endian, so everything in the CBUF is the int8 layout of a cube with ``2 x C``
+    byte channels: a line takes the memory atoms of ``2 x C`` bytes, an entry holds ``AC /
+    2`` channels. The weight surface follows the golden
     model (:func:`sim.formats.weight.dc_weight_offsets` with ``group_k = AK / 2``, ``cube_c
     = AC``): kernel groups of ``AK / 2`` kernels, channel groups of ``AC`` int16 channels
     (``2 x AC`` bytes, two entries of a position). The Csc sequence is the int8 one over

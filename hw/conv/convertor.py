@@ -6,10 +6,19 @@ Per lane, int8 processing: ``saturate(round((d - o) * CVT_SCALE / 2^CVT_TRUNCATE
 ``CVT_SCALE`` signed and the rounding ties away from zero; without ``CVT_EN`` the lane passes
 ``d``'s low byte unchanged.
 
+int16 processing (``int16=True``, builds where :func:`hw.conv.common.conv_int16` holds; the
+``wide`` port set): a lane pair ``2k, 2k + 1`` holds one int16 element, little endian in the
+two lanes' low bytes; lane ``2k`` computes ``saturate(round((e - o) * CVT_SCALE /
+2^CVT_TRUNCATE), 16)`` and the pair's bytes are the result's (lane ``2k + 1``'s product is
+unused). The widths are NVDLA's (``cmod/hls/cdma_libs/cdma_cvt.h``): a 17-bit element less
+the 16-bit offset in 18 bits, times the 16-bit scale in 34 bits, a 6-bit shift; its 17-bit
+intermediate saturation is subsumed by the final one. Without ``CVT_EN`` the bytes pass
+unchanged, as for int8.
+
 :class:`Convertor` is the arithmetic: ``LATENCY`` = 2 register stages ((d - o) x scale, then
 round and saturate), advanced when ``en``. :class:`AtomConvertor` wraps it for a stream of
-memory atoms (every byte a signed int8 element): one atom per cycle, stalling as a whole
-when its output is not taken.
+memory atoms (every byte a signed int8 element, or with ``wide`` every byte pair an int16
+one): one atom per cycle, stalling as a whole when its output is not taken.
 """
 
 from __future__ import annotations
@@ -18,27 +27,31 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith import round_shift_right
+from ..arith import round_shift_right, saturate
 from ..mem.cube import atom_layout
 
 __all__ = ["Convertor", "AtomConvertor", "convertor_port"]
 
 
 class Convertor(wiring.Component):
-    """``Convertor(lanes, d_width=18, o_width=16)``: ``lanes`` lanes of the input convertor.
+    """``Convertor(lanes, d_width=18, o_width=16, int16=False)``: ``lanes`` lanes of the input
+    convertor.
 
     Ports: ``en`` (advance the pipeline; 1 unless driven), ``cvt_en``, ``scale`` (signed
     ``CVT_SCALE``), ``trunc`` (``CVT_TRUNCATE``), per lane ``d`` (the element, signed) and
     ``o`` (its offset, signed); ``q`` the lanes' bytes ``LATENCY`` advancing cycles later.
-    ``cvt_en`` / ``scale`` / ``trunc`` are read in the stage that uses them (hold them while
-    data is in flight)."""
+    ``int16=True`` adds ``wide``: int16 elements in lane pairs (the module docstring; lane
+    ``2k``'s offset is the element's). ``cvt_en`` / ``scale`` / ``trunc`` / ``wide`` are read
+    in the stages that use them (hold them while data is in flight)."""
 
     LATENCY = 2
 
-    def __init__(self, lanes, *, d_width=18, o_width=16):
+    def __init__(self, lanes, *, d_width=18, o_width=16, int16=False):
+        assert not int16 or lanes % 2 == 0
         self._lanes = lanes
         self._dw, self._ow = d_width, o_width
-        super().__init__({
+        self._int16 = int16
+        members = {
             "en": In(1, init=1),
             "cvt_en": In(1),
             "scale": In(signed(16)),
@@ -46,21 +59,38 @@ class Convertor(wiring.Component):
             "d": In(data.ArrayLayout(signed(d_width), lanes)),
             "o": In(data.ArrayLayout(signed(o_width), lanes)),
             "q": Out(data.ArrayLayout(8, lanes)),
-        })
+        }
+        if int16:
+            members["wide"] = In(1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
-        pw = max(self._dw, self._ow) + 1 + 16                # (d - o) x scale
+        i16 = self._int16
+        pw = max(self._dw, self._ow, 16 if i16 else 0) + 1 + 16     # (d - o) x scale
+        sats = []
         for i in range(self._lanes):
             # stage 1: (d - o) x scale, and d's low byte for the bypass
+            d = self.d[i]
+            if i16 and i % 2 == 0:                       # the pair's int16 element
+                d = Mux(self.wide, Cat(self.d[i][:8], self.d[i + 1][:8]).as_signed(), d)
             p = Signal(signed(pw), name=f"prod{i}")
             low = Signal(8, name=f"low{i}")
             with m.If(self.en):
-                m.d.sync += [p.eq((self.d[i] - self.o[i]) * self.scale),
+                m.d.sync += [p.eq((d - self.o[i]) * self.scale),
                              low.eq(self.d[i][:8])]
             # stage 2: round by the truncate shift (ties away from zero), saturate to int8
-            # (hw.arith: the lanes share the shift's rounding constant and range mask)
-            sat, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
+            # (hw.arith: the lanes share the shift's rounding constant and range mask); an
+            # int16 pair's first lane saturates to int16 (int8 is that clamped to int8)
+            if i16 and i % 2 == 0:
+                s16, _ = round_shift_right(m, p, self.trunc, 16, 64, f"rsr{i}")
+                sats.append(s16)
+                sat = Mux(self.wide, s16[:8], saturate(s16, 8).as_unsigned())
+            elif i16:
+                sat8, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
+                sat = Mux(self.wide, sats[-1][8:], sat8.as_unsigned())
+            else:
+                sat, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
             with m.If(self.en):
                 m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat.as_unsigned(), low))
         return m
@@ -86,11 +116,14 @@ class AtomConvertor(wiring.Component):
     stage holds an atom that is not taken. ``busy``: an atom is in the pipeline.
 
     ``shared=True``: no convertor of its own; the ``cvt`` port (:func:`convertor_port`)
-    drives one its owner shares, and sets ``cvt_en`` / ``scale`` / ``trunc`` there."""
+    drives one its owner shares, and sets ``cvt_en`` / ``scale`` / ``trunc`` (and ``wide``)
+    there. ``int16=True`` (own convertor): a ``wide`` port, every byte pair an int16
+    element (:class:`Convertor`)."""
 
-    def __init__(self, geom, *, shared=False):
+    def __init__(self, geom, *, shared=False, int16=False):
         self._geom = geom
         self._shared = shared
+        self._int16 = int16
         lanes = geom.atom_bits // 8
         members = {
             "i": In(stream.Signature(atom_layout(geom))),
@@ -102,6 +135,8 @@ class AtomConvertor(wiring.Component):
             members["cvt"] = Out(convertor_port(lanes, d_width=8))
         else:
             members.update({"cvt_en": In(1), "scale": In(signed(16)), "trunc": In(6)})
+            if int16:
+                members["wide"] = In(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -110,9 +145,11 @@ class AtomConvertor(wiring.Component):
         if self._shared:
             cvt = self.cvt
         else:
-            m.submodules.cvt = cvt = Convertor(lanes, d_width=8)
+            m.submodules.cvt = cvt = Convertor(lanes, d_width=8, int16=self._int16)
             m.d.comb += [cvt.cvt_en.eq(self.cvt_en), cvt.scale.eq(self.scale),
                          cvt.trunc.eq(self.trunc)]
+            if self._int16:
+                m.d.comb += cvt.wide.eq(self.wide)
         n = Convertor.LATENCY
         v = [Signal(name=f"v{k}") for k in range(n)]
         flags = [Signal(2, name=f"flags{k}") for k in range(n)]

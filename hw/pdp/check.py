@@ -8,8 +8,7 @@ with ``ok``.
 Rules (any one fails the program)
     * precision: PDP ``INPUT_DATA`` must be INT8, or INT16 / FP16 on builds whose
       ``data_types`` include int16 / fp16; PDP_RDMA's (when it takes part) must equal it. The
-      reserved code 3 fails, as does FP16 in flying mode (this build's SDP sends no fp16
-      output);
+      reserved code 3 fails;
     * ``POOLING_METHOD`` 3;
     * padding not smaller than the kernel (``PAD_LEFT`` / ``PAD_RIGHT`` >= kernel width,
       ``PAD_TOP`` / ``PAD_BOTTOM`` >= kernel height): a window of padding only;
@@ -108,8 +107,7 @@ class PdpCheck(wiring.Component):
             ok_prec = (prec == INT8) | (prec == FP16)
             if has16:
                 ok_prec |= prec == INT16
-            errs += [~ok_prec, self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec),
-                     flying & (prec == FP16)]
+            errs += [~ok_prec, self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec)]
         elif has16:
             errs += [(prec != INT8) & (prec != INT16),
                      self.rdma_active & (R.D_DATA_FORMAT.INPUT_DATA != prec)]

@@ -26,11 +26,12 @@ include int16, FP16 on builds whose ``data_types`` include fp16 (per layer; PDP_
 agree). An int16 / fp16 atom holds ``atom / 2`` channels, so a layer has ``ceil(2 C / atom)``
 surfaces and each atom is ``G / 2`` transfers of the core; the core's widths and arithmetic
 follow the precision (:mod:`hw.pdp.pool`). Such builds need ``pdp_throughput <= memory_atom /
-2``. FP16 is offline only (the SDP has no fp16 output: the check rejects flying fp16); with
-``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` every NaN PDP_RDMA delivers enters the core as +0.
+2``. With ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` every NaN PDP_RDMA delivers enters the core as
++0 (flying input is never flushed, as in NVDLA).
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8 or int16, in SDP's cube order, which is the PDP's input order); PDP_RDMA does not read.
+int8, int16 or fp16 codes, in SDP's cube order, which is the PDP's input order); PDP_RDMA
+does not read.
 A flying layer issues no DMA until the SDP runs its layer (``sdp_go`` or the first transfer)
 and then waits for the SDP's data as long as it takes. An SDP layer that ends without running
 (its program rejected, or its producer aborted) pulses ``sdp_abort``, which is kept until a
@@ -52,7 +53,7 @@ count the cycles a write / read request waited for the memory interface while th
 ``DMA_EN`` is set (saturating), 0 otherwise.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
@@ -159,7 +160,7 @@ class Pdp(wiring.Component):
         m.submodules.in_ser = ser = AtomSerializer(geom)
         m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=wide_build)
         m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T,
-                                                     value_bits=16 if has16 else 8)
+                                                     value_bits=16 if wide_build else 8)
         m.submodules.packer = packer = PdpAtomPacker(geom, T, int16=wide_build)
         if has16:
             m.d.comb += pool.cfg.int16.eq(is16)
@@ -304,8 +305,10 @@ class Pdp(wiring.Component):
         # SDP's output must be this flying layer's input cube
         sc = self.sdp_cube
         in_surf_m1 = surfaces_m1(P.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL)
-        if has16:
-            sdp_surf_m1 = Mux(sc.precision == INT16, sc.channel >> (ash - 1), sc.channel >> ash)
+        if wide_build:                           # two-byte elements: int16 or fp16
+            sc_wide = ((sc.precision == INT16) if has16 else Const(0)) | \
+                ((sc.precision == FP16) if hasfp else Const(0))
+            sdp_surf_m1 = Mux(sc_wide, sc.channel >> (ash - 1), sc.channel >> ash)
         else:
             sdp_surf_m1 = sc.channel >> ash
         fly_mismatch = Signal()

@@ -150,17 +150,29 @@ class _Axis:
         self.active = Signal(range(SLOTS + 2), name=f"{name}_active")
         m.d.comb += self.active.eq(self.hi + 1 - self.lo)
 
-    def reset(self, m, pad, k_m1, s_m1, out_m1):
-        """Statements for position 0: every window starting at or before it is open."""
+    def start_values(self, m, pad, s_m1, out_m1):
+        """(hi, hi_next) at position 0 -- every window starting at or before it is open --
+        from the fields ``pad`` / ``s_m1`` / ``out_m1``, in two registered steps (``hi``, then
+        ``hi_next`` from it): valid two cycles after the fields last changed. A restart at a
+        new line or surface then takes no comparison or multiplier after the input
+        handshake."""
         stride = s_m1 + 1
-        hi0 = Signal.like(self.lo, name=self.lo.name.replace("_lo", "_hi0"))
-        m.d.comb += hi0.eq(0)
+        name = self.lo.name[:-3]
+        hi0 = Signal.like(self.lo, name=f"{name}_start_hi")
+        cand = Signal.like(self.lo, name=f"{name}_start_cand")
+        m.d.comb += cand.eq(0)
         for o in range(1, SLOTS):
             with m.If((o * stride <= pad) & (o <= out_m1)):
-                m.d.comb += hi0.eq(o)
+                m.d.comb += cand.eq(o)
+        nxt = Signal.like(self.hi_next, name=f"{name}_start_next")
+        m.d.sync += [hi0.eq(cand), nxt.eq(_sg((hi0 + 1) * stride) - _sg(pad))]
+        return hi0, nxt
+
+    def reset(self, m, pad, start):
+        """Statements for position 0; ``start`` is :meth:`start_values`."""
+        hi0, nxt = start
         return [self.lo.eq(0), self.lo_start.eq(-_sg(pad)),
-                self.hi.eq(hi0), self.hi_next.eq(_sg((hi0 + 1) * stride) - _sg(pad)),
-                self.hi_new.eq(0)]
+                self.hi.eq(hi0), self.hi_next.eq(nxt), self.hi_new.eq(0)]
 
     def lo_end(self, k_m1):
         return self.lo_start + k_m1
@@ -376,6 +388,9 @@ class PdpPool(wiring.Component):
         m.d.comb += j_last.eq(is_last_group(j))
         hx = _Axis(m, "hx", 14)                 # windows along the line (ow)
         vx = _Axis(m, "vx", 14)                 # windows along the height (oh)
+        # start values of a new line / surface from the job's and the layer's fields
+        h_start = hx.start_values(m, job.pad_left, cfg.sw_m1, job.wout_m1)
+        v_start = vx.start_values(m, cfg.pad_top, cfg.sh_m1, cfg.hout_m1)
         hbase = Signal(4)
         vbase = Signal(3)
         last_s = Signal()
@@ -493,9 +508,10 @@ class PdpPool(wiring.Component):
         lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
 
         running = Signal()
+        fresh = Signal(2)                       # a job's first cycles: the start values settle
         in_ok = Signal()
         m.d.comb += [
-            in_ok.eq(running & a_adv &
+            in_ok.eq(running & (fresh == 0) & a_adv &
                      ~(hf_active & (hemit | needs_hf | (hmember & hf_mask).any()))),
             self.i.ready.eq(in_ok),
         ]
@@ -554,7 +570,7 @@ class PdpPool(wiring.Component):
             m.d.sync += j.eq(Mux(j_last, 0, j + 1))
             with m.If(row_end):
                 m.d.sync += [w.eq(0), hbase.eq(hbase + job.wout_m1 + 1)]
-                m.d.sync += hx.reset(m, job.pad_left, cfg.kw_m1, cfg.sw_m1, job.wout_m1)
+                m.d.sync += hx.reset(m, job.pad_left, h_start)
                 with m.If(needs_hf):
                     m.d.sync += [hf_active.eq(1), hf_ow.eq(hx.lo + 1), hf_end.eq(hx.hi),
                                  hf_start.eq(hx.lo_start + sw), hf_j.eq(0), hf_base.eq(hbase),
@@ -563,7 +579,7 @@ class PdpPool(wiring.Component):
                                  hf_row.eq(row)]
                 with m.If(last_row):
                     m.d.sync += [h.eq(0), s.eq(s + 1), vbase.eq(vbase + cfg.hout_m1 + 1)]
-                    m.d.sync += vx.reset(m, cfg.pad_top, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
+                    m.d.sync += vx.reset(m, cfg.pad_top, v_start)
                 with m.Else():
                     m.d.sync += h.eq(h + 1)
                     vx.advance(m, h, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
@@ -704,13 +720,16 @@ class PdpPool(wiring.Component):
                 m.d.comb += [self.job.ready.eq(~hf_active & ~b.valid & ~vf_busy),
                              self.idle.eq(empty)]
                 with m.If(self.job.valid & self.job.ready):
-                    m.d.sync += [job.eq(self.job.payload), s.eq(0), h.eq(0), w.eq(0), j.eq(0)]
-                    m.d.sync += hx.reset(m, self.job.payload.pad_left, cfg.kw_m1, cfg.sw_m1,
-                                         self.job.payload.wout_m1)
-                    m.d.sync += vx.reset(m, cfg.pad_top, cfg.kh_m1, cfg.sh_m1, cfg.hout_m1)
+                    m.d.sync += [job.eq(self.job.payload), s.eq(0), h.eq(0), w.eq(0), j.eq(0),
+                                 fresh.eq(3)]
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
+                with m.If(fresh != 0):          # h_start / v_start of the new job settle
+                    m.d.sync += fresh.eq(fresh - 1)
+                with m.If(fresh == 1):
+                    m.d.sync += [*hx.reset(m, job.pad_left, h_start),
+                                 *vx.reset(m, cfg.pad_top, v_start)]
                 with m.If(in_fire & row_end & last_row & last_s):
                     m.next = "IDLE"
 

@@ -63,9 +63,9 @@ Invalid programs
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it; RTL limits (the golden model runs them): an FP16
-      layer must be offline and write to memory (not PDP); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
-      part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
-      ``IN_PRECISION`` = ``PROC_PRECISION``;
+      layer must be offline; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the
+      RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's;
+      offline ``IN_PRECISION`` = ``PROC_PRECISION``;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
       LUT too);
     * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
@@ -223,12 +223,12 @@ class Sdp(wiring.Component):
         m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
         prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
         if fp_ok:
-            # fp16 layers: offline, output to memory, BS / BN only (see the docstring)
+            # fp16 layers: offline (see the docstring)
             isfp = Signal()
             wide = Signal()                      # two-byte elements: int16 or fp16
             m.d.comb += [isfp.eq(proc == FP16), wide.eq(is16 | isfp)]
             prec_ok = prec_ok | isfp
-            errs += [isfp & flying, isfp & to_pdp]
+            errs += [isfp & flying]
         else:
             isfp, wide = Const(0), is16
         bat = cfg.batching

@@ -16,7 +16,8 @@ partial data reuse (layer 1 releases ``D_RELEASE`` lines, layer 2 fetches the ne
 the same tensor and convolves kept + new lines) and weight reuse (SKIP_WEIGHT_RLS then
 WEIGHT_REUSE). A quarter of the int8 layers that fetch their input enable the CDMA input
 convertor (``D_CVT_*``: offset, signed scale and truncate drawn so that most converted values
-stay inside int8); a layer that reuses data keeps the convertor of the layer that fetched it.
+stay inside int8), and a chosen share (``int16_cvt``, default none) of the int16 ones (int16 to
+int16); a layer that reuses data keeps the convertor of the layer that fetched it.
 On builds with batching half the layers convolve 2..``max_batch`` batches (cut to the MAC
 budget and the data banks; batch tensors apart by one batch's surfaces plus 0..3 atoms, SDP
 writing batch outputs one output extent plus an atom apart); the draws of builds without
@@ -560,12 +561,13 @@ def _banks(cfg, rng, dmin, wmin, tight, total=None):
     return d, w
 
 
-def _random_cvt(rng, data, dmode):
-    """A random input convertor (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) for int8 feature
-    data: the gain ``|scale| / 2^truncate`` (either sign) and the offset keep most converted
-    values inside int8 (some saturate), truncations of 0..14 (with ties)."""
-    hi = 8 if dmode == "tame" else 128
-    trunc = int(rng.integers(0, 15))
+def _random_cvt(rng, data, dmode, bits=8):
+    """A random input convertor (CVT_OFFSET, CVT_SCALE, CVT_TRUNCATE) for int8 (``bits`` 8)
+    or int16 (16) feature data: the gain ``|scale| / 2^truncate`` (either sign) and the offset
+    keep most converted values inside the precision (some saturate), truncations of 0..14
+    (int16: 0..23) with ties."""
+    hi = 8 if dmode == "tame" else 1 << (bits - 1)
+    trunc = int(rng.integers(0, 15 if bits == 8 else 24))
     gain = float(np.exp(rng.uniform(np.log(0.05), np.log(16.0 if dmode == "tame" else 1.5))))
     scale = max(1, min(32767, int(round(gain * (1 << trunc)))))
     if rng.random() < 0.4:
@@ -576,10 +578,11 @@ def _random_cvt(rng, data, dmode):
     return off, scale, trunc
 
 
-def _convert(data, cvt):
-    """The convertor on int8 values (as the golden CDMA applies it)."""
+def _convert(data, cvt, bits=8):
+    """The convertor on int8 (``bits`` 8) or int16 (16) values (as the golden CDMA applies
+    it)."""
     off, scale, trunc = cvt
-    return saturate(round_shift_right((np.asarray(data, np.int64) - off) * scale, trunc), 8)
+    return saturate(round_shift_right((np.asarray(data, np.int64) - off) * scale, trunc), bits)
 
 
 def _shift_for(C, kh, kw, dmode, wmode, prec, dsd=None):
@@ -609,7 +612,7 @@ def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
 
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
                    reuse: str = "none", compress: bool = False, batch_share: float = 0.5,
-                   int8_only: bool = False) -> dict:
+                   int8_only: bool = False, int16_cvt: float = 0.0) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
@@ -620,8 +623,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     layer reusing weights takes its first layer's format). On builds with batching half the
     layers convolve 2..max_batch batches (a layer reusing data keeps its first layer's);
     other builds draw exactly what they drew before batches existed. ``int8_only``: int8
-    layers on a build with int16 too (e.g. for an RTL that runs int8 only there). Returns a
-    :func:`conv_layer` dict.
+    layers on a build with int16 too (e.g. for an RTL that runs int8 only there).
+    ``int16_cvt``: the share of int16 layers that fetch their input with the input convertor
+    (int16 to int16; 0, the default, draws what was drawn before int16 conversion existed).
+    Returns a :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
     prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
@@ -650,6 +655,12 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         else:
             K = int(rng.integers(1, 2 * _group_k(cfg, prec) + 3))
             kh, kw = pi["kh"], pi["kw"]
+            if data_reuse and pi["batches"] > 1:
+                # the batches carry over and so does the bank split: this core fetches a
+                # batched layer's weights once (sim.conv.core_limits), so they must fit the
+                # weight banks (no extra draw: other programs keep their random streams)
+                wcap = pi["banks"][1] * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+                K = max(1, min(K, wcap // (kh * kw * C * _BYTES[prec])))
         H = pi["H"] if not data_reuse else pi["fetch_rows"][1]
         stride, dilation = pi["stride"], pi["dilation"]
         pl, pr, pt, pb = pi["pad"]
@@ -730,6 +741,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     elif prec == 0 and not saturating and rng.random() < 0.25:
         cvt = _random_cvt(rng, data, dmode)
         dsd = float(np.sqrt(np.mean(_convert(data, cvt).astype(np.float64) ** 2)))
+    elif prec == 1 and int16_cvt and not saturating and rng.random() < int16_cvt:
+        cvt = _random_cvt(rng, data, dmode, 16)
+        # in int8 units, as _shift_for counts int16 layers (its 256 is the weights')
+        dsd = float(np.sqrt(np.mean(_convert(data, cvt, 16).astype(np.float64) ** 2))) / 256
     in_h = csc_height if csc_height is not None else \
         (fetch_rows[1] if fetch_rows is not None else H)
     span_h = (kh - 1) * dilation[1] + 1
@@ -819,10 +834,11 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
 
 
 def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5,
-                int8_only=False):
+                int8_only=False, int16_cvt=0.0):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
-    opts = dict(compress=compress, batch_share=batch_share, int8_only=int8_only)
+    opts = dict(compress=compress, batch_share=batch_share, int8_only=int8_only,
+                int16_cvt=int16_cvt)
     if kind == "none":
         return [random_program(cfg, rng, max_macs, 0, **opts),
                 random_program(cfg, rng, max_macs, 1, **opts)]
@@ -877,13 +893,15 @@ def _golden_crcs(cfg, path, n):
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
                         prefix: str = "conv_random", compress_share: float = 0.0,
-                        batch_share: float = 0.5, int8_only: bool = False) -> list:
+                        batch_share: float = 0.5, int8_only: bool = False,
+                        int16_cvt: float = 0.0) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     ``compress_share`` of the programs (builds with weight compression) use compressed weights;
     on builds with batching, ``batch_share`` of the layers (drawn anew, not data-reusing) run
     several batches (0: none, e.g. for an RTL without batching; the random stream is the same);
-    ``int8_only``: no int16 layers on a build with int16.
+    ``int8_only``: no int16 layers on a build with int16; ``int16_cvt``: the share of int16
+    layers fetching their input that enable the input convertor (int16 to int16).
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
@@ -891,9 +909,11 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
         compress = cfg.weight_compression and compress_share and rng.random() < compress_share
         if rng.random() < two_layer_share:
             return random_pair(cfg, rng, max_macs, compress=bool(compress),
-                               batch_share=batch_share, int8_only=int8_only)
+                               batch_share=batch_share, int8_only=int8_only,
+                               int16_cvt=int16_cvt)
         return [random_program(cfg, rng, max_macs, 0, compress=bool(compress),
-                               batch_share=batch_share, int8_only=int8_only)]
+                               batch_share=batch_share, int8_only=int8_only,
+                               int16_cvt=int16_cvt)]
     return reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw, write_trace,
                                           golden_core))
 

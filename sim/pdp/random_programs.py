@@ -428,9 +428,9 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     golden model rejects is redrawn (:func:`reject_log` lists the rejections). ``int8_only``
     draws int8 layers only, also on builds whose data types include int16; ``fp16=False``
     draws no fp16 layers on builds with fp16: the same programs as a build without fp16.
-    SDP->PDP layers are fp16 only with ``flying_fp16`` (and ``fp16``): the RTL SDP sends no
-    fp16 output to PDP and the RTL PDP rejects flying fp16, so by default the flying layers
-    draw as before the golden SDP had fp16."""
+    SDP->PDP layers are fp16 only with ``flying_fp16`` (and ``fp16``): by default the flying
+    layers draw as before fp16 SDP->PDP existed, so suites seeded earlier keep their
+    programs."""
     def draw(rng):
         n = 2 if rng.random() < two_layer_share else 1
         return [flying_layer(cfg, rng, slot=i, int8_only=int8_only, fp16=fp16 and flying_fp16)
