@@ -14,9 +14,9 @@ written pixel by pixel (:mod:`hw.cdp.rdma`). int8, and int16 / fp16 when the bui
 half the channels; fp16 runs NVDLA's floating-point datapath, :mod:`hw.cdp.datapath`).
 
 Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
-``OUT_SATURATION`` always; the five LUT counters when ``D_PERF_ENABLE.LUT_EN``; the write /
-read stall counters (cycles a request waited for the memory interface) when the block's
-``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
+``OUT_SATURATION`` and the five LUT counters always (``D_PERF_ENABLE.LUT_EN`` gates nothing,
+as in NVDLA's C model); the write / read stall counters (cycles a request waited for the
+memory interface) when the block's ``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
 mirrors both groups, flipping on every ``done`` like the register file's CONSUMER, as the SDP
 does). On builds with fp16, ``NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` count the NaN / infinite
 codes among the elements read (whole atoms: the last surface's padding channels too) and
@@ -174,7 +174,9 @@ class Cdp(wiring.Component):
         for reg, port in (("D_PERF_LUT_UFLOW", "lut_uflow"), ("D_PERF_LUT_OFLOW", "lut_oflow"),
                           ("D_PERF_LUT_HYBRID", "lut_hybrid"), ("D_PERF_LUT_LE_HIT", "lut_le_hit"),
                           ("D_PERF_LUT_LO_HIT", "lut_lo_hit")):
-            live[(reg, f"PERF_{reg[7:]}")] = (counter(port, o.payload[port], o_fire), pe.LUT_EN)
+            # written whatever LUT_EN says, as NVDLA's C model (its LUT_EN test is commented
+            # out) and the golden model do; NVDLA's Verilog does not use reg2dp_lut_en either
+            live[(reg, f"PERF_{reg[7:]}")] = (counter(port, o.payload[port], o_fire), None)
         if fp16:
             fp = Signal()
             m.d.comb += fp.eq(C.D_DATA_FORMAT.INPUT_DATA_TYPE == FP16)
