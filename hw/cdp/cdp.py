@@ -16,9 +16,9 @@ half the channels; fp16 runs NVDLA's floating-point datapath, :mod:`hw.cdp.datap
 Counters (``status`` / ``rdma_status``, captured by the register files on ``done``):
 ``OUT_SATURATION`` and the five LUT counters always (``D_PERF_ENABLE.LUT_EN`` gates nothing,
 as in NVDLA's C model); the write / read stall counters (cycles a request waited for the
-memory interface) when the block's ``DMA_EN``; a disabled counter keeps the value its register group already holds (the unit
-mirrors both groups, flipping on every ``done`` like the register file's CONSUMER, as the SDP
-does). On builds with fp16, ``NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` count the NaN / infinite
+memory interface) when the block's ``DMA_EN``; a disabled counter keeps the value its
+register group already holds (the unit mirrors both groups, flipping on every ``done`` like
+the register file's CONSUMER, as the SDP does). On builds with fp16, ``NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` count the NaN / infinite
 codes among the elements read (whole atoms: the last surface's padding channels too) and
 ``NAN_OUTPUT_NUM`` the NaN codes among the elements written, on fp16 layers (0 otherwise);
 builds without fp16 keep them 0. Counters saturate at 2^32 - 1.
