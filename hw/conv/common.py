@@ -115,7 +115,7 @@ from __future__ import annotations
 from amaranth.hdl import signed
 from amaranth.lib import data
 
-__all__ = ["conv_int16", "max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
+__all__ = ["conv_int16", "conv_fp16", "conv_wide", "max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
@@ -127,6 +127,21 @@ def conv_int16(cfg) -> bool:
     the CBUF entries are bank rows (NVDLA v1's two-column entries, nv_full, are not this
     RTL's). Otherwise it is the int8 pipeline, generated exactly as before."""
     return "int16" in cfg.data_types and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width
+
+
+def conv_fp16(cfg) -> bool:
+    """The convolution RTL computes fp16 layers on this build: ``data_types`` has fp16 and the
+    CBUF entries are bank rows. An fp16 layer moves through CDMA, CBUF and CSC exactly as an
+    int16 one (2-byte elements, ``AC / 2`` per atom, kernel groups of ``AK / 2``); Cmac's fp16
+    cells give 44-bit partial-sum codes (:func:`sim.conv.cmac.fp16_mac_cell`) and Cacc folds
+    them in its 48-bit float assembly (:func:`sim.conv.cacc.fp48_add`) and delivers fp32
+    codes."""
+    return "fp16" in cfg.data_types and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width
+
+
+def conv_wide(cfg) -> bool:
+    """The convolution RTL has the 2-byte element path (int16 or fp16 layers)."""
+    return conv_int16(cfg) or conv_fp16(cfg)
 
 
 def max_stripe(cfg) -> int:
@@ -142,6 +157,8 @@ def psum_bits(cfg) -> int:
     bits = 16 + (cfg.atomic_c - 1).bit_length() + 1
     if conv_int16(cfg):
         bits = max(bits, 32 + (max(cfg.atomic_c // 2, 1) - 1).bit_length())
+    if conv_fp16(cfg):
+        bits = max(bits, 44)                  # an fp16 cell's partial-sum code
     return bits
 
 
@@ -166,7 +183,7 @@ def dat_layout(cfg) -> data.StructLayout:
     half of an int16 channel group the atom's ``AC / 2`` int16 channels are."""
     fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c),
               "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
-    if conv_int16(cfg):
+    if conv_wide(cfg):
         fields["half"] = 1
     return data.StructLayout(fields)
 
