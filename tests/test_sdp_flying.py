@@ -64,7 +64,7 @@ def flying_layer(cfg, rng, max_elems, gap=None, fp16=False):
     """A random flying layer: a random offline program turned flying (SDP_RDMA enabled when
     operands come from memory, else at random; when it is off its registers are scrambled,
     which must not matter), output to memory, PDP or EQL, a random int32 input cube (no fp16
-    programs unless ``fp16``: the RTL rejects flying fp16 layers)."""
+    programs unless ``fp16``; the caller gives an fp16 layer fp32 codes)."""
     rmap = register_map(cfg)
     sb, rb = rmap["SDP"], rmap["SDP_RDMA"]
     p = random_program(cfg, rng, max_elems, fp16=fp16)
@@ -94,7 +94,7 @@ def flying_layer(cfg, rng, max_elems, gap=None, fp16=False):
 
 
 def offline_layer(cfg, rng, max_elems):
-    p = random_program(cfg, rng, max_elems, fp16=False)     # no flying fp16 on the RTL
+    p = random_program(cfg, rng, max_elems, fp16=False)
     return {"sdp": p["sdp"], "rdma": p["rdma"], "rdma_op_en": 1, "images": p["images"],
             "shape": p["shape"], "cube": None}
 

@@ -425,20 +425,35 @@ def test_random_fp16_layers_cover_the_datapath():
 
 
 # -----------------------------------------------------------------------------------------
-# fp16 layers the RTL SDP rejects (it runs offline BS / BN / EW / LUT fp16 layers, to memory
-# and to PDP: tests/test_sdp_fp16_rtl.py, tests/test_pdp_fp16_rtl.py)
+# flying fp16 layers on the RTL SDP: the accumulator's fp32 codes (an fp16 convolution)
 # -----------------------------------------------------------------------------------------
-def test_rtl_finishes_flying_fp16_layers_without_memory_traffic():
-    """nv_full's RTL SDP takes no flying fp32 input: an fp16 flying layer (valid for the
-    golden model, input never sent) ends at once without DMA, between int flying layers that
-    run normally."""
+def _fp32_cube(rng, shape):
+    """fp32 codes [C, H, W] as an fp16 convolution delivers them: wide magnitudes, zeros of
+    both signs, NaNs and a few values past the fp16 range."""
+    W, H, C, _ = shape
+    v = rng.uniform(1, 2, (C, H, W)) * 2.0 ** rng.integers(-30, 20, (C, H, W))
+    v = np.where(rng.random((C, H, W)) < 0.5, -v, v).astype(np.float32).view(np.uint32)
+    codes = v.astype(np.int64)
+    special = rng.random((C, H, W))
+    codes = np.where(special < 0.05, 0, codes)
+    codes = np.where((special >= 0.05) & (special < 0.08), 0x80000000, codes)
+    codes = np.where((special >= 0.08) & (special < 0.11),
+                     0x7FC00000 | rng.integers(0, 1 << 22, (C, H, W)), codes)
+    return codes.astype(np.uint32).view(np.int32).astype(np.int64)
+
+
+def test_rtl_runs_flying_fp16_layers():
+    """nv_full's RTL SDP takes flying fp32 input in fp16 layers (NaN flushing, BS / BN / EW /
+    LUT, output to memory or PDP), between int flying layers, bit-exact with the golden
+    model."""
     from tests.test_sdp_flying import _valid, flying_layer, make_layers, run_flying_layers
     rng = np.random.default_rng(7)
     layers = make_layers(FULL, 62, 2, 64, offline=0)
-    for k in range(2):
+    for k in range(3):
         while True:
             layer = flying_layer(FULL, rng, 64, fp16=True)
+            layer["cube"] = _fp32_cube(rng, layer["shape"])
             if layer["shape"][3] == 2 and _valid(FULL, layer):
                 break
-        layers.insert(2 * k, {**layer, "rtl_rejects": "fp16 SDP layer: not in the RTL"})
+        layers.insert(2 * k, layer)
     run_flying_layers(FULL, layers, seed=7)

@@ -79,7 +79,8 @@ in fp17 times the weights, and the fp17 difference times the fp16 slope scale; t
 fp32. The slope shifts take no part. The CDP's fp16 LUT (:mod:`hw.cdp.datapath`) shares the
 float units and the RAM but not this arithmetic: its index keeps 16-bit fractions and reads
 the exponent differently, and it interpolates as ``y0 + (y1 - y0) x f``. Int layers on such
-builds compute as before. There is no flying fp32 input.
+builds compute as before. A flying fp16 layer's input is the accumulator's fp32 codes (an fp16
+convolution), taken as they are in the first step (NaN -> +0 with NAN_TO_ZERO).
 
 Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
 business; the arithmetic is per element).
@@ -370,7 +371,8 @@ class SdpDatapath(wiring.Component):
 
     def _fp_in_step(self, m, st, new):
         """fp16 builds, first step: in an fp16 layer ``x`` becomes the fp32 code of its low
-        16 bits (NaN -> +0 with NAN_TO_ZERO); the BS / BN ALU and MUL operands (register or
+        16 bits (NaN -> +0 with NAN_TO_ZERO), or in a flying one (the accumulator's fp32
+        codes) stays the code it is (NaN -> +0 with NAN_TO_ZERO); the BS / BN ALU and MUL operands (register or
         memory, NaN -> +0 with NAN_TO_ZERO) become fp32 codes ``{bs,bn}_f{a,m}{lane}``. Int
         layers pass ``x`` unchanged."""
         r, T, cfg = self.regs, self.lanes, self.cfg
@@ -381,9 +383,14 @@ class SdpDatapath(wiring.Component):
             h = Mux(ntz & (h[10:15] == 0x1F) & h[:10].any(), 0, h)
             return nvfloat.fp16_to_fp32(m, h)
 
+        flying = comb(m, r.D_FEATURE_MODE_CFG.FLYING_MODE, "fp_flying")
         for lane in range(T):
             x = st[f"x{lane}"]
             w = widen(x, f"fp_in{lane}")          # (a NaN flushed as fp16: the same +0)
+            # flying: the accumulator's fp32 code as it is (NaN -> +0 with NAN_TO_ZERO)
+            f = comb(m, x.as_unsigned()[:32], f"fp_fly{lane}")
+            f = Mux(ntz & nvfloat.fp32_is_nan(f), 0, f)
+            w = Mux(flying, f, w)
             new[f"x{lane}"] = Mux(fp, w, x.as_unsigned()).as_signed()[:32].as_signed()
         for prefix, present in (("BS", cfg.sdp_bs), ("BN", cfg.sdp_bn)):
             if not present:

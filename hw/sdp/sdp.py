@@ -62,8 +62,8 @@ Invalid programs
       surface stride + (H - 1) x line stride + W atoms``; a batched 1x1 cube follows the
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
-      FP16, ``OUT_PRECISION`` equal to it; RTL limits (the golden model runs them): an FP16
-      layer must be offline; RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the
+      FP16, ``OUT_PRECISION`` equal to it (a flying FP16 layer takes an fp16 convolution's
+      fp32 codes; the convolution's check pairs the precisions); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the
       RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's;
       offline ``IN_PRECISION`` = ``PROC_PRECISION``;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
@@ -223,12 +223,10 @@ class Sdp(wiring.Component):
         m.d.comb += is16.eq(proc == INT16) if int16_ok else is16.eq(0)
         prec_ok = (proc == INT8) | ((proc == INT16) if int16_ok else Const(0))
         if fp_ok:
-            # fp16 layers: offline (see the docstring)
             isfp = Signal()
             wide = Signal()                      # two-byte elements: int16 or fp16
             m.d.comb += [isfp.eq(proc == FP16), wide.eq(is16 | isfp)]
             prec_ok = prec_ok | isfp
-            errs += [isfp & flying]
         else:
             isfp, wide = Const(0), is16
         bat = cfg.batching
