@@ -109,7 +109,8 @@ def _reference(spec, data, wts, atom_c, pad_value):
 
 
 def _f32(codes):
-    return np.asarray(codes, dtype=np.int64).astype(np.uint32).view(np.float32).astype(float)
+    return (np.asarray(codes, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(
+        np.float32).astype(float)
 
 
 CASES = [
@@ -172,16 +173,60 @@ def test_compressed_weights():
     assert np.array_equal(got[0], _reference(spec, data, wts, 64, 0))
 
 
-def test_nan_to_zero_rejected():
+def test_nan_to_zero_flushes_fetched_nan_features():
+    """CDMA's D_NAN_FLUSH_TO_ZERO: the fetched NaN features become +0 before the sequencer
+    sees them (the layer's output equals the same layer whose NaNs are +0 in memory); weights
+    are not flushed (a NaN weight still makes its atoms NaN)."""
+    from sim.random_traces import set_fields
     rng = np.random.default_rng(0)
-    layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))
-    rmap = register_map(NV_FULL)
-    layer["regs"]["CDMA"]["D_NAN_FLUSH_TO_ZERO"] = \
-        rmap["CDMA"]["D_NAN_FLUSH_TO_ZERO"].pack(NAN_TO_ZERO=1)
-    with pytest.raises(ConvProgramError, match="NAN_TO_ZERO"):
-        run_conv_fp16_cacc(_Core(NV_FULL, layer), CbufState())
+    spec = dict(W=3, H=3, C=6, K=3, kh=2, kw=2, pad=(1, 0, 0, 1), pad_value=0x3C00)
+    layer, data, wts = _layer(NV_SMALL_FP16, rng, spec)
+    nan = rng.random(data.shape) < 0.2
+    data = np.where(nan, 0x7E01, data)
+    flushed = np.where(nan, 0, data)
+    lay_nan = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(data),
+                            weights=_signed16(wts), **spec)
+    set_fields(NV_SMALL_FP16, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
+    lay_ref = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(flushed),
+                            weights=_signed16(wts), **spec)
+    got = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_nan), CbufState())
+    ref = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_ref), CbufState())
+    assert nan.any() and np.array_equal(got, ref)
+    # without the flush the NaNs propagate
+    set_fields(NV_SMALL_FP16, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    raw = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_nan), CbufState())
+    assert (_f32(raw) != _f32(raw)).any()
+    # a NaN weight is not flushed
+    w_nan = wts.copy()
+    w_nan[0, 0, 0, 0] = 0x7E00
+    lay_w = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(flushed),
+                          weights=_signed16(w_nan), **spec)
+    set_fields(NV_SMALL_FP16, lay_w, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
+    out = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_w), CbufState())
+    assert np.isnan(_f32(out[0, 0])).all()
 
 
+def test_nan_inf_input_counts():
+    """CDMA's fp16 counters: every fetched feature element (the memory atoms' channel tails
+    included) and every fetched weight byte pair (WEIGHT_BYTES), NaNs and infinities apart;
+    nothing counted for what a layer reuses."""
+    from sim.conv.cdma import load_cbuf
+    cfg = NV_SMALL_FP16
+    rng = np.random.default_rng(3)
+    spec = dict(W=2, H=3, C=5, K=3)                 # 5 channels: 2 atoms of 4, one tail slot
+    layer, data, wts = _layer(cfg, rng, spec)
+    data[0, 0, 0], data[1, 2, 1], data[4, 1, 0] = 0x7E00, 0xFC00, 0x7C00
+    wts[2, 4, 0, 0], wts[0, 1, 0, 0] = 0xFFFF, 0x7C00
+    layer = rp.conv_layer(cfg, prec=2, data=_signed16(data), weights=_signed16(wts), **spec)
+    core = _Core(cfg, layer)
+    # the feature image's tail slot (channel 7 of the second atom) of one position: a NaN
+    base = layer["info"]["feature_base"]
+    core.dbb.write(base + cfg.memory_atom * spec["W"] * spec["H"] + 6,
+                   np.array([0x01, 0x7E], np.uint8))
+    p = decode(cfg, *(core.view(b) for b in BLOCKS))
+    state = CbufState()
+    load_cbuf(core, cfg, p, state)
+    assert state.stats == {"data": (2, 2), "weight": (1, 1)}, state.stats
 def _run_core(cfg, tmp_path, layer, name):
     """Run one conv layer as a trace on the golden core; returns (core, result)."""
     from sim.trace import parse_trace
@@ -242,14 +287,21 @@ def test_sdp_must_process_what_cacc_delivers(tmp_path, conv_prec, sdp_prec):
     assert not res.passed and "SDP.D_DATA_FORMAT.PROC_PRECISION" in res.message, res.message
 
 
-def test_fp16_conv_is_a_limit_of_this_cores_rtl():
+def test_fp16_conv_limits_of_this_cores_rtl():
+    """This core's RTL convolves fp16 where the CBUF entries are bank rows (nv_small_fp16),
+    not on nv_full's two-column entries."""
     from sim.conv.core_limits import check_core_limits
     rng = np.random.default_rng(0)
-    layer, _, _ = _layer(NV_FULL, rng, dict(W=2, H=2, C=4, K=2))
-    core = _Core(NV_FULL, layer)
-    p = decode(NV_FULL, *(core.view(b) for b in BLOCKS))
-    with pytest.raises(ConvProgramError, match="PROC_PRECISION=FP16.*this core's RTL"):
-        check_core_limits(NV_FULL, p)
+    for cfg in (NV_SMALL_FP16, NV_FULL):
+        layer, _, _ = _layer(cfg, rng, dict(W=2, H=2, C=4, K=2))
+        core = _Core(cfg, layer)
+        p = decode(cfg, *(core.view(b) for b in BLOCKS))
+        if cfg is NV_FULL:
+            with pytest.raises(ConvProgramError, match="two-column CBUF entries take int8.*"
+                               "this core's RTL"):
+                check_core_limits(cfg, p)
+        else:
+            check_core_limits(cfg, p)
 
 
 def test_fold_order_known_answer():

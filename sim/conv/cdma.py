@@ -32,9 +32,9 @@ from sim.formats.sparse import SparseFormatError, decompress_weights
 from sim.formats.weight import dc_weight_offsets
 
 from .image import fetch_image, image_weight_index
-from .program import INT8, RAM_CV, ConvProgram, ConvProgramError
+from .program import FP16, INT8, RAM_CV, ConvProgram, ConvProgramError
 
-__all__ = ["fetch_feature", "fetch_weights", "CbufState", "load_cbuf"]
+__all__ = ["fetch_feature", "fetch_weights", "fp16_nan_inf", "CbufState", "load_cbuf"]
 
 
 def _decode(raw: np.ndarray, nbytes: int) -> np.ndarray:
@@ -78,10 +78,22 @@ def feature_addresses(p: ConvProgram, atom: int, base: int | None = None) -> np.
     return base + b * p.batch_stride + line + s * p.surf_stride + x * atom + k
 
 
-def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
+def fp16_nan_inf(codes) -> tuple[int, int]:
+    """(NaN, infinity) counts of fp16 codes (any integer form of the 16 bits)."""
+    c = np.asarray(codes, dtype=np.int64) & 0xFFFF
+    top = (c & 0x7C00) == 0x7C00
+    mant = (c & 0x3FF) != 0
+    return int((top & mant).sum()), int((top & ~mant).sum())
+
+
+def fetch_feature(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
     """The input cube as the CBUF holds it: int64 [B, H, W, C_atoms] in the processing
     precision, channels rounded up to whole memory atoms (the tail is whatever memory holds;
-    the sequencer masks channels past DATAIN_CHANNEL_EXT)."""
+    the sequencer masks channels past DATAIN_CHANNEL_EXT).
+
+    fp16 input (NVDLA's CDMA): every fetched element, the atoms' tails included, is counted
+    into ``stats["data"]`` = (NaN, infinity) counts, then with ``D_NAN_FLUSH_TO_ZERO`` the
+    NaNs become +0."""
     atom = cfg.memory_atom
     offsets = feature_addresses(p, atom, base=0)
     _check_space(cfg, p.base, offsets,
@@ -92,6 +104,12 @@ def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
     B, H, W, S, _ = raw.shape
     vals = _decode(raw.reshape(B, H, W, S, atom // nbytes, nbytes), nbytes)
     vals = vals.reshape(B, H, W, S * (atom // nbytes))
+    if p.in_precision == FP16:
+        if stats is not None:
+            stats["data"] = fp16_nan_inf(vals)
+        if p.nan_to_zero:
+            c = vals & 0xFFFF
+            vals = np.where(((c & 0x7C00) == 0x7C00) & ((c & 0x3FF) != 0), 0, vals)
     if p.cvt is not None:
         off, scale, trunc = p.cvt
         out_bits = 8 if p.precision == INT8 else 16
@@ -99,14 +117,20 @@ def fetch_feature(cfg, p: ConvProgram, mem) -> np.ndarray:
     return vals
 
 
-def fetch_weights(cfg, p: ConvProgram, mem) -> np.ndarray:
-    """Weights int64 [K, C, R, S] from the direct-convolution weight surface."""
+def fetch_weights(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
+    """Weights int64 [K, C, R, S] from the direct-convolution weight surface. In an fp16 layer
+    the ``WEIGHT_BYTES`` fetched bytes (as fp16 codes; compressed ones as fetched) are counted
+    into ``stats["weight"]`` = (NaN, infinity) counts; weights are never flushed (NVDLA's
+    CDMA counts them but flushes data only)."""
     nbytes = p.element_bytes
     offsets = np.arange(p.weight_bytes, dtype=np.int64)
     _check_space(cfg, p.weight_base, offsets,
                  f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={p.weight_base:#x}")
     addrs = p.weight_base + offsets
     raw = mem.gather(addrs)
+    if p.precision == FP16 and stats is not None:
+        w = raw[: raw.size // 2 * 2].astype(np.int64)
+        stats["weight"] = fp16_nan_inf(w[0::2] | (w[1::2] << 8))
     if p.compression is not None:
         raw = _decompress(cfg, p, mem, raw)
     n = p.kernels * p.byte_per_kernel
@@ -160,6 +184,9 @@ class CbufState:
     wkey: tuple | None = None
     weights_kept: bool = False
     log: list = field(default_factory=list)
+    #: the last layer's fp16 NaN / infinity counts: {"data": (nan, inf), "weight": (nan, inf)}
+    #: (zeros for what it did not fetch, and for integer layers)
+    stats: dict = field(default_factory=dict)
 
 
 def _memory(core, ram_type):
@@ -170,6 +197,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     """Fetch what this layer needs into the CBUF model (or reuse what is there); return the
     input cube [B, H, W, C_atoms] and weights [K, C, R, S] the sequencer works on, and update
     ``state`` for the next layer."""
+    state.stats = {"data": (0, 0), "weight": (0, 0)}
     if p.image is not None:
         # an image layer fetches its whole input (DATA_REUSE is rejected by decode)
         cube = fetch_image(cfg, p, _memory(core, p.ram_type))
@@ -189,7 +217,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
             new = np.zeros((0,) + kept.shape[1:], np.int64)     # full reuse: no fetch
             state.log.append("data: full reuse")
         else:
-            cube = fetch_feature(cfg, p, _memory(core, p.ram_type))
+            cube = fetch_feature(cfg, p, _memory(core, p.ram_type), state.stats)
             new = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
             state.log.append(f"data: partial reuse of {kept.shape[0]} slices")
         if new.size and new.shape[1:] != kept.shape[1:]:
@@ -198,7 +226,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
         slices = np.concatenate([kept, new]) if new.size else kept
         fetched = new.shape[0]
     else:
-        cube = fetch_feature(cfg, p, _memory(core, p.ram_type))
+        cube = fetch_feature(cfg, p, _memory(core, p.ram_type), state.stats)
         slices = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
         fetched = slices.shape[0]
         state.log.append("data: fetched")
@@ -250,7 +278,7 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
         weights = state.weights
         state.log.append("weights: reused")
     else:
-        weights = fetch_weights(cfg, p, _memory(core, p.weight_ram))
+        weights = fetch_weights(cfg, p, _memory(core, p.weight_ram), state.stats)
         state.log.append("weights: fetched")
 
     # release at the end of the layer

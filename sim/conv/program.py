@@ -181,6 +181,8 @@ class ConvProgram:
     image: ImageInput | None = None
     #: compressed weights (None: the uncompressed weight surface)
     compression: Compression | None = None
+    #: CDMA's D_NAN_FLUSH_TO_ZERO (fp16 input: fetched NaN elements become +0)
+    nan_to_zero: bool = False
 
     @property
     def element_bytes(self) -> int:
@@ -690,7 +692,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         weight_bank=weight_bank, data_reuse=bool(misc.DATA_REUSE),
         weight_reuse=bool(misc.WEIGHT_REUSE), skip_data_rls=bool(misc.SKIP_DATA_RLS),
         skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip,
-        image=image, compression=compression)
+        image=image, compression=compression,
+        nan_to_zero=bool(_enum(cdma, D, "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")))
 
 
 def check_batch_delivery(cfg, p: ConvProgram, cacc, sdp) -> None:

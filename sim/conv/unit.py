@@ -43,25 +43,24 @@ def run_conv(core, state: CbufState):
     if p.batches > 1:
         check_batch_delivery(core.cfg, p, core.view("CACC"), core.view("SDP"))
     if p.precision == FP16:
-        # the fp cells have no saturation count; CDMA's fp16 NaN / Inf input counters are
-        # not modelled (left as they were)
-        return _fp16_cacc(core, p, state), {"CACC": {"D_OUT_SATURATION": {"SAT_COUNT": 0}}}
-    cube, weights = load_cbuf(core, core.cfg, p, state)
-    out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
+        # the fp cells have no saturation count
+        out, sat = _fp16_cacc(core, p, state), 0
+    else:
+        cube, weights = load_cbuf(core, core.cfg, p, state)
+        out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
+    # CDMA's fp16 NaN / infinity input counts (0 in integer layers)
+    (dnan, dinf), (wnan, winf) = state.stats["data"], state.stats["weight"]
     written = {
         "CACC": {"D_OUT_SATURATION": {"SAT_COUNT": min(sat, 0xFFFFFFFF)}},
-        "CDMA": {"D_NAN_INPUT_DATA_NUM": {"NAN_DATA_NUM": 0},
-                 "D_NAN_INPUT_WEIGHT_NUM": {"NAN_WEIGHT_NUM": 0},
-                 "D_INF_INPUT_DATA_NUM": {"INF_DATA_NUM": 0},
-                 "D_INF_INPUT_WEIGHT_NUM": {"INF_WEIGHT_NUM": 0}},
+        "CDMA": {"D_NAN_INPUT_DATA_NUM": {"NAN_DATA_NUM": dnan & 0xFFFFFFFF},
+                 "D_NAN_INPUT_WEIGHT_NUM": {"NAN_WEIGHT_NUM": wnan & 0xFFFFFFFF},
+                 "D_INF_INPUT_DATA_NUM": {"INF_DATA_NUM": dinf & 0xFFFFFFFF},
+                 "D_INF_INPUT_WEIGHT_NUM": {"INF_WEIGHT_NUM": winf & 0xFFFFFFFF}},
     }
     return out, written
 
 
 def _fp16_cacc(core, p, state):
-    if core.view("CDMA").D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
-        raise ConvProgramError("CDMA.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=ENABLE: CDMA's fp16 NaN "
-                               "flushing is not modelled yet")
     cube, weights = load_cbuf(core, core.cfg, p, state)
     # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
     # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full)
@@ -75,8 +74,8 @@ def run_conv_fp16_cacc(core, state: CbufState):
 
     CDMA fetches fp16 features and weights in the int16 layout (2-byte elements; compressed
     weights decompressed at the fetch: CSC's weight decoder marks an element by its value, so
-    zeros, packed or not, take no part). Rejected: ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` (CDMA's
-    NaN flushing is not modelled)."""
+    zeros, packed or not, take no part); with ``D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO`` the fetched
+    NaN features become +0 (:func:`sim.conv.cdma.fetch_feature`)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
     if p.precision != FP16:
         raise ConvProgramError("CDMA.D_MISC_CFG.PROC_PRECISION: not an fp16 layer")
