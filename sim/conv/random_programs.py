@@ -52,7 +52,8 @@ from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Re
                              Regs, crc_check, enables, finish_trace, group_writes,
                              random_ram as _ram, set_fields as _mutate, start_trace,
                              RejectLog, write_random, zero_crc)
-from .program import entries_per_slice
+from ..sdp.random_programs import fp16_codes, fp16_layer
+from .program import FP16 as _FP16, entries_per_slice
 
 __all__ = ["conv_layer", "random_program", "random_pair", "sdp_program", "write_trace",
            "write_random_traces", "write_invalid_traces", "INVALID_MUTATIONS", "REUSE_KINDS",
@@ -94,7 +95,8 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                dst_ram=1, slot=0, feature_base=None, fetch_rows=None, csc_height=None,
                emit_feature=True, weight_base=None, emit_weights=True, reuse=(0, 0, 0, 0),
                rls_slices=1, sdp=None, dst=None, cya=0, cvt=None, compress=False,
-               weight_bytes=None, batches=1, batch_extra=0, dst_batch=None) -> dict:
+               weight_bytes=None, batches=1, batch_extra=0, dst_batch=None,
+               nan_to_zero=False) -> dict:
     """One direct-convolution layer for ``cfg`` as register words and memory images.
 
     ``data`` [C, H, W] (the tensor in memory, int values of precision ``prec``) and
@@ -112,7 +114,8 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     ``batches`` > 1 (builds with batching) convolves ``data`` [B, C, H, W]: batch ``b``'s
     tensor lies ``b x BATCH_STRIDE`` after the first (one batch's surfaces plus
     ``batch_extra`` atoms), and SDP writes batch ``b``'s output ``b x dst_batch`` bytes after
-    the first (default: one output's extent plus an atom).
+    the first (default: one output's extent plus an atom). ``nan_to_zero`` sets CDMA's
+    ``D_NAN_FLUSH_TO_ZERO`` (fp16 input: fetched NaNs become +0).
 
     Returns ``{"regs": {block: {reg: word}}, "images": [(addr, uint8 data, ram)],
     "window": (addr, size, ram), "info": {...}}`` (``ram``: 1 = MC / pri_mem, 0 = CV /
@@ -255,7 +258,7 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
         cdma.set("D_CVT_SCALE", CVT_SCALE=cvt[1] & 0xFFFF)
     cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
     cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
-    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(nan_to_zero))
     cdma.set("D_PERF_ENABLE", DMA_EN=1)
 
     csc.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=in_h - 1)
@@ -454,6 +457,9 @@ def sdp_program(cfg, rng, Wo, Ho, K, prec, slot, shift=0, tame=True):
                 data[1::2] = np.where(data[0::2] >= 128, 0xFF, 0)[: data[1::2].size]
             images.append((base, data, op_ram))
 
+    if prec == _FP16:
+        # fp16 operands, register and memory; NaN-to-zero and the NaN / Inf counters
+        fp16_layer(cfg, rng, sdp, rdma, images)
     if tame:
         sdp.set("D_CVT_OFFSET", CVT_OFFSET=int(rng.integers(-16, 17)) & 0xFFFFFFFF)
         sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(1, 4)))
@@ -540,6 +546,17 @@ def _draw_geometry(cfg, rng, max_macs, prec):
 
 
 def _values(rng, shape, prec, mode):
+    if prec == _FP16:
+        # fp16 codes as int16 values (the memory layout is int16's): moderate values, or
+        # ("full" / "extreme") wide exponent spreads, zeros, denormals, infinities and NaNs
+        n = int(np.prod(shape))
+        codes = fp16_codes(rng, n, wild=mode != "tame")
+        if mode == "extreme":
+            special = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x7BFF, 0xFBFF,
+                                0x7C00, 0xFC00, 0x7E00])
+            codes = np.where(rng.random(n) < 0.1, rng.choice(special, n), codes)
+        codes = codes.astype(np.int64).reshape(shape)
+        return np.where(codes >= 0x8000, codes - 0x10000, codes)
     hi = 1 << (8 * _BYTES[prec] - 1)
     if mode == "tame":
         return rng.integers(-8, 9, shape)
@@ -612,7 +629,8 @@ def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
 
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
                    reuse: str = "none", compress: bool = False, batch_share: float = 0.5,
-                   int8_only: bool = False, int16_cvt: float = 0.0) -> dict:
+                   int8_only: bool = False, int16_cvt: float = 0.0,
+                   fp16: float = 0.0) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
@@ -626,10 +644,22 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     layers on a build with int16 too (e.g. for an RTL that runs int8 only there).
     ``int16_cvt``: the share of int16 layers that fetch their input with the input convertor
     (int16 to int16; 0, the default, draws what was drawn before int16 conversion existed).
+    ``fp16``: the share of layers that are fp16 (builds with fp16; 0, the default, draws what
+    was drawn before fp16 layers existed): fp16 codes with wide exponent spreads, zeros,
+    denormals, infinities and NaNs, fp16 pad values, CDMA's NaN flushing at random, an fp16
+    SDP layer (fp16 operands, NaN-to-zero at random); no input convertor (it takes integers only), no compressed
+    weights, no saturating draw.
     Returns a :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
-    prec = int(rng.choice(precs)) if prev is None else prev["info"]["prec"]
+    if prev is not None:
+        prec = prev["info"]["prec"]
+    elif fp16 and "fp16" in cfg.data_types and rng.random() < fp16:
+        prec = _FP16
+    else:
+        prec = int(rng.choice(precs))
+    if prec == _FP16:
+        compress = False
     kind = reuse.split(":")[-1]
     first = reuse.startswith("first:")
     second = prev is not None and reuse != "none"
@@ -638,7 +668,7 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     atom = cfg.memory_atom
     cya = int(rng.integers(0, 1 << 32)) if rng.random() < 0.2 else 0
 
-    saturating = (reuse == "none" and max_pair(cfg) and max_macs >= max_pair(cfg)
+    saturating = (prec != _FP16 and reuse == "none" and max_pair(cfg) and max_macs >= max_pair(cfg)
                   and rng.random() < 0.05)
     if saturating:                           # one long int8 dot product that overflows int32
         kh = kw = 8
@@ -810,6 +840,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     if rng.random() < 0.6:
         hi = 1 << (8 * _BYTES[prec] - 1)
         pad_value = int(rng.integers(-hi, hi)) & 0xFFFF
+        if prec == _FP16:
+            pad_value = int(fp16_codes(rng, 1)[0])
         if prec == 0 and rng.random() < 0.3:       # junk in the unused high byte
             pad_value = (pad_value & 0xFF) | (int(rng.integers(0, 256)) << 8)
     layer = conv_layer(
@@ -824,7 +856,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         reuse=tuple(reuse_bits), rls_slices=rls, sdp=sdp, dst=(dbase, dline, dsurf), cya=cya,
         cvt=cvt, compress=compress,
         weight_bytes=prev["info"]["wbytes"] if weight_reuse else None,
-        batches=B, batch_extra=batch_extra)
+        batches=B, batch_extra=batch_extra,
+        nan_to_zero=prec == _FP16 and rng.random() < 0.5)
     layer["info"]["cvt_sd"] = dsd
     return layer
 
@@ -834,11 +867,11 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
 
 
 def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5,
-                int8_only=False, int16_cvt=0.0):
+                int8_only=False, int16_cvt=0.0, fp16=0.0):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
     opts = dict(compress=compress, batch_share=batch_share, int8_only=int8_only,
-                int16_cvt=int16_cvt)
+                int16_cvt=int16_cvt, **({"fp16": fp16} if fp16 else {}))
     if kind == "none":
         return [random_program(cfg, rng, max_macs, 0, **opts),
                 random_program(cfg, rng, max_macs, 1, **opts)]
@@ -894,26 +927,29 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
                         prefix: str = "conv_random", compress_share: float = 0.0,
                         batch_share: float = 0.5, int8_only: bool = False,
-                        int16_cvt: float = 0.0) -> list:
+                        int16_cvt: float = 0.0, fp16: float = 0.0) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     ``compress_share`` of the programs (builds with weight compression) use compressed weights;
     on builds with batching, ``batch_share`` of the layers (drawn anew, not data-reusing) run
     several batches (0: none, e.g. for an RTL without batching; the random stream is the same);
     ``int8_only``: no int16 layers on a build with int16; ``int16_cvt``: the share of int16
-    layers fetching their input that enable the input convertor (int16 to int16).
+    layers fetching their input that enable the input convertor (int16 to int16); ``fp16``:
+    the share of layers drawn anew that are fp16 (builds with fp16).
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
+    extra = {"fp16": fp16} if fp16 else {}
+
     def draw(rng):
         compress = cfg.weight_compression and compress_share and rng.random() < compress_share
         if rng.random() < two_layer_share:
             return random_pair(cfg, rng, max_macs, compress=bool(compress),
                                batch_share=batch_share, int8_only=int8_only,
-                               int16_cvt=int16_cvt)
+                               int16_cvt=int16_cvt, **extra)
         return [random_program(cfg, rng, max_macs, 0, compress=bool(compress),
                                batch_share=batch_share, int8_only=int8_only,
-                               int16_cvt=int16_cvt)]
+                               int16_cvt=int16_cvt, **extra)]
     return reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw, write_trace,
                                           golden_core))
 

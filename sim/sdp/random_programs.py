@@ -29,7 +29,7 @@ from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Re
                              crc_check, enables, finish_trace, group_writes, random_ram,
                              start_trace, write_invalid, write_random)
 
-__all__ = ["random_program", "random_lut_fp16", "use_lut", "write_trace", "write_random_traces",
+__all__ = ["random_program", "random_lut_fp16", "fp16_codes", "fp16_layer", "use_lut", "write_trace", "write_random_traces",
            "write_invalid_traces", "INVALID_MUTATIONS", "Regs"]
 
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
@@ -40,7 +40,7 @@ def _pick(rng, *options, p=None):
     return options[int(rng.choice(len(options), p=p))]
 
 
-def _fp16_codes(rng, n, wild=False):
+def fp16_codes(rng, n, wild=False):
     """``n`` fp16 codes: mostly moderate values (a few binades around 1, some exact small
     integers), now and then zeros, denormals, the largest finite value, infinities, NaNs;
     ``wild`` draws from a wider range (outputs reach the 65504 saturation)."""
@@ -54,10 +54,10 @@ def _fp16_codes(rng, n, wild=False):
 
 
 def _fp16_bytes(rng, nbytes, wild=False):
-    return _fp16_codes(rng, nbytes // 2, wild).astype("<u2").view(np.uint8)
+    return fp16_codes(rng, nbytes // 2, wild).astype("<u2").view(np.uint8)
 
 
-def _fp16_layer(cfg, rng, sdp, rdma, images):
+def fp16_layer(cfg, rng, sdp, rdma, images):
     """Turn a drawn layer into fp16 (PROC/IN/OUT_PRECISION already FP16): fp16 input and
     operand data, fp16 register operands for BS / BN, fp32 ones for EW, NaN-to-zero and the
     NaN / Inf counters at random."""
@@ -68,7 +68,7 @@ def _fp16_layer(cfg, rng, sdp, rdma, images):
         for unit in ("ALU", "MUL"):
             reg = f"D_DP_{prefix}_{unit}_SRC_VALUE"
             if reg in sdp.block:
-                sdp.set(reg, **{f"{prefix}_{unit}_OPERAND": int(_fp16_codes(rng, 1)[0])})
+                sdp.set(reg, **{f"{prefix}_{unit}_OPERAND": int(fp16_codes(rng, 1)[0])})
     if cfg.sdp_ew:
         for unit in ("ALU", "MUL"):
             code = int(fp32_from_float(float(rng.standard_normal()) * 2.0 ** int(
@@ -110,14 +110,14 @@ def random_lut_fp16(cfg, rng) -> dict:
     s.set("S_LUT_LO_START", LUT_LO_START=bound(-4.0, 1.0))
     s.set("S_LUT_LO_END", LUT_LO_END=bound(0.0, 6.0))
     for t in ("LE", "LO"):
-        codes = _fp16_codes(rng, 2)
+        codes = fp16_codes(rng, 2)
         s.set(f"S_LUT_{t}_SLOPE_SCALE", **{f"LUT_{t}_SLOPE_UFLOW_SCALE": int(codes[0]),
                                            f"LUT_{t}_SLOPE_OFLOW_SCALE": int(codes[1])})
         s.set(f"S_LUT_{t}_SLOPE_SHIFT", **{f"LUT_{t}_SLOPE_UFLOW_SHIFT": int(rng.integers(32)),
                                            f"LUT_{t}_SLOPE_OFLOW_SHIFT": int(rng.integers(32))})
     wild = rng.random() < 0.2
-    return {"s": s.words, "le": [int(v) for v in _fp16_codes(rng, LE_DEPTH, wild)],
-            "lo": [int(v) for v in _fp16_codes(rng, LO_DEPTH, wild)]}
+    return {"s": s.words, "le": [int(v) for v in fp16_codes(rng, LE_DEPTH, wild)],
+            "lo": [int(v) for v in fp16_codes(rng, LO_DEPTH, wild)]}
 
 
 def use_lut(cfg, sdp_words: dict) -> None:
@@ -306,7 +306,7 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = 
         sdp.set("D_CVT_SCALE", CVT_SCALE=int(rng.integers(0, 1 << 16)))
         sdp.set("D_CVT_SHIFT", CVT_SHIFT=int(rng.integers(0, 64)))
     if prec == 2:
-        _fp16_layer(cfg, rng, sdp, rdma, images)
+        fp16_layer(cfg, rng, sdp, rdma, images)
     return {"sdp": sdp.words, "rdma": rdma.words, "images": images, "window": window,
             "shape": (W, H, C, prec)}
 
