@@ -197,6 +197,8 @@ class NvdlaCore(wiring.Component):
         m.d.comb += [conv.sdp_wait.eq(sdp.flying_wait),
                      conv.sdp_reject.eq(sdp.flying_reject),
                      conv.sdp.int16.eq(sd.D_DATA_FORMAT.PROC_PRECISION == 1),
+                     *([conv.sdp.fp16.eq(sd.D_DATA_FORMAT.PROC_PRECISION == 2)]
+                       if "fp16" in cfg.data_types else []),
                      conv.sdp.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
                      conv.sdp.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),
                      conv.sdp.channel.eq(sd.D_DATA_CUBE_CHANNEL.CHANNEL)]

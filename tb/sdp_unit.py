@@ -73,12 +73,15 @@ def view_value(layout, block, words):
 def flying_cube(block, words, cfg=None) -> dict:
     """The value of :func:`hw.conv.common.sdp_cube_layout` for an SDP register program
     (``block`` SDP's register table, ``words`` its register words): what the convolution
-    pipeline's ``sdp`` input sees of SDP's consumer group (with ``cfg`` on a build with
-    batching: its batch count and the low bits of its destination address and strides)."""
+    pipeline's ``sdp`` input sees of SDP's consumer group (with ``cfg``: on a build with fp16
+    whether it is an fp16 layer; on a build with batching its batch count and the low bits of
+    its destination address and strides)."""
     v = GroupView(block, words)
     out = {"int16": int(v.D_DATA_FORMAT.PROC_PRECISION == 1),
            "width": v.D_DATA_CUBE_WIDTH.WIDTH, "height": v.D_DATA_CUBE_HEIGHT.HEIGHT,
            "channel": v.D_DATA_CUBE_CHANNEL.CHANNEL}
+    if cfg is not None and "fp16" in cfg.data_types:
+        out["fp16"] = int(v.D_DATA_FORMAT.PROC_PRECISION == 2)
     if cfg is not None and cfg.batching:
         mask = (1 << cfg.memory_atom.bit_length()) - 1
         out["batches"] = v.D_FEATURE_MODE_CFG.BATCH_NUMBER

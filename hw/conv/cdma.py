@@ -1,5 +1,5 @@
 """The convolution DMA (CDMA) for direct convolution with feature or image input, int8 (and
-int16 feature input on builds with it), batches on builds with batching (spec "Convolution
+int16 / fp16 feature input on builds with them), batches on builds with batching (spec "Convolution
 DMA"; golden model
 :mod:`sim.conv.cdma`; CBUF layout :mod:`hw.conv.common`).
 
@@ -16,9 +16,12 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
     atoms from ``base``. Memory atom ``a`` of position ``x`` goes to the entry / lanes of the
     contract (channel group ``a // P``, the shared "cripple" group for the last ``S % P``
     atoms), one masked CBUF write per atom (two-column entries: the register entry's row pair,
-    :mod:`hw.conv.common`). An int16 layer (builds where
-    :func:`~hw.conv.common.conv_int16` holds) is fetched as the int8 cube of ``2 x C`` byte
-    channels (S = the memory atoms of ``2 x C`` bytes). With ``D_CVT_CFG.CVT_EN`` every element of
+    :mod:`hw.conv.common`). An int16 or fp16 layer (builds where
+    :func:`~hw.conv.common.conv_wide` holds) is fetched as the int8 cube of ``2 x C`` byte
+    channels (S = the memory atoms of ``2 x C`` bytes; fp16 never converts: the check rejects
+    ``CVT_EN`` on fp16 layers; fetched fp16 NaN and infinity elements of data and weights are
+    counted into the ``D_NAN_INPUT_*`` / ``D_INF_INPUT_*`` fields, and with
+    ``D_NAN_FLUSH_TO_ZERO`` the data NaNs become +0). With ``D_CVT_CFG.CVT_EN`` every element of
     the atom (channels past ``C`` included, as the golden model does; the CSC reads them as 0)
     passes the input convertor (:class:`hw.conv.convertor.AtomConvertor`, two pipeline stages,
     one atom per cycle; an int16 layer's byte pairs are int16 elements converted to int16);
@@ -120,7 +123,7 @@ from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
 from .cdma_img import ImageFetch
-from .common import cbuf_write_layout, conv_int16
+from .common import cbuf_write_layout, conv_fp16, conv_int16, conv_wide
 from .convertor import AtomConvertor, Convertor
 from .wdecomp import WeightDecompressor
 
@@ -199,9 +202,9 @@ class Cdma(wiring.Component):
         m.d.comb += [width.eq(R.D_DATAIN_SIZE_0.DATAIN_WIDTH + 1),
                      height.eq(R.D_DATAIN_SIZE_0.DATAIN_HEIGHT + 1),
                      surfs.eq((R.D_DATAIN_SIZE_1.DATAIN_CHANNEL >> ash) + 1)]
-        if conv_int16(cfg):
-            # int16 layers: 2-byte elements, the line is the int8 layout of 2 x C bytes
-            with m.If(misc.PROC_PRECISION == 1):
+        if conv_wide(cfg):
+            # int16 / fp16 layers: 2-byte elements, the line is the int8 layout of 2 x C bytes
+            with m.If(misc.PROC_PRECISION != 0):
                 m.d.comb += surfs.eq((Cat(Const(1, 1), R.D_DATAIN_SIZE_1.DATAIN_CHANNEL)
                                       >> ash) + 1)
         base = Signal(aw)
@@ -696,6 +699,47 @@ class Cdma(wiring.Component):
 
         # -- counters --------------------------------------------------------------------------
         st = self.status
+        if conv_fp16(cfg):
+            # fp16 layers (golden sim.conv.cdma.fetch_feature / fetch_weights): every fetched
+            # feature atom's NaN / infinity elements are counted, then with NAN_TO_ZERO its
+            # NaNs become +0 on the way to the convertor; every fetched weight atom is
+            # counted (weights are not flushed). The counts start at 0 with each layer.
+            fp_layer = Signal()
+            m.d.comb += fp_layer.eq(R.D_MISC_CFG.PROC_PRECISION == 2)
+            ntz = R.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO
+            lanes16 = ATOM // 2
+
+            def classify(data, name):
+                nan, inf = Signal(lanes16, name=f"{name}_nan"), Signal(lanes16, name=f"{name}_inf")
+                for i in range(lanes16):
+                    e = data[16 * i:16 * i + 16]
+                    top = e[10:15].all()
+                    m.d.comb += [nan[i].eq(top & e[:10].any()), inf[i].eq(top & ~e[:10].any())]
+                return nan, inf
+
+            d_atom = dat_ser.o.payload.data
+            d_nan, d_inf = classify(d_atom, "fp_dat")
+            flushed = Signal.like(d_atom, name="fp_dat_flushed")
+            for i in range(lanes16):
+                m.d.comb += flushed[16 * i:16 * i + 16].eq(
+                    Mux(fp_layer & ntz & d_nan[i], 0, d_atom[16 * i:16 * i + 16]))
+            m.d.comb += dcv.i.payload.data.eq(flushed)
+            w_nan, w_inf = classify(wt_ser.o.payload.data, "fp_wt")
+            d_take = dcv.i.valid & dcv.i.ready & fp_layer
+            w_take = wt_ser.o.valid & wt_ser.o.ready & fp_layer
+            for take, bits, reg, fld in (
+                    (d_take, d_nan, "D_NAN_INPUT_DATA_NUM", "NAN_DATA_NUM"),
+                    (d_take, d_inf, "D_INF_INPUT_DATA_NUM", "INF_DATA_NUM"),
+                    (w_take, w_nan, "D_NAN_INPUT_WEIGHT_NUM", "NAN_WEIGHT_NUM"),
+                    (w_take, w_inf, "D_INF_INPUT_WEIGHT_NUM", "INF_WEIGHT_NUM")):
+                c = Signal(32, name=fld.lower())
+                n = Signal(range(lanes16 + 1), name=f"{fld.lower()}_atom")
+                m.d.comb += n.eq(sum(bits[i] for i in range(lanes16)))
+                with m.If(decide):
+                    m.d.sync += c.eq(0)
+                with m.Elif(take):
+                    m.d.sync += c.eq(c + n)
+                m.d.comb += st[reg][fld].eq(c)
         dma_en = R.D_PERF_ENABLE.DMA_EN
         for port, reg, fld in ((self.rd_dat, "D_PERF_DAT_READ_STALL", "DAT_RD_STALL"),
                                (self.rd_wt, "D_PERF_WT_READ_STALL", "WT_RD_STALL")):

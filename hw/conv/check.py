@@ -1,6 +1,7 @@
 """ConvCheck: the layer-start check of a direct-convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
-this RTL: int8, and int16 where :func:`~hw.conv.common.conv_int16` holds; batches on builds
+this RTL: int8, int16 where :func:`~hw.conv.common.conv_int16` holds and fp16 where
+:func:`~hw.conv.common.conv_fp16` does; batches on builds
 with ``batching``).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
@@ -37,14 +38,17 @@ Rules (any one fails the program)
       is ignored;
     * precision: every ``IN_PRECISION`` / ``PROC_PRECISION`` must be INT8 -- except on builds
       where :func:`~hw.conv.common.conv_int16` holds, which also take a feature-input layer
-      whose ten precision fields are all INT16 (FP16 fails everywhere; ``CVT_EN`` is not a
-      rule for int8: NVDLA's own int8 traces set it; an int16 layer with ``CVT_EN``, int16 to
-      int16, runs). RTL restrictions on those builds, where the golden model would run the
+      whose ten precision fields are all INT16, and builds where
+      :func:`~hw.conv.common.conv_fp16` holds, which take one whose ten fields are all FP16
+      (``CVT_EN`` is not a rule for int8: NVDLA's own int8 traces set it; an int16 layer with
+      ``CVT_EN``, int16 to int16, runs). fp16 layers (the golden model's rules): no
+      ``CVT_EN`` (the convertor takes integers), and the SDP layer they fly into is FP16 -- and an integer layer's is not (on every build
+      with fp16). RTL restrictions on those builds, where the golden model would run the
       program: an ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here keeps
-      the element size: int8 to int8, int16 to int16), an int16 image layer, an int16 layer
-      flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc delivers the
-      surfaces of its own precision), and ``DATA_REUSE`` of slices kept by a layer of the
-      other precision;
+      the element size: int8 to int8, int16 to int16), an int16 or fp16 image layer, an
+      int16 layer flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc
+      delivers the surfaces of its own precision), and ``DATA_REUSE`` of slices (or
+      ``WEIGHT_REUSE`` of weights) kept by a layer of another precision;
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
       ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
       lines that overlap (``LINE_STRIDE < W x atom``) and surfaces that overlap (``S > 1``
@@ -100,7 +104,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem import dma_fields
 from ..regfile import fields_layout
-from .common import conv_int16, sdp_cube_layout
+from .common import conv_fp16, conv_int16, conv_wide, sdp_cube_layout
 from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
@@ -169,23 +173,40 @@ class ConvCheck(wiring.Component):
             fmt_errs = [D.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0, C.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0]
 
         # -- modes and precision ---------------------------------------------------------
-        i16b = conv_int16(cfg)
-        i16 = Signal()                                      # an int16 layer (i16b builds)
+        # (i16b: builds with the 2-byte element path; i16: a layer of 2-byte elements, int16
+        # or fp16; prec: the layer's precision, the reuse keys' precision)
+        i16b = conv_wide(cfg)
+        i16 = Signal()
+        prec = D.D_MISC_CFG.PROC_PRECISION
         if i16b:
-            m.d.comb += i16.eq(D.D_MISC_CFG.PROC_PRECISION == 1)
+            m.d.comb += i16.eq((prec == 1) | (prec == 2))
             for v in (D, C, A, B, K):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0,
-                         v.D_MISC_CFG.PROC_PRECISION != D.D_MISC_CFG.PROC_PRECISION]
-            errs += [D.D_MISC_CFG.PROC_PRECISION > 1,
+                         v.D_MISC_CFG.PROC_PRECISION != prec]
+            errs += [prec == 3,
                      i16 & img,
-                     ~img & (D.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
-                     ~img & (C.D_MISC_CFG.IN_PRECISION != D.D_MISC_CFG.PROC_PRECISION),
-                     self.sdp.int16 != i16]
+                     ~img & (D.D_MISC_CFG.IN_PRECISION != prec),
+                     ~img & (C.D_MISC_CFG.IN_PRECISION != prec),
+                     self.sdp.int16 != (prec == 1)]
+            if not conv_int16(cfg):
+                errs.append(prec == 1)
+            if conv_fp16(cfg):
+                # fp16: CACC delivers fp32 into an fp16 SDP layer; the input convertor takes
+                # integers only (the golden model's rules)
+                fp = Signal()
+                m.d.comb += fp.eq(prec == 2)
+                errs += [self.sdp.fp16 != fp, fp & D.D_CVT_CFG.CVT_EN]
+            else:
+                errs.append(prec == 2)
+                if "fp16" in cfg.data_types:
+                    errs.append(self.sdp.fp16)
         else:
             for v in (D, C, A, B, K):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
             errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != 0)]
+            if "fp16" in cfg.data_types:                    # an int8 layer into fp16 SDP
+                errs.append(self.sdp.fp16)
         bat = cfg.batching
         if bat:
             # batches (golden: sim.conv.program.decode, check_batch_delivery): at most
@@ -324,7 +345,7 @@ class ConvCheck(wiring.Component):
                 cext1.DATAIN_CHANNEL_EXT, cw1.WEIGHT_CHANNEL_EXT, img,
                 C.D_POST_Y_EXTENSION.Y_EXTENSION]
         if i16b:
-            wkey += [i16]
+            wkey += [prec]
         if comp:
             wmb_bytes = Signal(33)
             m.d.comb += wmb_bytes.eq(byte_value(D, "CDMA", "D_WMB_BYTES", "WMB_BYTES"))
@@ -352,11 +373,11 @@ class ConvCheck(wiring.Component):
                     & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
         if i16b:
             # kept slices of the other precision (the golden model would reinterpret values)
-            key_i16 = Signal()
+            key_i16 = Signal(2)
             with m.If(self.end):
-                m.d.sync += key_i16.eq(i16)
+                m.d.sync += key_i16.eq(prec)
             errs.append(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                        & (key_i16 != i16))
+                        & (key_i16 != prec))
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]

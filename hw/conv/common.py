@@ -210,12 +210,15 @@ def conv_out_layout(cfg) -> data.StructLayout:
 
 def sdp_cube_layout(cfg=None) -> data.StructLayout:
     """What the convolution's check needs of SDP's consumer group (the flying layer waiting
-    for it): its processing precision (int16: half the channels per atom) and its cube size
+    for it): its processing precision (int16: half the channels per atom; ``fp16`` on builds
+    with fp16) and its cube size
     fields (``D_DATA_CUBE_WIDTH`` / ``HEIGHT`` / ``CHANNEL``, each the size minus one). On
     builds with batching (``cfg.batching``) also its ``BATCH_NUMBER`` and the low
     ``log2(atom) + 1`` bits of its destination base, line and surface stride in bytes (the
     batched delivery rule, :func:`sim.conv.program.check_batch_delivery`)."""
     fields = {"int16": 1, "width": 13, "height": 13, "channel": 13}
+    if cfg is not None and "fp16" in cfg.data_types:
+        fields["fp16"] = 1                    # SDP processes fp16 (builds with fp16)
     if cfg is not None and cfg.batching:
         lo = cfg.memory_atom.bit_length()
         fields.update({"batches": 5, "base_lo": lo, "line_lo": lo, "surf_lo": lo})

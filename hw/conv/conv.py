@@ -40,7 +40,7 @@ from .cbuf import Cbuf
 from .cdma import Cdma
 from .check import ConvCheck
 from .cmac import Cmac
-from .common import conv_int16, conv_out_layout, sdp_cube_layout
+from .common import conv_fp16, conv_int16, conv_out_layout, sdp_cube_layout
 from .csc import Csc
 
 __all__ = ["ConvPipeline", "BLOCKS"]
@@ -158,9 +158,11 @@ class ConvPipeline(wiring.Component):
             self.cdma_status.eq(cdma.status),
             self.cacc_status.D_OUT_SATURATION.SAT_COUNT.eq(cacc.sat_count),
         ]
-        if conv_int16(cfg):                 # the layer's precision (the check: all blocks agree)
-            i16 = self.cacc_regs.D_MISC_CFG.PROC_PRECISION == 1
-            m.d.comb += [cmac.int16.eq(i16), cacc.int16.eq(i16)]
+        prec = self.cacc_regs.D_MISC_CFG.PROC_PRECISION    # (the check: all blocks agree)
+        if conv_int16(cfg):
+            m.d.comb += [cmac.int16.eq(prec == 1), cacc.int16.eq(prec == 1)]
+        if conv_fp16(cfg):
+            m.d.comb += [cmac.fp16.eq(prec == 2), cacc.fp16.eq(prec == 2)]
         wiring.connect(m, csc=csc.dat_rd, cbuf=cbuf.dat_rd)
         wiring.connect(m, csc=csc.wt_rd, cbuf=cbuf.wt_rd)
         wiring.connect(m, csc=csc.dat, cmac=cmac.dat)

@@ -1,5 +1,5 @@
-"""CSC: the convolution sequence controller (int8 direct convolution, int16 on builds with
-it, batches on builds with batching; spec "Convolution Sequence Controller"; golden model
+"""CSC: the convolution sequence controller (int8 direct convolution, int16 / fp16 on builds
+with them, batches on builds with batching; spec "Convolution Sequence Controller"; golden model
 :mod:`sim.conv.csc`).
 
 The CSC reads the input slices and the weights that Cdma has put into the CBUF and feeds the
@@ -64,8 +64,9 @@ is kept, so consecutive atoms usually need one read). With ``D_POST_Y_EXTENSION`
 holds ``p`` kernel lines (the rows of a row group; the last group keeps ``R % p``), one part
 per line, and the weight loads follow the same row groups.
 
-int16 layers (builds where :func:`~hw.conv.common.conv_int16` holds, ``PROC_PRECISION =
-INT16``): the sequence of :mod:`hw.conv.common`'s "int16 layers": the channel loop counts
+int16 and fp16 layers (builds where :func:`~hw.conv.common.conv_wide` holds,
+``PROC_PRECISION`` INT16 or FP16; an fp16 layer is sequenced exactly as an int16 one): the
+sequence of :mod:`hw.conv.common`'s "int16 layers": the channel loop counts
 bytes (``2 x C``, groups of ``2 x AC`` bytes), kernel groups are ``AK / 2`` kernels, each
 output position of a block is one atom per half of the channel group (``half`` 0 / 1, one
 entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lanes, high byte
@@ -100,7 +101,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_int16, dat_layout, max_stripe, wt_layout
+from .common import cbuf_read_signature, conv_wide, dat_layout, max_stripe, wt_layout
 from .image import times_small
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
@@ -181,12 +182,13 @@ class Csc(wiring.Component):
         pl = R.D_ZERO_PADDING.PAD_LEFT
         pt = R.D_ZERO_PADDING.PAD_TOP
         pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
-        # int16 layers (conv_int16 builds): channels counted in bytes, groups of 2 x AC bytes
-        i16b = conv_int16(self._cfg)
+        # int16 / fp16 layers (conv_wide builds): channels counted in bytes, groups of 2 x AC
+        # bytes (the check lets only the build's precisions through)
+        i16b = conv_wide(self._cfg)
         i16 = Signal()
         cl_bits = 14
         if i16b:
-            m.d.comb += i16.eq(R.D_MISC_CFG.PROC_PRECISION == 1)
+            m.d.comb += i16.eq(R.D_MISC_CFG.PROC_PRECISION != 0)
             cl_bits = 15
             C = Mux(i16, C << 1, C)
             G = Mux(i16, 2 * AC, AC)                # channel group bytes

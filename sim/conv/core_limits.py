@@ -10,7 +10,7 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
-from .program import FP16, INT8, ConvProgram, ConvProgramError
+from .program import INT8, ConvProgram, ConvProgramError
 
 __all__ = ["check_core_limits"]
 
@@ -35,11 +35,9 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     * Batches: this core fetches a batched layer's weights once for all its batches, so
       they must fit the weight banks (``WEIGHT_BYTES``, and compressed weights expanded);
       NVDLA streams larger weights again for each batch.
-    * fp16: this core's CMAC and CACC compute integers only (the golden model runs fp16
-      layers as NVDLA's fp16 MAC cells and 48-bit float accumulator do).
+    fp16 layers run where the entries are bank rows, as int16 ones (NVDLA's fp16 MAC cells and
+    48-bit float accumulator, :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`).
     """
-    if p.precision == FP16:
-        _err("CDMA.D_MISC_CFG.PROC_PRECISION=FP16", "no fp16 convolution")
     if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:
         if p.precision != INT8 or p.in_precision != INT8:
             _err("CDMA.D_MISC_CFG.PROC_PRECISION", "two-column CBUF entries take int8 layers")
