@@ -83,10 +83,10 @@ _STATUS = {"PDP": ("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM"),
            "SDP_RDMA": ("D_STATUS_NAN_INPUT_NUM", "D_STATUS_INF_INPUT_NUM")}
 
 
-def _add_status_polls(path, cfg):
-    """Append to the trace ``path`` reads of both groups' status counters of :data:`_STATUS`,
-    expecting what the golden model's registers hold after the trace; returns the PDP
-    values."""
+def _add_status_polls(path, cfg, status=None):
+    """Append to the trace ``path`` reads of both groups' status counters of ``status``
+    ({block: registers}, default :data:`_STATUS`), expecting what the golden model's registers
+    hold after the trace; returns the first block's values."""
     from sim.core import GoldenCore
     from sim.trace import parse_trace
     from sim.trace_run import run_golden
@@ -94,13 +94,15 @@ def _add_status_polls(path, cfg):
     res = run_golden(parse_trace(str(path), cfg), cfg, core=core)
     assert res.passed, res.message
     lines, values = [], []
-    for block, regs in _STATUS.items():
+    status = _STATUS if status is None else status
+    first = next(iter(status))
+    for block, regs in status.items():
         for g in (0, 1):
             core.csb_write(core.rmap.address(f"{block}.S_POINTER") >> 2, g)
             lines.append(f"reg_write(NVDLA_{block}.S_POINTER_0, {g:#x});")
             for reg in regs:
                 v = core.csb_read(core.rmap.address(f"{block}.{reg}") >> 2)
-                if block == "PDP":
+                if block == first:
                     values.append(v)
                 lines.append(f"poll_reg_equal(NVDLA_{block}.{reg}_0, {v:#x});")
     cfg_file = next(Path(path).glob("*.cfg"))
