@@ -1,5 +1,5 @@
-"""CMAC: the convolution multiply-accumulate array (int8; int16 on builds with it; spec
-"Convolution MAC").
+"""CMAC: the convolution multiply-accumulate array (int8; int16 and fp16 on builds with them;
+spec "Convolution MAC").
 
 Atomic-K MAC cells of Atomic-C int8 multipliers each. Every data atom from Csc (Atomic-C
 channels of one output position) is multiplied with the Atomic-K kernels' Atomic-C weights of
@@ -34,8 +34,23 @@ The ``AK/2 x AC/2`` multipliers of kernels ``< AK/2`` and channels ``< AC/2`` ar
 bits (their int8 products too, on sign-extended operands), the others stay 8 x 8 and give 0 in
 int16 layers; int8-only builds generate the int8 array alone.
 
+fp16 (builds where :func:`~hw.conv.common.conv_fp16` holds; ``fp16`` in, the layer is fp16,
+sampled with each atom as it enters so it may change between layers): the atom and the weight
+load have the int16 layout (fp16 code ``c`` of the atom at bytes ``2c, 2c + 1``, low byte
+first; kernel ``kk``'s half ``h`` in weight row ``2*kk + h``), and ``AK / 2`` fp16 cells of
+``AC / 2`` pairs (:class:`~hw.conv.fp16_cell.Fp16Cell`, NVDLA's cell as
+:func:`sim.conv.cmac.fp16_mac_cell` models it) give::
+
+    sums[kk] = fp16_mac_cell(w16[kk][half*AC/2 : half*AC/2 + AC/2], d16[0 : AC/2])
+
+(kk < AK/2; sums past AK/2 are 0) as the 44-bit partial-sum code in the low 44 bits of the
+field, zero-extended when ``psum_bits`` is wider (as a signed field, a code with bit 43 set
+reads negative: the consumer takes bits ``[0:44]``). The cells sit beside the integer array
+with as many registers as it has from the products to the output, so fp16 and integer layers
+have the same latency; int8- and int16-only builds generate no fp16 logic.
+
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
-nv_small, 5 on nv_large); :attr:`Cmac.latency`.
+nv_small, 5 on nv_large), fp16 atoms included; :attr:`Cmac.latency`.
 """
 
 from __future__ import annotations
@@ -44,7 +59,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_int16, dat_layout, psum_bits, psum_layout, wt_layout
+from .common import conv_fp16, conv_int16, conv_wide, dat_layout, psum_bits, psum_layout, \
+    wt_layout
+from .fp16_cell import Fp16Cell
 
 __all__ = ["Cmac"]
 
@@ -57,8 +74,9 @@ class Cmac(wiring.Component):
 
     Ports: ``dat`` / ``wt`` in (:func:`~hw.conv.common.dat_layout`,
     :func:`~hw.conv.common.wt_layout`), ``psum`` out (:func:`~hw.conv.common.psum_layout`),
-    ``clear`` in (layer start). Status out: ``shadow_full`` (a loaded weight set waits for its
-    swap), ``busy`` (an atom is in the pipeline).
+    ``clear`` in (layer start), ``int16`` / ``fp16`` in (builds with them: the layer's
+    precision). Status out: ``shadow_full`` (a loaded weight set waits for its swap), ``busy``
+    (an atom is in the pipeline).
     """
 
     def __init__(self, cfg):
@@ -68,7 +86,10 @@ class Cmac(wiring.Component):
         self._levels = (self._ac - 1).bit_length()
         self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
         self._i16 = conv_int16(cfg)
+        self._f16 = conv_fp16(cfg)
         extra = {"int16": In(1)} if self._i16 else {}
+        if self._f16:
+            extra["fp16"] = In(1)
         super().__init__({**extra,
             "dat": In(stream.Signature(dat_layout(cfg))),
             "wt": In(stream.Signature(wt_layout(cfg))),
@@ -115,9 +136,13 @@ class Cmac(wiring.Component):
         a_data = Signal.like(self.dat.payload.data)
         a_tags = {t: Signal.like(self.dat.payload[t], name=f"a_{t}") for t in tags}
         a_half = Signal()
-        if self._i16:
+        if conv_wide(self._cfg):
             with m.If(adv):
                 m.d.sync += a_half.eq(self.dat.payload.half)
+        if self._f16:                   # the layer's precision travels with its atoms
+            a_tags["fp16"] = Signal(name="a_fp16")
+            with m.If(adv):
+                m.d.sync += a_tags["fp16"].eq(self.fp16)
         with m.If(adv):
             m.d.sync += a_valid.eq(take)
             m.d.sync += a_data.eq(self.dat.payload.data)
@@ -127,7 +152,7 @@ class Cmac(wiring.Component):
         # which enters stage A in the same edge as the previous atom leaves it) ----------
         valid, tg = a_valid, a_tags
         b_valid = Signal()
-        b_tags = {t: Signal.like(a_tags[t], name=f"b_{t}") for t in tags}
+        b_tags = {t: Signal.like(a_tags[t], name=f"b_{t}") for t in a_tags}
         def wide(k, c):                 # a 16 x 16 multiplier (int16 builds)
             return self._i16 and k < ak // 2 and c < ac // 2
 
@@ -135,7 +160,7 @@ class Cmac(wiring.Component):
                   for c in range(ac)] for k in range(ak)]
         with m.If(adv):
             m.d.sync += b_valid.eq(a_valid)
-            m.d.sync += [b_tags[t].eq(a_tags[t]) for t in tags]
+            m.d.sync += [b_tags[t].eq(a_tags[t]) for t in a_tags]
             for k in range(ak):
                 for c in range(ac):
                     if wide(k, c):
@@ -158,6 +183,24 @@ class Cmac(wiring.Component):
         valid, tg, vals = b_valid, b_tags, prods
         stage_valids = [a_valid, b_valid]
 
+        # ---- fp16 cells (fp16 builds): AK/2 cells of AC/2 pairs, as many registers as the
+        # integer path from stage B to the output ------------------------------------------
+        cells = []
+        if self._f16:
+            for kk in range(ak // 2):
+                cell = Fp16Cell(ac // 2, self.latency - 1)
+                m.submodules[f"fp16_cell_{kk}"] = cell
+                m.d.comb += cell.en.eq(adv)
+                for c in range(ac // 2):
+                    m.d.comb += [
+                        cell.d[c].eq(Cat(a_data[2 * c], a_data[2 * c + 1])),
+                        cell.w[c].eq(Mux(a_half,
+                                         Cat(active.data[2 * kk + 1][2 * c],
+                                             active.data[2 * kk + 1][2 * c + 1]),
+                                         Cat(active.data[2 * kk][2 * c],
+                                             active.data[2 * kk][2 * c + 1])))]
+                cells.append(cell.out)
+
         # ---- adder tree ----------------------------------------------------------------
         level, stage = 0, 0
         while level < self._levels:
@@ -176,10 +219,10 @@ class Cmac(wiring.Component):
                     regs.append(r)
                 nxt_vals.append(regs)
             s_valid = Signal(name=f"t{stage}_valid")
-            s_tags = {t: Signal.like(tg[t], name=f"t{stage}_{t}") for t in tags}
+            s_tags = {t: Signal.like(tg[t], name=f"t{stage}_{t}") for t in tg}
             with m.If(adv):
                 m.d.sync += s_valid.eq(valid)
-                m.d.sync += [s_tags[t].eq(tg[t]) for t in tags]
+                m.d.sync += [s_tags[t].eq(tg[t]) for t in tg]
             valid, tg, vals = s_valid, s_tags, nxt_vals
             stage_valids.append(s_valid)
             level += n
@@ -189,8 +232,13 @@ class Cmac(wiring.Component):
         m.d.comb += out_valid.eq(valid)
         m.d.comb += self.busy.eq(Cat(*stage_valids).any())
         m.d.comb += self.psum.valid.eq(valid)
-        for k in range(ak):
-            m.d.comb += self.psum.payload.sums[k].eq(vals[k][0])
+        if not self._f16:
+            for k in range(ak):
+                m.d.comb += self.psum.payload.sums[k].eq(vals[k][0])
+        else:
+            for k in range(ak):
+                fp = cells[k] if k < ak // 2 else 0
+                m.d.comb += self.psum.payload.sums[k].eq(Mux(tg["fp16"], fp, vals[k][0]))
         m.d.comb += [self.psum.payload[t].eq(tg[t]) for t in tags]
 
         return m

@@ -1,0 +1,214 @@
+"""One fp16 MAC cell of the convolution array: NVDLA's fp16 cell arithmetic, bit for bit.
+
+It follows the golden model :func:`sim.conv.cmac.fp16_mac_cell` (checked there against NVDLA's
+``NV_NVDLA_CMAC_CORE_mac``, ``tests/test_cmac_fp16.py``), structure for structure, because the
+result depends on it: the two carry-save words of a product are shifted separately, so the
+bits they drop are not a truncation of the product. For ``n`` (weight, data) pairs of fp16
+codes::
+
+    operand     magnitude = significand << (exponent & 3)   (15 bits; a denormal's mantissa
+                doubled, an infinity 2^16), coarse exponent = exponent >> 2 (3 bits)
+    pair        takes part when both codes have ``code & 0x7FFF != 0`` (CSC's element masks)
+    product     radix-4 Booth rows of the weight magnitude (sign of the product folded into
+                the recoding), carry-save trees to two 32-bit words ``ra``, ``rb``
+    alignment   emax = the largest coarse exponent sum of the taking-part pairs (0 if none);
+                a pair ``s = emax - esum`` steps below adds ``(ra >> 4s) + (rb >> 4s) +
+                K[s]`` (``K``: the Booth rows' sign-extension constant after the shift), a
+                pair 8 or more steps below adds nothing
+    result      44-bit code: bits 43..38 = ``4 x emax``, bits 37..0 the sum modulo 2^38; an
+                atom with a NaN (any pair, weights first, lowest channel first) gives ``0x3F``
+                in bits 43..38, the first NaN's sign and mantissa in bits 37..27, 0 below
+
+:class:`Fp16Cell` is pipelined over ``stages`` registers (at least 2), every register enabled
+by ``en``: the first holds the products' carry-save words, shifts and exponent maximum, the
+second the aligned products with one adder level, the next ones two adder levels each; stages
+beyond what the adder tree needs only delay. ``out`` is the last register.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Fp16Cell", "FP16_PSUM_BITS", "SUM_BITS"]
+
+FP16_PSUM_BITS = 44     #: a cell's partial-sum code: 6-bit exponent field, 38-bit sum
+SUM_BITS = 38           #: the two's-complement sum kept (modulo 2^38)
+_WORD = 32              #: the carry-save words of one product
+
+
+def _shift_const(s: int) -> int:
+    """The per-product compensation of the Booth rows' sign-extension constant once the two
+    words are shifted right by ``4 x s``, modulo 2^38."""
+    k = sum(((0xF0 >> s) >> j & 1) * ((5 if j % 2 == 0 else 80) << (8 * (j // 2)))
+            for j in range(8)) - (0xAAAA0000 >> (4 * s))
+    return k % (1 << SUM_BITS)
+
+
+#: the compensations of shifts 0..7, side by side (word ``s`` of 38 bits)
+_SHIFT_TABLE = Const(sum(_shift_const(s) << (SUM_BITS * s) for s in range(8)), SUM_BITS * 8)
+
+
+def _bits(v, width):
+    """``v`` as exactly ``width`` bits (zero-extended or truncated)."""
+    return Cat(v, Const(0, width - len(v))) if len(v) < width else v[0:width]
+
+
+def _operand(wire, code, name):
+    """(15-bit magnitude, 3-bit coarse exponent, taking part, NaN) of a 16-bit fp16 code."""
+    e, m = code[10:15], code[0:10]
+    sig = Mux(e != 0, Cat(m, Const(1, 1)), Cat(Const(0, 1), m))        # 11 bits
+    mag = wire(_bits(sig << e[0:2], 15), f"{name}_mag")
+    nz = wire(code[0:15] != 0, f"{name}_nz")
+    nan = wire((e == 31) & (m != 0), f"{name}_nan")
+    return mag, e[2:5], nz, nan
+
+
+def _booth_row(wire, code, neg, src, name):
+    """One radix-4 Booth row (17 bits, the top bit the inverted sign) of the 15-bit
+    multiplicand ``src`` for the 3-bit window ``code`` (complemented when ``neg``), and the
+    row's +1 (negated rows)."""
+    c = wire(code ^ neg.replicate(3), f"{name}_code")
+    inv = wire((c == 4) | (c == 5) | (c == 6), f"{name}_inv")
+    nsrc = ~src                                                        # 15 bits
+    row = Mux((c == 1) | (c == 2), Cat(src, Const(0b10, 2)),
+          Mux(c == 3, Cat(Const(0, 1), src, Const(1, 1)),
+          Mux((c == 5) | (c == 6), Cat(nsrc, Const(0b01, 2)),
+          Mux(c == 4, Cat(Const(1, 1), nsrc, Const(0, 1)),
+              Const(1 << 16, 17)))))
+    return wire(row, name), inv
+
+
+def _csa_tree(wire, rows, width, name):
+    """Carry-save reduction to two ``width``-bit words, three rows at a time from the first,
+    the leftovers carried over (the golden model's grouping: it decides the two words)."""
+    a = [r[0:width] if len(r) > width else r for r in rows]
+    level = 0
+    while len(a) > 2:
+        g = len(a) // 3
+        t = []
+        for i in range(g):
+            x, y, z = a[3 * i:3 * i + 3]
+            t += [wire((x ^ y ^ z)[0:width], f"{name}_{level}_s{i}"),
+                  wire((((x & y) | (y & z) | (x & z)) << 1)[0:width], f"{name}_{level}_c{i}")]
+        a = t + a[3 * g:]
+        level += 1
+    return a[0], a[1]
+
+
+def _product(wire, a, b, neg, name):
+    """The two 32-bit carry-save words of the Booth product ``a x b`` (15-bit magnitudes,
+    negated when ``neg``): four windows of ``a``'s low byte and four of its high bits, each
+    half reduced to two 24-bit words, the halves' words (the high ones 8 bits up) to two."""
+    lo = Cat(Const(0, 1), a[0:8])                                      # 9 bits
+    hi = Cat(a[7:15], Const(0, 1))                                     # 9 bits
+    codes = [lo[2 * i:2 * i + 3] for i in range(4)] + [hi[2 * i:2 * i + 3] for i in range(4)]
+    rows = [_booth_row(wire, c, neg, b, f"{name}_row{i}") for i, c in enumerate(codes)]
+
+    def half(r):
+        (d0, i0), (d1, i1), (d2, i2), (d3, i3) = r
+        return [d0, (d1 << 2) | i0, (d2 << 4) | (i1 << 2), (d3 << 6) | (i2 << 4), i3 << 6]
+
+    l0 = _csa_tree(wire, half(rows[:4]), 24, f"{name}_lo")
+    l1 = _csa_tree(wire, half(rows[4:]), 24, f"{name}_hi")
+    return _csa_tree(wire, [l0[0], l0[1], l1[0] << 8, l1[1] << 8], _WORD, name)
+
+
+def _max(wire, vals, name):
+    level = 0
+    while len(vals) > 1:
+        vals = [wire(Mux(vals[i] > vals[i + 1], vals[i], vals[i + 1]), f"{name}_{level}_{i}")
+                if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+        level += 1
+    return vals[0]
+
+
+class Fp16Cell(wiring.Component):
+    """An fp16 MAC cell of ``n`` pairs, ``stages`` registers deep (module docstring).
+
+    Ports: ``w`` / ``d`` in (``n`` fp16 codes each, pair ``c`` = ``w[c]``, ``d[c]``),
+    ``en`` in (every register advances), ``out`` (44-bit partial-sum code, registered).
+    """
+
+    def __init__(self, n: int, stages: int):
+        assert n >= 1 and stages >= 2, (n, stages)
+        self._n, self._stages = n, stages
+        super().__init__({"w": In(data.ArrayLayout(unsigned(16), n)),
+                          "d": In(data.ArrayLayout(unsigned(16), n)),
+                          "en": In(1),
+                          "out": Out(FP16_PSUM_BITS)})
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+
+        def reg(value, name):
+            r = Signal(len(value), name=name)
+            with m.If(self.en):
+                m.d.sync += r.eq(value)
+            return r
+
+        def wire(value, name):
+            w = Signal(len(value), name=name)
+            m.d.comb += w.eq(value)
+            return w
+
+        # ---- stage 1: operands, products, alignment, NaN -----------------------------------
+        wops = [_operand(wire, self.w[c], f"w{c}") for c in range(n)]
+        dops = [_operand(wire, self.d[c], f"d{c}") for c in range(n)]
+        live = [wire(wops[c][2] & dops[c][2], f"live_{c}") for c in range(n)]
+        esum = [wire(Mux(live[c], wops[c][1] + dops[c][1], 0)[0:4], f"esum_{c}")
+                for c in range(n)]
+        emax = wire(_max(wire, esum, "emax"), "emax")
+
+        # the first NaN: weights before data, lowest channel first (sign, mantissa)
+        # (a priority tree: the left operand of every node wins)
+        cand = [(op[3], Cat(code[0:10], code[15]))
+                for op, code in zip(wops + dops, list(self.w) + list(self.d))]
+        level = 0
+        while len(cand) > 1:
+            cand = [(wire(cand[i][0] | cand[i + 1][0], f"nanf_{level}_{i}"),
+                     wire(Mux(cand[i][0], cand[i][1], cand[i + 1][1]), f"nanc_{level}_{i}"))
+                    if i + 1 < len(cand) else cand[i] for i in range(0, len(cand), 2)]
+            level += 1
+        any_nan, nan_code = cand[0]
+
+        pairs = []
+        for c in range(n):
+            sft = wire((emax - esum[c])[0:4], f"sft_{c}")
+            take = live[c] & (sft < 8)
+            neg = wire(self.w[c][15] ^ self.d[c][15], f"neg_{c}")
+            ra, rb = _product(wire, wops[c][0], dops[c][0], neg, f"p{c}")
+            pairs.append((reg(ra, f"ra_{c}"), reg(rb, f"rb_{c}"), reg(sft[0:3], f"s_{c}"),
+                          reg(take, f"take_{c}")))
+        emax_r, nan_r, nan_code_r = (reg(emax, "emax_1"), reg(any_nan, "nan_1"),
+                                     reg(nan_code, "nan_code_1"))
+
+        # ---- stage 2: the aligned products, then the adder levels ----------------------------
+        parts = []
+        for c, (ra, rb, s, take) in enumerate(pairs):
+            sh = Cat(Const(0, 2), s)                                   # 4 x s
+            part = ((ra >> sh) + (rb >> sh) + _SHIFT_TABLE.word_select(s, SUM_BITS))
+            parts.append(wire(Mux(take, part[0:SUM_BITS], 0), f"part_{c}"))
+
+        def add_level(vals):
+            return [(vals[i] + vals[i + 1])[0:SUM_BITS] if i + 1 < len(vals) else vals[i]
+                    for i in range(0, len(vals), 2)]
+
+        vals = parts
+        for st in range(2, self._stages + 1):
+            for _ in range(1 if st == 2 else 2):
+                if len(vals) > 1:
+                    vals = add_level(vals)
+            if st == self._stages:
+                while len(vals) > 1:                 # (not on any size the array uses)
+                    vals = add_level(vals)
+                code = Mux(nan_r, Cat(Const(0, 27), nan_code_r, Const(0x3F, 6)),
+                           Cat(vals[0], Const(0, 2), emax_r))
+                m.d.comb += self.out.eq(reg(code, "code"))
+            else:
+                vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
+                emax_r, nan_r, nan_code_r = (reg(emax_r, f"emax_{st}"), reg(nan_r, f"nan_{st}"),
+                                             reg(nan_code_r, f"nan_code_{st}"))
+        return m
