@@ -23,6 +23,11 @@ codes::
 by ``en``: the first holds the products' carry-save words, shifts and exponent maximum, the
 second the aligned products with one adder level, the next ones two adder levels each; stages
 beyond what the adder tree needs only delay. ``out`` is the last register.
+
+Cost (``nvdla synth --target ecp5 --unit cmac`` on nv_small + fp16, four cells of four pairs
+beside the int8 array): about 6,000 LUT4 and 400 FF per cell, no DSP (the Booth rows, the
+carry-save trees and the two 32-bit shifters per pair are logic); the whole Cmac 25,997 LUT4 /
+4,170 FF / 64 MULT18X18D against nv_small's 1.8k / 2.6k / 64.
 """
 
 from __future__ import annotations
