@@ -47,9 +47,11 @@ precision, constant during a layer): the psums carry ``AK / 2`` kernels' 44-bit 
 codes (bits 0..43 of ``sums[kk]``, ``kk < AK / 2``; the other sums are ignored). The assembly
 entries of those kernels hold the 48-bit float codes of :func:`sim.conv.cacc.fp48_add`: a
 psum with ``first=1`` is added to an empty accumulator, any other to the stored code
-(:func:`hw.conv.fp48.fp48_add`, ``AK / 2`` combinational adders in stage 1, so a one-position
-stripe needs no stall or bypass: the transparent read port gives the next psum the result
-exactly as for integers). Each completed position leaves as ``AK / 2 / T`` transfers whose
+(:func:`hw.conv.fp48.fp48_add`, ``AK / 2`` adders: the partial sum's normalization,
+:func:`~hw.conv.fp48.fp48_psum`, in stage 0 beside the row read, registered; the rest,
+:func:`~hw.conv.fp48.fp48_step`, combinational in stage 1, so a one-position stripe needs no
+stall or bypass: the transparent read port gives the next psum the result exactly as for
+integers). Each completed position leaves as ``AK / 2 / T`` transfers whose
 lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32` gives (T converters,
 :func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding constant; D2 passes
 the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency is the int8
@@ -69,7 +71,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import ACC_BITS, conv_fp16, conv_int16, conv_out_layout, max_stripe, psum_layout
-from .fp48 import fp48_add, fp48_to_fp32
+from .fp48 import PSUM_LAYOUT, fp48_psum, fp48_step, fp48_to_fp32
 
 __all__ = ["Cacc"]
 
@@ -141,13 +143,20 @@ class Cacc(wiring.Component):
         p1 = Signal.like(self.psum.payload, name="s1")
         with m.If(adv):
             m.d.sync += [s1_valid.eq(take), p1.eq(self.psum.payload)]
+        if self._fp:
+            # fp16: the partial sums' normalization (independent of the stored value) in
+            # stage 0, registered beside the psum
+            dp1 = [Signal(PSUM_LAYOUT, name=f"fp48_{k}_s1") for k in range(ak // 2)]
+            for k in range(ak // 2):
+                dp0 = fp48_psum(m, self.psum.payload.sums[k].as_unsigned(), name=f"fp48_{k}")
+                with m.If(adv):
+                    m.d.sync += dp1[k].eq(dp0)
         new = Signal(acc_layout)
         for k in range(ak):
             old = rp.data[k]
             isum = Mux(p1.first, 0, old) + p1.sums[k]                     # wraps to ACC_BITS
             if self._fp and k < ak // 2:
-                fsum = fp48_add(m, p1.sums[k].as_unsigned(), old.as_unsigned(), ~p1.first,
-                                name=f"fp48_{k}")
+                fsum = fp48_step(m, dp1[k], old.as_unsigned(), ~p1.first, name=f"fp48_{k}")
                 m.d.comb += new[k].eq(Mux(self.fp16, fsum, isum))
             else:
                 m.d.comb += new[k].eq(isum)

@@ -22,14 +22,17 @@ The step here is written from that model, one piece per paragraph of it:
    exactly halfway; a carry out of the significand renormalizes (the two cases give the
    constants 01.0 and 10.0 with the exponent one up / down); a zero result has exponent 0.
 
+:func:`fp48_add` is :func:`fp48_psum` (step 1, the partial sum alone: it can sit a pipeline
+stage before the assembly value is read) followed by :func:`fp48_step` (steps 2 to 4).
 Leading-sign counts are a tree of leading-zero counts of ``v[i] ^ v[i+1]`` (:func:`_lsd`).
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.lib import data
 
-__all__ = ["fp48_add", "fp48_to_fp32"]
+__all__ = ["fp48_add", "fp48_psum", "fp48_step", "fp48_to_fp32", "PSUM_LAYOUT"]
 
 
 def _clz_tree(v):
@@ -56,36 +59,65 @@ def _lsd(m, v, name):
     return out
 
 
-def fp48_add(m, psum, acc, acc_valid, name="fp48"):
-    """Logic in ``m`` for one accumulation step: ``psum`` (its low 44 bits: the CMAC partial-
-    sum code) + ``acc`` (48-bit assembly code, read as 0 where ``acc_valid`` is low) -> the
-    48-bit assembly code (returned Signal). Follows :func:`sim.conv.cacc.fp48_add`."""
+#: :func:`fp48_psum` 's result: the partial sum normalized, ready for :func:`fp48_step`
+PSUM_LAYOUT = data.StructLayout({
+    "mant": 36,      # normalized significand, or the NaN's sign and mantissa at bits 25..35
+    "expo": 7,       # its exponent (0 for a zero partial sum)
+    "nan": 1,        # exponent field 0x3F
+    "fill": 1,       # bit 37: the sign fill when shifted 40 or more places
+})
+
+
+def fp48_psum(m, psum, name="fp48"):
+    """Logic in ``m`` preparing the 44-bit partial-sum code ``psum`` (its low 44 bits) for
+    :func:`fp48_step` (returned :data:`PSUM_LAYOUT` view): steps 1 and the partial sum's side
+    of 2. Independent of the assembly value, so it can sit a pipeline stage earlier."""
     def sig(shape, suffix):
         return Signal(shape, name=f"{name}_{suffix}")
 
     di = sig(44, "di")
-    oi = sig(48, "oi")
-    m.d.comb += [di.eq(psum[:44]), oi.eq(Mux(acc_valid, acc[:48], 0))]
-    di_expn, oi_expn = di[38:44], oi[40:48]
-    di_zero, oi_zero = ~di[:38].any(), ~oi[:40].any()
-    di_nan, oi_nan = di_expn.all(), oi_expn.all()
-    nan = sig(1, "nan")
-    m.d.comb += nan.eq(di_nan | oi_nan)
-
-    # 1. the partial sum normalized (36 bits, then 4 zero bits below)
-    di_mant = di[:36]
+    m.d.comb += di.eq(psum[:44])
+    di_expn, di_mant = di[38:44], di[:36]
     lead = _lsd(m, di_mant, f"{name}_lead")
     di_expm, di_manm = sig(7, "di_expm"), sig(36, "di_manm")
     m.d.comb += [di_expm.eq(di_expn + 47 - lead), di_manm.eq(di_mant << lead)]
+    out = Signal(PSUM_LAYOUT, name=f"{name}_psum")
+    nan = di_expn.all()
+    m.d.comb += [out.mant.eq(Mux(nan, Cat(Const(0, 25), di[27:38]), di_manm)),
+                 out.expo.eq(Mux(di[:38].any(), di_expm, 0)),
+                 out.nan.eq(nan), out.fill.eq(di[37])]
+    return out
+
+
+def fp48_add(m, psum, acc, acc_valid, name="fp48"):
+    """Logic in ``m`` for one accumulation step: ``psum`` (its low 44 bits: the CMAC partial-
+    sum code) + ``acc`` (48-bit assembly code, read as 0 where ``acc_valid`` is low) -> the
+    48-bit assembly code (returned Signal). Follows :func:`sim.conv.cacc.fp48_add`:
+    :func:`fp48_psum` then :func:`fp48_step`."""
+    return fp48_step(m, fp48_psum(m, psum, name), acc, acc_valid, name)
+
+
+def fp48_step(m, dp, acc, acc_valid, name="fp48"):
+    """:func:`fp48_add` from the prepared partial sum ``dp`` (:func:`fp48_psum`): steps 2 to
+    4 (returned 48-bit Signal)."""
+    def sig(shape, suffix):
+        return Signal(shape, name=f"{name}_{suffix}")
+
+    oi = sig(48, "oi")
+    m.d.comb += oi.eq(Mux(acc_valid, acc[:48], 0))
+    oi_expn = oi[40:48]
+    oi_zero = ~oi[:40].any()
+    di_nan, oi_nan = dp.nan, oi_expn.all()
+    nan = sig(1, "nan")
+    m.d.comb += nan.eq(di_nan | oi_nan)
 
     # 2. NaN and zero operands
     dx, ox = sig(40, "dx"), sig(40, "ox")
     di_expo, oi_expo = sig(8, "di_expo"), sig(8, "oi_expo")
     m.d.comb += [
-        dx.eq(Cat(Const(0, 4), Mux(oi_nan, 0, Mux(di_nan, Cat(Const(0, 25), di[27:38]),
-                                                   di_manm)))),
+        dx.eq(Cat(Const(0, 4), Mux(oi_nan, 0, dp.mant))),
         ox.eq(Mux(oi_nan, Cat(Const(0, 29), oi[29:40]), Mux(di_nan, 0, oi[:40]))),
-        di_expo.eq(Mux(nan, 0xFF, Mux(di_zero, 0, di_expm))),
+        di_expo.eq(Mux(nan, 0xFF, dp.expo)),
         oi_expo.eq(Mux(nan, 0xFF, Mux(oi_zero, 0, oi_expn))),
     ]
 
@@ -99,7 +131,7 @@ def fp48_add(m, psum, acc, acc_valid, name="fp48"):
         diff.eq(Mux(d_gt, di_expo - oi_expo, oi_expo - di_expo)),
         big.eq(Mux(d_gt, dx, ox)),
         small.eq(Mux(d_gt, ox, dx)),
-        fill.eq(Mux(d_gt, oi[39], di[37])),
+        fill.eq(Mux(d_gt, oi[39], dp.fill)),
     ]
     amt = sig(range(81), "amt")
     sh = sig(80, "sh")
