@@ -204,6 +204,8 @@ class _LayersFp(tc.Layers):
     def drive(self, ctx, now):
         if self.state == "start" and self.layers:
             ctx.set(self.dut.fp16, self.layers[0]["fp16"])
+            if "int16" in self.layers[0]:
+                ctx.set(self.dut.int16, self.layers[0]["int16"])
         super().drive(ctx, now)
 
 
@@ -252,6 +254,27 @@ def test_cacc_int8_then_fp16():
               ({**sat_layer[0], "fp16": 0}, sat_layer[1], sat_layer[2]),
               _fp16_layer(CFG, rng, _stripes(rng, 3))]
     _run(CFG, layers, 7)
+
+
+def test_cacc_int16_and_fp16_build():
+    """A build with int8, int16 and fp16 (nv_small + both): fp16, int16, int8, fp16 layers."""
+    from arch.config import NvdlaConfig
+    from tests.test_conv_int16 import _cacc_layer
+    cfg = NvdlaConfig.preset("nv_small").replace(
+        name="nv_small_int16_fp16", data_types=frozenset({"int8", "int16", "fp16"}))
+    assert conv_fp16(cfg) and conv_int16(cfg)
+    rng = np.random.default_rng(8)
+
+    def wide(i16):
+        la, ex, sat = _cacc_layer(cfg, rng, [(n, b, 0) for n, b in _stripes(rng, 2)],
+                                  int(rng.integers(0, 17)), i16)
+        return {**la, "fp16": 0}, ex, sat
+
+    def fp():
+        la, ex, sat = _fp16_layer(cfg, rng, _stripes(rng, 2))
+        return {**la, "int16": 0}, ex, sat
+
+    _run(cfg, [fp(), wide(1), wide(0), fp()], 8)
 
 
 def test_cacc_fp16_full_rate_one_position():

@@ -84,7 +84,8 @@ class Cacc(wiring.Component):
 
     Ports: ``psum`` in (:func:`~hw.conv.common.psum_layout`), ``out`` out
     (:func:`~hw.conv.common.conv_out_layout`), ``truncate`` (CLIP_TRUNCATE), ``kernels_m1``
-    (D_DATAOUT_CHANNEL, informational), ``clear`` in; ``sat_count``, ``done``, ``busy`` out.
+    (D_DATAOUT_CHANNEL, informational), ``clear`` in, ``int16`` / ``fp16`` in (the layer's
+    precision) on builds with them; ``sat_count``, ``done``, ``busy`` out.
     """
 
     def __init__(self, cfg):
