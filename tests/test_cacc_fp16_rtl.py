@@ -232,6 +232,7 @@ def _stripes(rng, k, max_blocks=5):
     ms = max_stripe(CFG)
     s = [(int(rng.integers(1, ms + 1)), int(rng.integers(1, max_blocks + 1))) for _ in range(k)]
     s.insert(1, (1, 4))                                    # back-to-back psums of one position
+    s.insert(2, (2, 4))                                    # ... and of two (stage 2 write-back)
     return s
 
 
@@ -278,13 +279,17 @@ def test_cacc_int16_and_fp16_build():
 
 
 def test_cacc_fp16_full_rate_one_position():
-    """psum always valid, out always ready: stripes of one position (every psum reads the
-    previous one's result the next cycle) and a full stripe; CACC never stalls psum and a
-    completed position is on ``out`` 6 cycles after its psum is taken (as int8)."""
+    """psum always valid, out always ready: stripes of one position (each psum waits a cycle
+    for the previous one's sum, written back by stage 2), a full stripe (no stall) and a
+    completed position on ``out`` 6 cycles after its psum is taken (as int8)."""
     rng = np.random.default_rng(3)
     n = max_stripe(CFG)
     per = CFG.atomic_k // 2 // CFG.sdp_bs_throughput
     layer = _fp16_layer(CFG, rng, [(1, 6), (1, 5), (n, per + 1), (1, 7)])
     src, sink = _run(CFG, [layer], 3, p_gap=0, p_ready=1.0)
-    assert src.taken[-1] - src.taken[0] == len(src.taken) - 1, "psum stalled"
+    gaps = np.diff(src.taken).tolist()
+    # one-position stripes: every other cycle, except a stripe's first psum
+    assert gaps[:5] == [2] * 5 and gaps[5:10] == [1] + [2] * 4
+    assert gaps[10:10 + n * (per + 1)] == [1] * (n * (per + 1)), "full stripe stalled"
+    assert gaps[-6:] == [2] * 6
     assert sink.when[0] - src.taken[5] == 6

@@ -47,15 +47,19 @@ precision, constant during a layer): the psums carry ``AK / 2`` kernels' 44-bit 
 codes (bits 0..43 of ``sums[kk]``, ``kk < AK / 2``; the other sums are ignored). The assembly
 entries of those kernels hold the 48-bit float codes of :func:`sim.conv.cacc.fp48_add`: a
 psum with ``first=1`` is added to an empty accumulator, any other to the stored code
-(:func:`hw.conv.fp48.fp48_add`, ``AK / 2`` adders: the partial sum's normalization,
-:func:`~hw.conv.fp48.fp48_psum`, in stage 0 beside the row read, registered; the rest,
-:func:`~hw.conv.fp48.fp48_step`, combinational in stage 1, so a one-position stripe needs no
-stall or bypass: the transparent read port gives the next psum the result exactly as for
-integers). Each completed position leaves as ``AK / 2 / T`` transfers whose
+(:func:`hw.conv.fp48.fp48_add`, ``AK / 2`` adders in three steps: the partial sum's
+normalization, :func:`~hw.conv.fp48.fp48_psum`, in stage 0 beside the row read; alignment and
+addition, :func:`~hw.conv.fp48.fp48_align`, in stage 1; normalization and rounding,
+:func:`~hw.conv.fp48.fp48_round`, in stage 2, which writes the row back, or hands a completed
+position to the FIFO in the same cycle as for integers). A psum of the position in stage 1
+whose ``first`` is clear (the next psum of a one-position stripe) waits one cycle, then reads
+through the transparent read port what stage 2 writes: a one-position stripe takes a psum
+every other cycle, longer stripes one per cycle. Each completed position leaves as ``AK / 2 / T`` transfers whose
 lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32` gives (T converters,
 :func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding constant; D2 passes
-the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency is the int8
-one. Builds without fp16 generate no fp logic.
+the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency from a
+``last`` psum to ``out`` is the int8 one. Builds without fp16 generate no fp logic; int8 and
+int16 layers on fp16 builds run the integer pipeline unchanged.
 
 One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches ``out`` after the
 two accumulation stages, the FIFO's latency and the two delivery stages when the FIFO was
@@ -71,7 +75,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import ACC_BITS, conv_fp16, conv_int16, conv_out_layout, max_stripe, psum_layout
-from .fp48 import PSUM_LAYOUT, fp48_psum, fp48_step, fp48_to_fp32
+from .fp48 import PSUM_LAYOUT, SUM_LAYOUT, fp48_align, fp48_psum, fp48_round, fp48_to_fp32
 
 __all__ = ["Cacc"]
 
@@ -134,7 +138,8 @@ class Cacc(wiring.Component):
         s1_valid, s2_valid = Signal(), Signal()
         adv = Signal()
         m.d.comb += adv.eq(~s2_valid | q.w_rdy)
-        m.d.comb += self.psum.ready.eq(adv & ~self.clear)
+        if not self._fp:
+            m.d.comb += self.psum.ready.eq(adv & ~self.clear)
         take = self.psum.valid & self.psum.ready
 
         # stage 0: read the position's row
@@ -144,25 +149,45 @@ class Cacc(wiring.Component):
         p1 = Signal.like(self.psum.payload, name="s1")
         with m.If(adv):
             m.d.sync += [s1_valid.eq(take), p1.eq(self.psum.payload)]
-        if self._fp:
-            # fp16: the partial sums' normalization (independent of the stored value) in
-            # stage 0, registered beside the psum
-            dp1 = [Signal(PSUM_LAYOUT, name=f"fp48_{k}_s1") for k in range(ak // 2)]
-            for k in range(ak // 2):
-                dp0 = fp48_psum(m, self.psum.payload.sums[k].as_unsigned(), name=f"fp48_{k}")
-                with m.If(adv):
-                    m.d.sync += dp1[k].eq(dp0)
         new = Signal(acc_layout)
         for k in range(ak):
-            old = rp.data[k]
-            isum = Mux(p1.first, 0, old) + p1.sums[k]                     # wraps to ACC_BITS
-            if self._fp and k < ak // 2:
-                fsum = fp48_step(m, dp1[k], old.as_unsigned(), ~p1.first, name=f"fp48_{k}")
-                m.d.comb += new[k].eq(Mux(self.fp16, fsum, isum))
-            else:
-                m.d.comb += new[k].eq(isum)
-        m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
-                     wp.en.eq(adv & s1_valid & ~p1.last)]
+            m.d.comb += new[k].eq(Mux(p1.first, 0, rp.data[k]) + p1.sums[k])  # wraps to ACC_BITS
+        if not self._fp:
+            m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
+                         wp.en.eq(adv & s1_valid & ~p1.last)]
+        else:
+            # fp16 layers: the partial sums' normalization in stage 0 (it does not need the
+            # stored value), alignment and addition in stage 1, normalization and rounding in
+            # stage 2, which writes the row back; a psum of the position in stage 1 (a
+            # one-position stripe) waits a cycle, then reads the row stage 2 writes
+            hazard = Signal()
+            m.d.comb += [
+                hazard.eq(self.fp16 & s1_valid & ~p1.last & ~self.psum.payload.first
+                          & (self.psum.payload.pos == p1.pos)),
+                self.psum.ready.eq(adv & ~self.clear & ~hazard),
+            ]
+            nf = ak // 2
+            dp1 = [Signal(PSUM_LAYOUT, name=f"fp48_{k}_s1") for k in range(nf)]
+            sm2 = [Signal(SUM_LAYOUT, name=f"fp48_{k}_s2") for k in range(nf)]
+            f2_valid, f2_last = Signal(), Signal()
+            f2_pos = Signal.like(p1.pos, name="f2_pos")
+            for k in range(nf):
+                dp0 = fp48_psum(m, self.psum.payload.sums[k].as_unsigned(), name=f"fp48_{k}")
+                sm1 = fp48_align(m, dp1[k], rp.data[k].as_unsigned(), ~p1.first,
+                                 name=f"fp48_{k}")
+                with m.If(adv):
+                    m.d.sync += [dp1[k].eq(dp0), sm2[k].eq(sm1)]
+            with m.If(adv):
+                m.d.sync += [f2_valid.eq(s1_valid), f2_last.eq(p1.last), f2_pos.eq(p1.pos)]
+            fsum = Signal(acc_layout)              # stage 2's sums (kernels >= AK/2: junk)
+            for k in range(ak):
+                m.d.comb += fsum[k].eq(fp48_round(m, sm2[k], name=f"fp48_{k}") if k < nf
+                                       else new[k])
+            m.d.comb += [
+                wp.addr.eq(Mux(self.fp16, f2_pos, p1.pos)),
+                wp.data.eq(Mux(self.fp16, fsum.as_value(), new.as_value())),
+                wp.en.eq(adv & Mux(self.fp16, f2_valid & ~f2_last, s1_valid & ~p1.last)),
+            ]
 
         # stage 2: the completed position's sums, into the FIFO
         v2 = Signal(acc_layout)
@@ -170,7 +195,11 @@ class Cacc(wiring.Component):
         with m.If(adv):
             m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
         res = Signal(res_layout)
-        m.d.comb += [res.data.eq(v2), res.end.eq(end2)]
+        if self._fp:
+            m.d.comb += res.data.eq(Mux(self.fp16, fsum.as_value(), v2.as_value()))
+        else:
+            m.d.comb += res.data.eq(v2)
+        m.d.comb += res.end.eq(end2)
         push = Signal()
         m.d.comb += [push.eq(s2_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
 
@@ -253,7 +282,12 @@ class Cacc(wiring.Component):
         taken = self.out.valid & self.out.ready
         m.d.sync += self.done.eq(taken & self.out.payload.last)
 
-        m.d.comb += self.busy.eq(s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid)
+        busy = s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid
+        if self._fp:
+            busy = busy | f2_valid
+            with m.If(self.clear):
+                m.d.sync += f2_valid.eq(0)
+        m.d.comb += self.busy.eq(busy)
 
         with m.If(self.clear):
             m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), idx.eq(0), d1_valid.eq(0),

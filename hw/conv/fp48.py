@@ -23,7 +23,8 @@ The step here is written from that model, one piece per paragraph of it:
    constants 01.0 and 10.0 with the exponent one up / down); a zero result has exponent 0.
 
 :func:`fp48_add` is :func:`fp48_psum` (step 1, the partial sum alone: it can sit a pipeline
-stage before the assembly value is read) followed by :func:`fp48_step` (steps 2 to 4).
+stage before the assembly value is read), :func:`fp48_align` (steps 2 and 3) and
+:func:`fp48_round` (step 4), so a pipeline can register between them.
 Leading-sign counts are a tree of leading-zero counts of ``v[i] ^ v[i+1]`` (:func:`_lsd`).
 """
 
@@ -32,7 +33,8 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Mux, Signal
 from amaranth.lib import data
 
-__all__ = ["fp48_add", "fp48_psum", "fp48_step", "fp48_to_fp32", "PSUM_LAYOUT"]
+__all__ = ["fp48_add", "fp48_psum", "fp48_align", "fp48_round", "fp48_to_fp32", "PSUM_LAYOUT",
+           "SUM_LAYOUT"]
 
 
 def _clz_tree(v):
@@ -94,12 +96,21 @@ def fp48_add(m, psum, acc, acc_valid, name="fp48"):
     sum code) + ``acc`` (48-bit assembly code, read as 0 where ``acc_valid`` is low) -> the
     48-bit assembly code (returned Signal). Follows :func:`sim.conv.cacc.fp48_add`:
     :func:`fp48_psum` then :func:`fp48_step`."""
-    return fp48_step(m, fp48_psum(m, psum, name), acc, acc_valid, name)
+    return fp48_round(m, fp48_align(m, fp48_psum(m, psum, name), acc, acc_valid, name), name)
 
 
-def fp48_step(m, dp, acc, acc_valid, name="fp48"):
-    """:func:`fp48_add` from the prepared partial sum ``dp`` (:func:`fp48_psum`): steps 2 to
-    4 (returned 48-bit Signal)."""
+#: :func:`fp48_align` 's result: the unnormalized sum, ready for :func:`fp48_round`
+SUM_LAYOUT = data.StructLayout({
+    "total": 44,     # the 41-bit sum over guard, round and sticky bits
+    "emax": 8,       # the larger operand's exponent
+    "nan": 1,        # a NaN operand: the sum is the NaN's bits
+})
+
+
+def fp48_align(m, dp, acc, acc_valid, name="fp48"):
+    """Steps 2 and 3 of :func:`fp48_add` from the prepared partial sum ``dp``
+    (:func:`fp48_psum`) and the assembly code ``acc`` (read as 0 where ``acc_valid`` is low):
+    the aligned sum (returned :data:`SUM_LAYOUT` view)."""
     def sig(shape, suffix):
         return Signal(shape, name=f"{name}_{suffix}")
 
@@ -141,10 +152,20 @@ def fp48_step(m, dp, acc, acc_valid, name="fp48"):
     m.d.comb += kept.eq(Mux(diff >= 40, fill.replicate(40), sh[40:]))
     msum = sig(41, "msum")
     m.d.comb += msum.eq(big.as_signed() + kept.as_signed())
+    out = Signal(SUM_LAYOUT, name=f"{name}_sum")
+    m.d.comb += [out.total.eq(Cat(sh[:38].any(), sh[38], sh[39], msum)), out.emax.eq(emax),
+                 out.nan.eq(nan)]
+    return out
 
-    # 4. normalization of sum and cut bits, rounding
-    total = sig(44, "total")
-    m.d.comb += total.eq(Cat(sh[:38].any(), sh[38], sh[39], msum))
+
+def fp48_round(m, sm, name="fp48"):
+    """Step 4 of :func:`fp48_add` on the aligned sum ``sm`` (:func:`fp48_align`): the 48-bit
+    assembly code (returned Signal)."""
+    def sig(shape, suffix):
+        return Signal(shape, name=f"{name}_{suffix}")
+
+    total, emax, nan = sm.total, sm.emax, sm.nan
+    msum = total[3:]
     ln = _lsd(m, total, f"{name}_ln")
     scmp = sig(44, "scmp")
     m.d.comb += scmp.eq(total << ln)
