@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.back import verilog
 from amaranth.sim import Simulator
@@ -120,14 +119,14 @@ def _check(name, ps, acc, av, got, want):
 
 
 def test_fp48_units():
-    """6,000 accumulation steps and 6,000 deliveries against the golden functions."""
-    ps1, acc1, av1, _ = _vectors(4000, 11)
-    ps2, acc2 = _edge_add(2000, 12)
+    """4,800 accumulation steps and 4,800 deliveries against the golden functions."""
+    ps1, acc1, av1, _ = _vectors(3200, 11)
+    ps2, acc2 = _edge_add(1600, 12)
     ps = np.concatenate([ps1, ps2])
     acc = np.concatenate([acc1, acc2])
-    av = np.concatenate([av1, np.ones(2000, bool)])
+    av = np.concatenate([av1, np.ones(1600, bool)])
     # deliveries: the steps' own results (every other) and edge codes
-    cv = np.where(np.arange(6000) % 2 == 0, g_add(ps, acc, av), _edge_to32(6000, 13))
+    cv = np.where(np.arange(4800) % 2 == 0, g_add(ps, acc, av), _edge_to32(4800, 13))
     got_add, got_32 = _Rig(16).run(ps, acc, av, cv)
     _check("fp48_add", ps, acc, av, got_add, g_add(ps, acc, av))
     _check("fp48_to_fp32", cv, cv, av, got_32, g_to32(cv))
@@ -139,7 +138,7 @@ def test_fp16_builds():
     assert conv_fp16(CFG) and not conv_int16(CFG)
     assert "fp16" in verilog.convert(Cacc(CFG), name="cacc")
     from tests.conftest import NV_SMALL_INT16
-    for cfg in (NvdlaConfig.preset("nv_small"), NvdlaConfig.preset("nv_large"), NV_SMALL_INT16):
+    for cfg in (NvdlaConfig.preset("nv_small"), NV_SMALL_INT16):
         assert not conv_fp16(cfg)
         v = verilog.convert(Cacc(cfg), name="cacc")
         assert "fp16" not in v and "fp48" not in v
@@ -236,13 +235,12 @@ def _stripes(rng, k, max_blocks=5):
     return s
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_cacc_fp16_layers(seed):
-    """Two fp16 layers of random stripes (one-position stripes included) under random gaps
-    and back-pressure; sat_count stays 0 whatever truncate says."""
-    rng = np.random.default_rng(seed)
-    layers = [_fp16_layer(CFG, rng, _stripes(rng, 4)) for _ in range(2)]
-    _run(CFG, layers, seed)
+def test_cacc_fp16_layers():
+    """Two fp16 layers of random stripes (one- and two-position stripes included) under
+    random gaps and back-pressure; sat_count stays 0 whatever truncate says."""
+    rng = np.random.default_rng(0)
+    layers = [_fp16_layer(CFG, rng, _stripes(rng, 5)) for _ in range(2)]
+    _run(CFG, layers, 0)
 
 
 def test_cacc_int8_then_fp16():
@@ -251,9 +249,9 @@ def test_cacc_int8_then_fp16():
     rng = np.random.default_rng(7)
     sat_layer = tc.make_layer(CFG, rng, [(1, 3, +1), (2, 2, 0)], 0)
     assert sat_layer[2] > 0
-    layers = [_int8_layer(CFG, rng, _stripes(rng, 3)), _fp16_layer(CFG, rng, _stripes(rng, 3)),
+    layers = [_int8_layer(CFG, rng, _stripes(rng, 2)), _fp16_layer(CFG, rng, _stripes(rng, 2)),
               ({**sat_layer[0], "fp16": 0}, sat_layer[1], sat_layer[2]),
-              _fp16_layer(CFG, rng, _stripes(rng, 3))]
+              _fp16_layer(CFG, rng, _stripes(rng, 1))]
     _run(CFG, layers, 7)
 
 

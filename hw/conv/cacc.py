@@ -54,8 +54,8 @@ addition, :func:`~hw.conv.fp48.fp48_align`, in stage 1; normalization and roundi
 position to the FIFO in the same cycle as for integers). A psum of the position in stage 1
 whose ``first`` is clear (the next psum of a one-position stripe) waits one cycle, then reads
 through the transparent read port what stage 2 writes: a one-position stripe takes a psum
-every other cycle, longer stripes one per cycle. Each completed position leaves as ``AK / 2 / T`` transfers whose
-lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32` gives (T converters,
+every other cycle, longer stripes one per cycle. Each completed position leaves as
+``AK / 2 / T`` transfers whose lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32` gives (T converters,
 :func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding constant; D2 passes
 the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency from a
 ``last`` psum to ``out`` is the int8 one. Builds without fp16 generate no fp logic; int8 and
