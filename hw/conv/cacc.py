@@ -55,9 +55,9 @@ position to the FIFO in the same cycle as for integers). A psum of the position 
 whose ``first`` is clear (the next psum of a one-position stripe) waits one cycle, then reads
 through the transparent read port what stage 2 writes: a one-position stripe takes a psum
 every other cycle, longer stripes one per cycle. Each completed position leaves as
-``AK / 2 / T`` transfers whose lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32` gives (T converters,
-:func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding constant; D2 passes
-the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency from a
+``AK / 2 / T`` transfers whose lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32`
+gives (T converters, :func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding
+constant; D2 passes the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency from a
 ``last`` psum to ``out`` is the int8 one. Builds without fp16 generate no fp logic; int8 and
 int16 layers on fp16 builds run the integer pipeline unchanged.
 
@@ -151,7 +151,8 @@ class Cacc(wiring.Component):
             m.d.sync += [s1_valid.eq(take), p1.eq(self.psum.payload)]
         new = Signal(acc_layout)
         for k in range(ak):
-            m.d.comb += new[k].eq(Mux(p1.first, 0, rp.data[k]) + p1.sums[k])  # wraps to ACC_BITS
+            old = rp.data[k]
+            m.d.comb += new[k].eq(Mux(p1.first, 0, old) + p1.sums[k])   # wraps to ACC_BITS
         if not self._fp:
             m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
                          wp.en.eq(adv & s1_valid & ~p1.last)]

@@ -24,8 +24,8 @@ The step here is written from that model, one piece per paragraph of it:
 
 :func:`fp48_add` is :func:`fp48_psum` (step 1, the partial sum alone: it can sit a pipeline
 stage before the assembly value is read), :func:`fp48_align` (steps 2 and 3) and
-:func:`fp48_round` (step 4), so a pipeline can register between them.
-Leading-sign counts are a tree of leading-zero counts of ``v[i] ^ v[i+1]`` (:func:`_lsd`).
+:func:`fp48_round` (step 4), so a pipeline can register between them
+(:class:`hw.conv.cacc.Cacc` does: its stages 0, 1 and 2). Leading-sign counts are a tree of leading-zero counts of ``v[i] ^ v[i+1]`` (:func:`_lsd`).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def fp48_add(m, psum, acc, acc_valid, name="fp48"):
     """Logic in ``m`` for one accumulation step: ``psum`` (its low 44 bits: the CMAC partial-
     sum code) + ``acc`` (48-bit assembly code, read as 0 where ``acc_valid`` is low) -> the
     48-bit assembly code (returned Signal). Follows :func:`sim.conv.cacc.fp48_add`:
-    :func:`fp48_psum` then :func:`fp48_step`."""
+    :func:`fp48_psum`, :func:`fp48_align`, :func:`fp48_round`."""
     return fp48_round(m, fp48_align(m, fp48_psum(m, psum, name), acc, acc_valid, name), name)
 
 
