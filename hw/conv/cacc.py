@@ -1,4 +1,4 @@
-"""CACC: the convolution accumulator (int8; int16 on builds with it; spec
+"""CACC: the convolution accumulator (int8; int16 and fp16 on builds with them; spec
 "Convolution Accumulator").
 
 Assembles CMAC's partial sums into the layer's output values and delivers them to the SDP
@@ -42,6 +42,25 @@ the same :data:`~hw.conv.common.ACC_BITS` = 48 bits (NVDLA's int16 accumulators)
 and saturated to int32 as int8; each position leaves as ``AK / 2 / T`` transfers (an int16 SDP
 surface is ``memory_atom / 2 = AK / 2`` channels).
 
+fp16 layers (builds where :func:`~hw.conv.common.conv_fp16` holds; ``fp16`` in, the layer's
+precision, constant during a layer): the psums carry ``AK / 2`` kernels' 44-bit partial-sum
+codes (bits 0..43 of ``sums[kk]``, ``kk < AK / 2``; the other sums are ignored). The assembly
+entries of those kernels hold the 48-bit float codes of :func:`sim.conv.cacc.fp48_add`: a
+psum with ``first=1`` is added to an empty accumulator, any other to the stored code
+(:func:`hw.conv.fp48.fp48_add`, ``AK / 2`` adders in three steps: the partial sum's
+normalization, :func:`~hw.conv.fp48.fp48_psum`, in stage 0 beside the row read; alignment and
+addition, :func:`~hw.conv.fp48.fp48_align`, in stage 1; normalization and rounding,
+:func:`~hw.conv.fp48.fp48_round`, in stage 2, which writes the row back, or hands a completed
+position to the FIFO in the same cycle as for integers). A psum of the position in stage 1
+whose ``first`` is clear (the next psum of a one-position stripe) waits one cycle, then reads
+through the transparent read port what stage 2 writes: a one-position stripe takes a psum
+every other cycle, longer stripes one per cycle. Each completed position leaves as
+``AK / 2 / T`` transfers whose lanes carry the fp32 codes :func:`sim.conv.cacc.fp48_to_fp32`
+gives (T converters, :func:`hw.conv.fp48.fp48_to_fp32`, in stage D1 in place of the rounding
+constant; D2 passes the code on): no truncation, no saturation, ``sat_count`` stays 0. The latency from a
+``last`` psum to ``out`` is the int8 one. Builds without fp16 generate no fp logic; int8 and
+int16 layers on fp16 builds run the integer pipeline unchanged.
+
 One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches ``out`` after the
 two accumulation stages, the FIFO's latency and the two delivery stages when the FIFO was
 empty (one cycle more than with truncation before the FIFO).
@@ -51,11 +70,12 @@ accepted while it is high.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import ACC_BITS, conv_int16, conv_out_layout, max_stripe, psum_layout
+from .common import ACC_BITS, conv_fp16, conv_int16, conv_out_layout, max_stripe, psum_layout
+from .fp48 import PSUM_LAYOUT, SUM_LAYOUT, fp48_align, fp48_psum, fp48_round, fp48_to_fp32
 
 __all__ = ["Cacc"]
 
@@ -68,7 +88,8 @@ class Cacc(wiring.Component):
 
     Ports: ``psum`` in (:func:`~hw.conv.common.psum_layout`), ``out`` out
     (:func:`~hw.conv.common.conv_out_layout`), ``truncate`` (CLIP_TRUNCATE), ``kernels_m1``
-    (D_DATAOUT_CHANNEL, informational), ``clear`` in; ``sat_count``, ``done``, ``busy`` out.
+    (D_DATAOUT_CHANNEL, informational), ``clear`` in, ``int16`` / ``fp16`` in (the layer's
+    precision) on builds with them; ``sat_count``, ``done``, ``busy`` out.
     """
 
     def __init__(self, cfg):
@@ -79,10 +100,13 @@ class Cacc(wiring.Component):
                              f"atomic_k={self._ak}")
         self._depth = max_stripe(cfg)
         self._i16 = conv_int16(cfg)
-        if self._i16 and (self._ak // 2) % self._t:
+        self._fp = conv_fp16(cfg)
+        if (self._i16 or self._fp) and (self._ak // 2) % self._t:
             raise ValueError(f"{cfg.name}: sdp_bs_throughput={self._t} must divide "
-                             f"atomic_k / 2 = {self._ak // 2} (int16 kernel groups)")
+                             f"atomic_k / 2 = {self._ak // 2} (int16 / fp16 kernel groups)")
         extra = {"int16": In(1)} if self._i16 else {}
+        if self._fp:
+            extra["fp16"] = In(1)
         super().__init__({**extra,
             "psum": In(stream.Signature(psum_layout(cfg))),
             "out": Out(stream.Signature(conv_out_layout(cfg))),
@@ -114,7 +138,8 @@ class Cacc(wiring.Component):
         s1_valid, s2_valid = Signal(), Signal()
         adv = Signal()
         m.d.comb += adv.eq(~s2_valid | q.w_rdy)
-        m.d.comb += self.psum.ready.eq(adv & ~self.clear)
+        if not self._fp:
+            m.d.comb += self.psum.ready.eq(adv & ~self.clear)
         take = self.psum.valid & self.psum.ready
 
         # stage 0: read the position's row
@@ -128,8 +153,42 @@ class Cacc(wiring.Component):
         for k in range(ak):
             old = rp.data[k]
             m.d.comb += new[k].eq(Mux(p1.first, 0, old) + p1.sums[k])   # wraps to ACC_BITS
-        m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
-                     wp.en.eq(adv & s1_valid & ~p1.last)]
+        if not self._fp:
+            m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
+                         wp.en.eq(adv & s1_valid & ~p1.last)]
+        else:
+            # fp16 layers: the partial sums' normalization in stage 0 (it does not need the
+            # stored value), alignment and addition in stage 1, normalization and rounding in
+            # stage 2, which writes the row back; a psum of the position in stage 1 (a
+            # one-position stripe) waits a cycle, then reads the row stage 2 writes
+            hazard = Signal()
+            m.d.comb += [
+                hazard.eq(self.fp16 & s1_valid & ~p1.last & ~self.psum.payload.first
+                          & (self.psum.payload.pos == p1.pos)),
+                self.psum.ready.eq(adv & ~self.clear & ~hazard),
+            ]
+            nf = ak // 2
+            dp1 = [Signal(PSUM_LAYOUT, name=f"fp48_{k}_s1") for k in range(nf)]
+            sm2 = [Signal(SUM_LAYOUT, name=f"fp48_{k}_s2") for k in range(nf)]
+            f2_valid, f2_last = Signal(), Signal()
+            f2_pos = Signal.like(p1.pos, name="f2_pos")
+            for k in range(nf):
+                dp0 = fp48_psum(m, self.psum.payload.sums[k].as_unsigned(), name=f"fp48_{k}")
+                sm1 = fp48_align(m, dp1[k], rp.data[k].as_unsigned(), ~p1.first,
+                                 name=f"fp48_{k}")
+                with m.If(adv):
+                    m.d.sync += [dp1[k].eq(dp0), sm2[k].eq(sm1)]
+            with m.If(adv):
+                m.d.sync += [f2_valid.eq(s1_valid), f2_last.eq(p1.last), f2_pos.eq(p1.pos)]
+            fsum = Signal(acc_layout)              # stage 2's sums (kernels >= AK/2: junk)
+            for k in range(ak):
+                m.d.comb += fsum[k].eq(fp48_round(m, sm2[k], name=f"fp48_{k}") if k < nf
+                                       else new[k])
+            m.d.comb += [
+                wp.addr.eq(Mux(self.fp16, f2_pos, p1.pos)),
+                wp.data.eq(Mux(self.fp16, fsum.as_value(), new.as_value())),
+                wp.en.eq(adv & Mux(self.fp16, f2_valid & ~f2_last, s1_valid & ~p1.last)),
+            ]
 
         # stage 2: the completed position's sums, into the FIFO
         v2 = Signal(acc_layout)
@@ -137,7 +196,11 @@ class Cacc(wiring.Component):
         with m.If(adv):
             m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
         res = Signal(res_layout)
-        m.d.comb += [res.data.eq(v2), res.end.eq(end2)]
+        if self._fp:
+            m.d.comb += res.data.eq(Mux(self.fp16, fsum.as_value(), v2.as_value()))
+        else:
+            m.d.comb += res.data.eq(v2)
+        m.d.comb += res.end.eq(end2)
         push = Signal()
         m.d.comb += [push.eq(s2_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
 
@@ -145,9 +208,11 @@ class Cacc(wiring.Component):
         n = ak // t
         head = res_layout(q.r_data)
         idx = Signal(range(max(n, 2)))
-        if self._i16:
+        if self._i16 or self._fp:
+            wide = (self.int16 | self.fp16 if self._i16 and self._fp
+                    else self.int16 if self._i16 else self.fp16)
             final = Signal()
-            m.d.comb += final.eq(idx == Mux(self.int16, n // 2 - 1, n - 1))
+            m.d.comb += final.eq(idx == Mux(wide, n // 2 - 1, n - 1))
         else:
             final = idx == n - 1
         # stage D1: x + 2^(t-1) - [x < 0 and t > 0] (floor of that / 2^t is x rounded); the
@@ -165,6 +230,17 @@ class Cacc(wiring.Component):
         m.d.comb += d_adv.eq(~out_valid | self.out.ready)
         sent = Signal()                      # the FIFO head's transfer idx enters D1
         m.d.comb += sent.eq(q.r_rdy & d_adv)
+        if self._fp:
+            # fp16: the T lanes' fp32 codes (only the first n / 2 transfers carry them), no
+            # rounding constant; the code passes D2 unchanged, never saturating
+            lane = Signal(data.ArrayLayout(signed(ACC_BITS), t))
+            with m.Switch(idx):
+                for i in range(n // 2):
+                    with m.Case(i):
+                        m.d.comb += lane.eq(head.data.as_value()[i * t * ACC_BITS:
+                                                                 (i + 1) * t * ACC_BITS])
+            fp32 = [Cat(fp48_to_fp32(m, lane[j], name=f"fp48to32_{j}"), Const(0, w3 - 32))
+                    for j in range(t)]
         with m.If(d_adv):
             m.d.sync += [d1_valid.eq(q.r_rdy), d1_last.eq(head.end & final)]
             with m.Switch(idx):
@@ -173,7 +249,10 @@ class Cacc(wiring.Component):
                         for j in range(t):
                             x = head.data[i * t + j]
                             cin = ~(x[-1] & (self.truncate != 0))
-                            m.d.sync += d1[j].eq(x + kc + cin)
+                            if self._fp and i < n // 2:
+                                m.d.sync += d1[j].eq(Mux(self.fp16, fp32[j], x + kc + cin))
+                            else:
+                                m.d.sync += d1[j].eq(x + kc + cin)
         with m.If(sent):
             m.d.sync += idx.eq(Mux(final, 0, idx + 1))
         m.d.comb += q.r_en.eq(sent & final)
@@ -186,10 +265,17 @@ class Cacc(wiring.Component):
             for j in range(t):
                 sign = d1[j][-1]
                 ovf = Signal(name=f"ovf{j}")
-                m.d.comb += [ovf.eq(((d1[j].as_unsigned() ^ sign.replicate(w3)) & mask).any()),
-                             sat[j].eq(ovf & d1_valid)]
+                big = ((d1[j].as_unsigned() ^ sign.replicate(w3)) & mask).any()
+                if self._fp:
+                    m.d.comb += ovf.eq(big & ~self.fp16)
+                else:
+                    m.d.comb += ovf.eq(big)
+                m.d.comb += sat[j].eq(ovf & d1_valid)
+                val = (d1[j] >> self.truncate)[:32]
+                if self._fp:
+                    val = Mux(self.fp16, d1[j][:32], val)
                 m.d.sync += self.out.payload.data[j].eq(
-                    Mux(ovf, Mux(sign, _I32_MIN, _I32_MAX), (d1[j] >> self.truncate)[:32]))
+                    Mux(ovf, Mux(sign, _I32_MIN, _I32_MAX), val))
             count = Signal(33)
             m.d.comb += count.eq(self.sat_count + sum(sat[j] for j in range(t)))
             m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
@@ -197,7 +283,12 @@ class Cacc(wiring.Component):
         taken = self.out.valid & self.out.ready
         m.d.sync += self.done.eq(taken & self.out.payload.last)
 
-        m.d.comb += self.busy.eq(s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid)
+        busy = s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid
+        if self._fp:
+            busy = busy | f2_valid
+            with m.If(self.clear):
+                m.d.sync += f2_valid.eq(0)
+        m.d.comb += self.busy.eq(busy)
 
         with m.If(self.clear):
             m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), idx.eq(0), d1_valid.eq(0),
