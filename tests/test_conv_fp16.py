@@ -76,9 +76,9 @@ def _layer(cfg, rng, spec, special=0.0, wide=False):
     return layer, data, wts
 
 
-def _reference(spec, data, wts, atom_c, pad_value):
-    """Per output: the cell on each (channel group, kernel row, kernel column) atom, folded in
-    that order."""
+def _reference(spec, data, wts, atom_c, pad_value, group_atoms=1):
+    """Per output: the cell on each (channel group, kernel row, kernel column, atom of the
+    group) atom, folded in that order (``group_atoms`` atoms of ``atom_c`` channels a group)."""
     C, H, W = data.shape
     K, _, kh, kw = wts.shape
     pl, pr, pt, pb = spec.get("pad", (0, 0, 0, 0))
@@ -91,14 +91,15 @@ def _reference(spec, data, wts, atom_c, pad_value):
     for oy in range(Ho):
         for ox in range(Wo):
             ops = []
-            for g in range(G):
-                ch = range(g * atom_c, min(C, (g + 1) * atom_c))
+            for q in range(-(-G // group_atoms)):
                 for r in range(kh):
                     for s in range(kw):
-                        iy, ix = oy * sy + r * dy - pt, ox * sx + s * dx - pl
-                        inside = 0 <= iy < H and 0 <= ix < W
-                        d = [data[c, iy, ix] if inside else pad_value for c in ch]
-                        ops.append((d, [wts[:, c, r, s] for c in ch]))
+                        for g in range(q * group_atoms, min(G, (q + 1) * group_atoms)):
+                            ch = range(g * atom_c, min(C, (g + 1) * atom_c))
+                            iy, ix = oy * sy + r * dy - pt, ox * sx + s * dx - pl
+                            inside = 0 <= iy < H and 0 <= ix < W
+                            d = [data[c, iy, ix] if inside else pad_value for c in ch]
+                            ops.append((d, [wts[:, c, r, s] for c in ch]))
             for k in range(K):
                 acc = None
                 for d, w in ops:
@@ -133,7 +134,9 @@ def test_cacc_output_matches_reference(name, cfg, spec):
                               wide=name == "wide")
     got = run_conv_fp16_cacc(_Core(cfg, layer), CbufState())
     assert got.shape[0] == 1
-    want = _reference(spec, data, wts, cfg.cbuf_entry_bytes // 2, spec.get("pad_value", 0))
+    atom_c = cfg.cbuf_entry_bytes // 2
+    want = _reference(spec, data, wts, atom_c, spec.get("pad_value", 0),
+                      max(1, cfg.atomic_c // atom_c))
     assert np.array_equal(got[0], want)
 
 
@@ -304,20 +307,26 @@ def test_fp16_conv_limits_of_this_cores_rtl():
             check_core_limits(cfg, p)
 
 
-def test_fold_order_known_answer():
-    """Two channel groups, two kernel columns: 2^30 (group 0, column 0), 2^-28 (group 0,
-    column 1), -2^30 (group 1, column 0), 2^-28 (group 1, column 1). NVDLA's order (groups
-    outermost) loses the first 2^-28 beside 2^30 and keeps the second: 2^-28; kernel
-    positions outermost would give 2^-27."""
-    cfg = NV_SMALL_FP16                                  # 4 fp16 channels an atom
-    data = np.zeros((8, 1, 2), np.int64)
-    wts = np.zeros((1, 8, 1, 2), np.int64)
+@pytest.mark.parametrize("second, expect", [(8, 2.0 ** -28), (4, 2.0 ** -27)],
+                         ids=["two_groups", "one_group_two_entries"])
+def test_fold_order_known_answer(second, expect):
+    """Channels 0 and ``second``, two kernel columns: 2^30 (channel 0, column 0), 2^-28
+    (channel 0, column 1), -2^30 (channel ``second``, column 0), 2^-28 (channel ``second``,
+    column 1). nv_small + fp16: a channel group is Atomic-C = 8 channels, sent as its two
+    4-channel entries per kernel position. Channel 8 is the next group: groups outermost (NVDLA's
+    order) loses the first 2^-28 beside 2^30 and keeps the second: 2^-28. Channel 4 is the same
+    group's second entry, folded right after the first for each column: 2^30 - 2^30, then the
+    two 2^-28: 2^-27."""
+    cfg = NV_SMALL_FP16
+    C = 16
+    data = np.zeros((C, 1, 2), np.int64)
+    wts = np.zeros((1, C, 1, 2), np.int64)
     big, tiny = fp16_from_float(2.0 ** 15), fp16_from_float(2.0 ** -14)
-    data[0, 0, 0], data[4, 0, 0] = big, big | 0x8000
-    data[0, 0, 1], data[4, 0, 1] = tiny, tiny
-    wts[0, 0, 0, 0], wts[0, 4, 0, 0] = big, big
-    wts[0, 0, 0, 1], wts[0, 4, 0, 1] = tiny, tiny
-    layer = rp.conv_layer(cfg, W=2, H=1, C=8, K=1, kw=2, prec=2, data=_signed16(data),
+    data[0, 0, 0], data[second, 0, 0] = big, big | 0x8000
+    data[0, 0, 1], data[second, 0, 1] = tiny, tiny
+    wts[0, 0, 0, 0], wts[0, second, 0, 0] = big, big
+    wts[0, 0, 0, 1], wts[0, second, 0, 1] = tiny, tiny
+    layer = rp.conv_layer(cfg, W=2, H=1, C=C, K=1, kw=2, prec=2, data=_signed16(data),
                           weights=_signed16(wts))
     got = _f32(run_conv_fp16_cacc(_Core(cfg, layer), CbufState()))
-    assert got.shape == (1, 1, 1, 1) and got[0, 0, 0, 0] == 2.0 ** -28
+    assert got.shape == (1, 1, 1, 1) and got[0, 0, 0, 0] == expect

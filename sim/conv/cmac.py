@@ -169,15 +169,20 @@ def fp16_psum_value(psum):
     return np.where(e == 0x3F, np.nan, v)
 
 
-def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c: int):
+def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c: int,
+                  group_atoms: int = 1):
     """The CMAC partial sums of an fp16 layer, in the order CACC receives them per output.
 
     ``cube`` [B, H, W, C*] and ``weights`` [K, C, R, S] hold fp16 codes (any integer form of
     the 16 bits); ``atom_c`` is the channels of one atom (a CBUF entry of 16-bit elements).
-    Returns (psums int64 [G x R x S, B, K, Ho, Wo], NaN flags of the same shape): for channel
-    group g (atom_c channels each, the last one zero-filled), kernel row r, kernel column s,
-    the order of NVDLA's sequencer (``NV_NVDLA_CSC_sg``: within a stripe, channel groups
-    outermost, then kernel rows, kernel columns fastest)."""
+    Returns (psums int64 [G x R x S, B, K, Ho, Wo], NaN flags of the same shape): atom g
+    (atom_c channels each, the last one zero-filled), kernel row r, kernel column s, in the
+    order of NVDLA's sequencer (``NV_NVDLA_CSC_sg``: within a stripe, channel groups
+    outermost, then kernel rows, kernel columns fastest). A channel group is Atomic-C
+    channels: ``group_atoms`` atoms (Atomic-C / atom_c: 1 on nv_full, whose 128-byte entry
+    holds 64 fp16 channels; 2 on builds whose entries are Atomic-C bytes, e.g. nv_small +
+    fp16, where this core's CSC sends a group's two entries one after the other for each
+    kernel position), the group's atoms innermost."""
     padded = padded_input(p, cube) & 0xFFFF
     B, _, _, C = padded.shape
     G = -(-C // atom_c)
@@ -191,7 +196,9 @@ def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c:
         d = d.reshape(B, p.out_height, p.out_width, 1, G, atom_c)
         ps, nan = fp16_mac_cell(w[None, None, None, :, :, :, ky, kx], d)   # [B, Ho, Wo, K, G]
         steps[ky, kx] = (ps.transpose(4, 0, 3, 1, 2), nan.transpose(4, 0, 3, 1, 2))
-    order = [(g, ky, kx) for g in range(G) for ky in range(p.kh) for kx in range(p.kw)]
+    ga = max(1, group_atoms)
+    order = [(g, ky, kx) for q in range(-(-G // ga)) for ky in range(p.kh)
+             for kx in range(p.kw) for g in range(q * ga, min(G, (q + 1) * ga))]
     psums = np.stack([steps[ky, kx][0][g] for g, ky, kx in order])
     nans = np.stack([steps[ky, kx][1][g] for g, ky, kx in order])
     return psums, nans

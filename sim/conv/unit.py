@@ -63,8 +63,10 @@ def run_conv(core, state: CbufState):
 def _fp16_cacc(core, p, state):
     cube, weights = load_cbuf(core, core.cfg, p, state)
     # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
-    # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full)
-    psums, _ = convolve_fp16(p, cube, weights, core.cfg.cbuf_entry_bytes // 2)
+    # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full); a channel group is Atomic-C
+    # channels (two entries on bank-row builds)
+    atom_c = core.cfg.cbuf_entry_bytes // 2
+    psums, _ = convolve_fp16(p, cube, weights, atom_c, max(1, core.cfg.atomic_c // atom_c))
     return accumulate_fp16(psums)
 
 
