@@ -191,9 +191,13 @@ class Cmac(wiring.Component):
                 cell = Fp16Cell(ac // 2, self.latency - 1)
                 m.submodules[f"fp16_cell_{kk}"] = cell
                 m.d.comb += cell.en.eq(adv)
+                # a kernel past the layer's (its rows not loaded) gives +0: no data reaches
+                # its cell, so a NaN in the atom does not either (the golden model's padded
+                # channels are 0)
+                present = active.kmask[2 * kk]
                 for c in range(ac // 2):
                     m.d.comb += [
-                        cell.d[c].eq(Cat(a_data[2 * c], a_data[2 * c + 1])),
+                        cell.d[c].eq(Mux(present, Cat(a_data[2 * c], a_data[2 * c + 1]), 0)),
                         cell.w[c].eq(Mux(a_half,
                                          Cat(active.data[2 * kk + 1][2 * c],
                                              active.data[2 * kk + 1][2 * c + 1]),

@@ -190,9 +190,14 @@ def dat_layout(cfg) -> data.StructLayout:
 
 def wt_layout(cfg) -> data.StructLayout:
     """Csc -> Cmac weight load: ``data[k][c]`` for AK kernels x AC channels (0 where the group
-    or the channel group is short)."""
-    return data.StructLayout({
-        "data": data.ArrayLayout(data.ArrayLayout(signed(8), cfg.atomic_c), cfg.atomic_k)})
+    or the channel group is short); on builds where :func:`conv_fp16` holds also ``kmask``
+    (bit ``k``: row ``k`` belongs to a kernel of the layer; an fp16 cell of a kernel past the
+    layer's gives +0, not the NaN of its data)."""
+    fields = {"data": data.ArrayLayout(data.ArrayLayout(signed(8), cfg.atomic_c),
+                                       cfg.atomic_k)}
+    if conv_fp16(cfg):
+        fields["kmask"] = cfg.atomic_k
+    return data.StructLayout(fields)
 
 
 def psum_layout(cfg) -> data.StructLayout:

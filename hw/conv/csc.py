@@ -101,7 +101,7 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_wide, dat_layout, max_stripe, wt_layout
+from .common import cbuf_read_signature, conv_fp16, conv_wide, dat_layout, max_stripe, wt_layout
 from .image import times_small
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
@@ -596,7 +596,10 @@ class Csc(wiring.Component):
         w_lo = Signal(BW * 8)
         wbuf = Signal(AK * AC * 8)
         w_valid = Signal()
-        m.d.comb += [self.wt.valid.eq(w_valid), self.wt.payload.eq(wbuf)]
+        m.d.comb += [self.wt.valid.eq(w_valid), self.wt.payload.data.eq(wbuf)]
+        kbuf = Signal(AK)                           # fp16 builds: rows of real kernels
+        if conv_fp16(self._cfg):
+            m.d.comb += self.wt.payload.kmask.eq(kbuf)
         with m.If(self.wt.valid & self.wt.ready):
             m.d.sync += w_valid.eq(0)
 
@@ -673,6 +676,8 @@ class Csc(wiring.Component):
                 m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + wrap1(p_next))]
+                if conv_fp16(self._cfg):
+                    m.d.sync += kbuf.eq(Cat(kbuf[1:], real))
                 m.d.sync += [wbuf.eq(Cat(wbuf[AC * 8:], row)), w_kk.eq(w_kk + 1),
                              w_lo.eq(Mux(adv, hi, w_lo)), w_b.eq(b_next), w_p.eq(p_next)]
                 with m.If(w_kk == AK - 1):
