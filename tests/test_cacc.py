@@ -10,12 +10,13 @@ import random
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.sim import Simulator
 
 from arch.config import load_config
 from hw.conv.cacc import Cacc
 from hw.conv.common import max_stripe, psum_bits, psum_layout
 from sim.conv.cacc import deliver
+
+from .test_cmac import simulate          # (one agent loop for the unit benches)
 
 
 # ------------------------------------------------------------------------------------------
@@ -88,23 +89,6 @@ class Layers:
             self.state = "start" if self.layers else "finished"
 
 
-def simulate(dut, agents, finished, max_cycles):
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-
-    async def tb(ctx):
-        for now in range(max_cycles):
-            for a in agents:
-                a.drive(ctx, now)
-            for a in agents:
-                a.observe(ctx, now)
-            if finished():
-                return
-            await ctx.tick()
-        raise AssertionError(f"timeout after {max_cycles} cycles (deadlock?)")
-
-    sim.add_testbench(tb)
-    sim.run()
 
 
 # ------------------------------------------------------------------------------------------
@@ -148,13 +132,14 @@ def make_layer(cfg, rng, stripes, truncate):
     return {"truncate": truncate, "psums": psums}, expect, min(sat_total, (1 << 32) - 1)
 
 
-def run_cacc(cfg, layers, seed, p_gap=0.3, p_ready=0.7):
-    """layers: [(layer, expect, sat)] from :func:`make_layer`; checks everything."""
+def run_cacc(cfg, layers, seed, p_gap=0.3, p_ready=0.7, control=None):
+    """layers: [(layer, expect, sat)] from :func:`make_layer`; checks everything.
+    ``control``: the layer controller class (default :class:`Layers`)."""
     rng = random.Random(seed)
     dut = Cacc(cfg)
     src = Source(dut.psum, rng, p_gap)
     sink = Sink(dut.out, rng, p_ready)
-    ctl = Layers(dut, src, [layer for layer, _, _ in layers])
+    ctl = (control or Layers)(dut, src, [layer for layer, _, _ in layers])
     total = sum(len(psums) for psums in (la["psums"] for la, _, _ in layers))
     simulate(dut, [ctl, src, sink], lambda: ctl.state == "finished",
              max_cycles=4 * total + 4 * sum(len(e) for _, e, _ in layers) + 500)

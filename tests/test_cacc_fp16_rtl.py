@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.back import verilog
@@ -209,21 +207,7 @@ class _LayersFp(tc.Layers):
 
 
 def _run(cfg, layers, seed, p_gap=0.3, p_ready=0.7):
-    r = random.Random(seed)
-    dut = Cacc(cfg)
-    src = tc.Source(dut.psum, r, p_gap)
-    sink = tc.Sink(dut.out, r, p_ready)
-    ctl = _LayersFp(dut, src, [la for la, _, _ in layers])
-    total = sum(len(la["psums"]) for la, _, _ in layers)
-    tc.simulate(dut, [ctl, src, sink], lambda: ctl.state == "finished",
-                max_cycles=4 * total + 4 * sum(len(e) for _, e, _ in layers) + 500)
-    expect = [e for _, ex, _ in layers for e in ex]
-    assert len(sink.got) == len(expect)
-    for i, (got, exp) in enumerate(zip(sink.got, expect)):
-        assert got == exp, f"transfer {i}: {got} != {exp}"
-    ends = [i for i, (_, last) in enumerate(expect) if last]
-    assert ctl.dones == [sink.when[i] + 1 for i in ends], "done one cycle after last"
-    assert ctl.sats == [sat for _, _, sat in layers]
+    _, src, sink = tc.run_cacc(cfg, layers, seed, p_gap, p_ready, control=_LayersFp)
     return src, sink
 
 

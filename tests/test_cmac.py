@@ -55,6 +55,20 @@ class Sink:
             self.when.append(now)
 
 
+async def pump(ctx, agents, finished, max_cycles):
+    """Drive and observe ``agents`` cycle by cycle until ``finished()`` (or fail after
+    ``max_cycles``)."""
+    for now in range(max_cycles):
+        for a in agents:
+            a.drive(ctx, now)
+        for a in agents:
+            a.observe(ctx, now)
+        if finished():
+            return
+        await ctx.tick()
+    raise AssertionError(f"timeout after {max_cycles} cycles (deadlock?)")
+
+
 def simulate(dut, agents, finished, max_cycles, setup=None):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -62,15 +76,7 @@ def simulate(dut, agents, finished, max_cycles, setup=None):
     async def tb(ctx):
         if setup is not None:
             await setup(ctx)
-        for now in range(max_cycles):
-            for a in agents:
-                a.drive(ctx, now)
-            for a in agents:
-                a.observe(ctx, now)
-            if finished():
-                return
-            await ctx.tick()
-        raise AssertionError(f"timeout after {max_cycles} cycles (deadlock?)")
+        await pump(ctx, agents, finished, max_cycles)
 
     sim.add_testbench(tb)
     sim.run()

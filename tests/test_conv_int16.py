@@ -95,16 +95,8 @@ def _run_cmac_layers(cfg, layers, seed, p_gap=0.3, p_ready=0.7):
             wt = tm.Source(dut.wt, wts, rng, p_gap)
             dat = tm.Source(dut.dat, [x for _, x in dats], rng, p_gap)
             out = tm.Sink(dut.psum, rng, p_ready)
-            for now in range(40 * len(expect) + 200):
-                for a in (wt, dat, out):
-                    a.drive(ctx, now)
-                for a in (wt, dat, out):
-                    a.observe(ctx, now)
-                if len(out.got) == len(expect):
-                    break
-                await ctx.tick()
-            else:
-                raise AssertionError("timeout")
+            await tm.pump(ctx, (wt, dat, out), lambda: len(out.got) == len(expect),
+                          40 * len(expect) + 200)
             ctx.set(dut.dat.valid, 0)
             ctx.set(dut.wt.valid, 0)
             got.append((out.got, expect))
