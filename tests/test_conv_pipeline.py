@@ -326,3 +326,31 @@ def test_pipeline_random_two_column_entries():
         except _Redraw:
             continue
     run_layers(cfg, layers, seed=6)
+
+
+def test_pipeline_int16_two_column_entries():
+    """int16 layers on two-column CBUF entries (nv_small_256_2col): an int16 channel group
+    (2 x Atomic-C bytes) is a register entry, its halves the entry's two rows. Leftover
+    atoms of a line's last entry 2 (shared by 4 positions), 4 (by 2), 6 and none, odd widths,
+    padding, strides; then random int16 layers and reuse pairs; against the golden model."""
+    from .conftest import NV_SMALL_256_2COL as cfg
+    rng = np.random.default_rng(16)
+    layers = []
+    for i, C in enumerate((8, 16, 24, 36, 1)):
+        W, H, K, kh, kw = 3 + i % 4, 3 + i % 2, 1 + 3 * i, 1 + i % 3, 1 + (i + 1) % 2
+        data = rng.integers(-32768, 32768, (C, H, W))
+        weights = rng.integers(-32768, 32768, (K, C, kh, kw))
+        layers.append(conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, prec=1, data=data,
+                                 weights=weights, slot=i % 2, pad=(i % 2, 1, 1, 0),
+                                 stride=(1 + i % 2, 1), pad_value=(i * 4099) & 0xFFFF,
+                                 clip=16))
+    n = 0
+    while n < 4:
+        try:
+            draw = random_pair(cfg, rng, 6_000) if n % 2 else [random_program(cfg, rng, 6_000)]
+        except _Redraw:
+            continue
+        if draw[0]["info"]["prec"] == 1:
+            layers += draw
+            n += 1
+    run_layers(cfg, layers, seed=16)

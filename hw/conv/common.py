@@ -28,8 +28,8 @@ CBUF layout (the contract between Cdma and Csc)
     ``(x % share) * (BW // share)``. A Csc data atom (AC channels of one position) is one
     entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
 
-    Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8 feature
-    input only, the check rejects the rest): the registers count entries of ``EB =
+    Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8 and
+    int16 feature input only, the check rejects the rest): the registers count entries of ``EB =
     cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e`` and ``2e + 1`` (byte
     ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data layout above holds
     with entries, ``P``, the data region size and ``dat_base`` counted in register entries
@@ -82,7 +82,7 @@ Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     those of its final block (CACC completes them), ``pos`` the position in the stripe,
     ``end`` the layer's final atom.
 
-int16 layers (builds with int16 whose CBUF entries are bank rows: :func:`conv_int16`)
+int16 layers (builds with int16: :func:`conv_int16`)
     ``PROC_PRECISION = INT16`` (per layer; the check takes IN_PRECISION = PROC_PRECISION;
     the input convertor converts int16 to int16, :mod:`hw.conv.convertor`). Elements are 2
     bytes little endian, so everything in the CBUF is the int8 layout of a cube with ``2 x C``
@@ -101,6 +101,10 @@ int16 layers (builds with int16 whose CBUF entries are bank rows: :func:`conv_in
     (exact: ``AC / 2`` int16 products, :func:`psum_bits`), Cacc keeps them in
     :data:`ACC_BITS` (NVDLA's 48-bit int16 accumulators) and delivers ``AK / 2`` channels per
     position: an int16 kernel group is one int16 SDP surface (``memory_atom / 2`` channels).
+    Two-column entries: the int16 channel group ``j`` (``2 x AC`` bytes) is the int8 layout's
+    channel groups ``2j`` and ``2j + 1``, i.e. register entry ``j*W + x`` of the slice; half
+    ``h`` is its row ``2*(j*W + x) + h`` (a shared cripple entry as for int8: its group has
+    at most ``AC / 2`` channels, one half, the even row).
 
 CACC -> SDP
     Completed stripes leave in order; each position's AK sums, truncated and saturated to
@@ -123,10 +127,10 @@ ACC_BITS = 48
 
 
 def conv_int16(cfg) -> bool:
-    """The convolution RTL computes int16 layers on this build: ``data_types`` has int16 and
-    the CBUF entries are bank rows (NVDLA v1's two-column entries, nv_full, are not this
-    RTL's). Otherwise it is the int8 pipeline, generated exactly as before."""
-    return "int16" in cfg.data_types and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width
+    """The convolution RTL computes int16 layers on this build: ``data_types`` has int16
+    (CBUF entries of bank rows or NVDLA v1's two-column entries, nv_full). Otherwise it is the
+    int8 pipeline, generated exactly as before."""
+    return "int16" in cfg.data_types
 
 
 def conv_fp16(cfg) -> bool:

@@ -73,10 +73,11 @@ entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lan
 on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``: kernel
 ``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
 
-Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 feature input):
-slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel group
-``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared cripple
-entry: a row, or half a row, per position; :mod:`hw.conv.common`).
+Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 and int16 feature
+input): slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel
+group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared
+cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an int16 channel
+group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's row ``h``.
 
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
@@ -378,7 +379,8 @@ class Csc(wiring.Component):
             # int16: half d_h of the group: its entry, its bytes, the position's tags
             rem_b = Signal(cl_bits)
             m.d.comb += rem_b.eq(d_cleft - Mux(d_h, AC, 0))
-            seq = [s1_goff.eq(d_goff + Mux(d_h, W, 0)),
+            # (two-column entries: half d_h is the entry's row d_h, s1_jh below)
+            seq = [s1_goff.eq(d_goff if twocol else d_goff + Mux(d_h, W, 0)),
                    s1_crip.eq(Mux(last_j & h_last & ~img, crip, 0)),
                    s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
                    s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
@@ -392,7 +394,7 @@ class Csc(wiring.Component):
                    s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag)]
         if twocol:
-            seq.append(s1_jh.eq(d_jh))
+            seq.append(s1_jh.eq(Mux(i16, d_h, d_jh) if i16b else d_jh))
         if bat:
             d_bE_s1 = Signal.like(d_bE)
             with m.If(issue):
@@ -440,7 +442,7 @@ class Csc(wiring.Component):
                             if twocol:          # the row pair's second row, then the next
                                 with m.If(img):
                                     m.d.sync += d_goff.eq(d_goff + AC)
-                                with m.Elif(d_jh):
+                                with m.Elif(i16 | d_jh):    # (int16: a group = an entry)
                                     m.d.sync += [d_goff.eq(d_goff + W), d_jh.eq(0)]
                                 with m.Else():
                                     m.d.sync += d_jh.eq(1)

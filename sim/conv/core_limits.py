@@ -10,7 +10,7 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
-from .program import INT8, ConvProgram, ConvProgramError
+from .program import INT8, INT16, ConvProgram, ConvProgramError
 
 __all__ = ["check_core_limits"]
 
@@ -23,9 +23,10 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL
     (``sdp_int16``: the SDP layer it flies into is an int16 one).
 
-    * Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): int8
-      feature input only (no int16 layer, no image input, no int8 layer into an int16 SDP
-      layer).
+    * Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): int8 and
+      int16 feature input only (no fp16 layer, no image input).
+    * An integer layer on a build with int16 flies into an SDP layer of its own precision
+      (no int8 layer into an int16 SDP layer, no int16 one into an int8 SDP layer).
 
     * Compressed weights: this core's CDMA expands them as it fetches (:mod:`hw.conv.wdecomp`),
       so the CBUF holds the uncompressed surface. One uncompressed kernel group must fit the
@@ -39,14 +40,17 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     48-bit float accumulator, :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`).
     """
     if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:
-        if p.precision != INT8 or p.in_precision != INT8:
-            _err("CDMA.D_MISC_CFG.PROC_PRECISION", "two-column CBUF entries take int8 layers")
+        if p.precision not in (INT8, INT16):
+            _err("CDMA.D_MISC_CFG.PROC_PRECISION",
+                 "two-column CBUF entries take int8 and int16 layers")
         if p.image is not None:
             _err("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL",
                  "two-column CBUF entries take feature input")
-        if sdp_int16:
-            _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
-                 "an int8 layer on two-column CBUF entries flies into int8 SDP layers")
+    if "int16" in cfg.data_types and p.precision in (INT8, INT16) \
+            and sdp_int16 != (p.precision == INT16):
+        _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
+             f"an {'int16' if p.precision == INT16 else 'int8'} layer flies into SDP layers "
+             f"of its precision (CACC delivers the surfaces of its own precision)")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
