@@ -374,13 +374,15 @@ def test_int16_on_int16_builds():
     restrictions there are rejected (the convertor between precisions: int8 input into an
     int16 layer and int16 input into an int8 one, an int16 layer into an int8 SDP layer and an
     int8 one into an int16 SDP layer, data reuse of slices kept by a layer of the other
-    precision), and nv_full itself (two-column entries) takes the int8 layer and rejects the
-    int16 one."""
+    precision), and nv_full itself (two-column entries) takes the int8 and int16 layers and
+    rejects the fp16 one (the golden model runs it)."""
     rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
     assert rtl_verdicts(rows, [[rp._base_layer(rows, prec=1)], [rp._base_layer(rows)]]) == \
         [[True], [True]]
-    assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)], [rp._base_layer(NV_FULL, prec=1)]]) \
-        == [[True], [False]]
+    fp16 = [rp._base_layer(NV_FULL, prec=2)]
+    assert golden_verdicts(NV_FULL, fp16)[0][0] is False      # (core_limits)
+    assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)], [rp._base_layer(NV_FULL, prec=1)],
+                                  fp16]) == [[True], [True], [False]]
     cfg = NV_SMALL_INT16
     progs = {}
     progs["int16"] = [rp._base_layer(cfg, prec=1)]
@@ -449,6 +451,37 @@ def _int16_programs(cfg, monkeypatch):
         mutate(cfg, layers)
         out[name] = layers
     return out
+
+
+def test_int16_on_two_column_entries(monkeypatch):
+    """nv_small_256_2col (two-column CBUF entries): the mutations on an int16 layer, the int16
+    mutations, an int16 layer into an int8 SDP layer and an int8 one into an int16 SDP layer
+    (both rejected, as on bank-row builds), int16 layers of every count of leftover atoms in
+    a line's last entry, and random programs (int8 and int16 layers and pairs): the check's
+    verdict is the golden model's (with this core's limits)."""
+    cfg = NV_SMALL_256_2COL
+    named = _int16_programs(cfg, monkeypatch)
+    monkeypatch.undo()
+    for name, prec, sdp_prec in (("int16_into_int8_sdp", 1, 0), ("int8_into_int16_sdp", 0, 1)):
+        layers = [rp._base_layer(cfg, prec=prec)]
+        _set(cfg, layers[0], "SDP", "D_DATA_FORMAT", PROC_PRECISION=sdp_prec,
+             OUT_PRECISION=sdp_prec)
+        named[name] = layers
+    per_entry = cfg.cbuf_entry_bytes // cfg.memory_atom
+    for n in range(1, 2 * per_entry + 1):                 # int16 C = n atoms of bytes
+        named[f"i16_atoms{n}"] = [rp._base_layer(cfg, prec=1, C=n * cfg.memory_atom // 2)]
+    randoms = _random_programs(cfg, 16, 30)
+    programs = list(named.values()) + randoms
+    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    got = rtl_verdicts(cfg, programs)
+    bad = verdict_mismatches(cfg, names, programs, got)
+    assert not bad, "\n".join(bad)
+    verdict = dict(zip(names, got))
+    assert verdict["int16_into_int8_sdp"] == verdict["int8_into_int16_sdp"] == [False]
+    assert all(verdict[f"i16_atoms{n}"] == [True] for n in range(1, 2 * per_entry + 1))
+    assert all(not all(r) for n, r in verdict.items() if n.startswith("int16_"))
+    assert any(L["info"]["prec"] == 1 and all(r)
+               for layers, r in zip(randoms, got[len(named):]) for L in layers)
 
 
 def test_check_matches_golden_rules_int16(monkeypatch):

@@ -14,7 +14,8 @@ reuse pairs included, half the layers batched: that build has batching; 200 more
 suite; batch-focused suites in ``tests/test_conv_batch_rtl.py``) and 30 more there whose int16
 layers all enable the input convertor (int16 to int16; 100 more in the slow suite), 16 cripple layers + 40 random
 int8 programs on nv_small_256_2col (two-column CBUF entries: register entries of two bank rows,
-as nv_full's, and batching; 8 + 60 on nv_full itself in the slow suite). Slow (``-m slow``) also: 100 on nv_large
+as nv_full's, and batching; 8 + 60 on nv_full itself in the slow suite) and 16 int16 cripple
+layers + 40 random programs (int16 and int8) there (160 more, and 8 + 40 on nv_full, slow). Slow (``-m slow``) also: 100 on nv_large
 (Atomic-C 64 x Atomic-K 32, 32-byte atoms, two atoms per 64-byte CBUF entry, 512-bit DBBIF,
 SRAMIF, 64-bit addresses; 2 shards of 50, reuse pairs included, half the layers batched): its first build
 takes about 20 minutes (Verilog ~4, Verilator ~2.5, C++ ~13 on a loaded 2-core machine), a
@@ -86,38 +87,46 @@ def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
            count)
 
 
-#: two-column CBUF entries (register entries of two bank rows): int8 layers (int16 and image
-#: input stay rejected there); nv_full itself (a build of about 10 minutes) in the slow suite
+#: two-column CBUF entries (register entries of two bank rows): int8 layers (image input and
+#: fp16 stay rejected there; int16 below); nv_full itself (a build of about 10 minutes) in the
+#: slow suite
 TWO_COLUMN_SHARDS = [pytest.param(NV_SMALL_256_2COL, 400, 40, id="nv_small_256_2col-seed400"),
                      pytest.param(NV_FULL, 500, 60, id="nv_full-seed500",
                                   marks=pytest.mark.slow)]
 
 
-def cripple_traces(cfg, directory):
+def cripple_traces(cfg, directory, prec=0):
     """One layer per count of a line's leftover memory atoms in its last CBUF entry (as the
     registers count entries): channels of 1 .. 2 x atoms-per-entry atoms (and a part atom),
-    odd widths, padding, strides; golden CRCs."""
+    odd widths, padding, strides; golden CRCs. ``prec`` 1: int16 layers (channels of 2
+    bytes, as many bytes per line)."""
     import numpy as np
 
     from sim.conv import random_programs as rp
-    rng = np.random.default_rng(41)
+    rng = np.random.default_rng(41 + prec)
     atom = cfg.memory_atom
     per_entry = cfg.cbuf_entry_bytes // atom
+    eb = 2 if prec else 1                               # bytes per element
+    lim = 32768 if prec else 128
+    kk = cfg.atomic_k // eb                             # kernels per group
     paths = []
     for i, n in enumerate(range(1, 2 * per_entry + 1)):
-        C = n * atom - (i % 3) * (atom // 4)
-        W, H, K = 3 + i % 5, 3 + i % 3, 1 + (5 * i) % (cfg.atomic_k + 3)
+        C = max(1, (n * atom - (i % 3) * (atom // 4)) // eb)
+        W, H, K = 3 + i % 5, 3 + i % 3, 1 + (5 * i) % (kk + 3)
         kh, kw = 1 + i % 3, 1 + (i + 1) % 3
-        data = rng.integers(-128, 128, (C, H, W))
-        weights = rng.integers(-128, 128, (K, C, kh, kw))
-        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * 128 * 128) - 6, 0, 16))
+        data = rng.integers(-lim, lim, (C, H, W))
+        weights = rng.integers(-lim, lim, (K, C, kh, kw))
+        clip = int(np.clip(np.log2(np.sqrt(C * kh * kw) * lim * lim) - 6 * eb, 0, 16))
+        name = f"conv_cripple{'16' if prec else ''}_{n}"
         layer = rp.conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, data=data,
                               weights=weights, clip=clip, pad=(i % 2, 1, 1, i % 2),
-                              stride=(1 + i % 2, 1), pad_value=(37 * i) & 0xFF)
-        path = rp.write_trace(directory, f"conv_cripple_{n}", [layer])
+                              stride=(1 + i % 2, 1), pad_value=(37 * i) & (0xFFFF if prec
+                                                                            else 0xFF),
+                              prec=prec)
+        path = rp.write_trace(directory, name, [layer])
         crcs, err = rp._golden_crcs(cfg, path, 1)
         assert crcs is not None, err
-        paths.append(rp.write_trace(directory, f"conv_cripple_{n}", [layer], crcs))
+        paths.append(rp.write_trace(directory, name, [layer], crcs))
     return paths
 
 
@@ -131,6 +140,29 @@ def test_random_two_column_conv_programs_rtl_matches_golden(tmp_path, cfg, seed,
     paths = cripple_traces(cfg, str(tmp_path))
     paths += write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
                                  batch_share=0.5, int8_only=True)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           len(paths))
+
+
+#: two-column CBUF entries with int16 layers: the default shard reuses the int8 shard's build
+TWO_COLUMN_INT16_SHARDS = [
+    pytest.param(NV_SMALL_256_2COL, 410, 40, id="nv_small_256_2col-seed410"),
+    pytest.param(NV_SMALL_256_2COL, 411, 160, id="nv_small_256_2col-seed411",
+                 marks=pytest.mark.slow),
+    pytest.param(NV_FULL, 510, 40, id="nv_full-seed510", marks=pytest.mark.slow)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", TWO_COLUMN_INT16_SHARDS)
+def test_random_two_column_int16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """int16 convolution on builds whose CBUF entries are two bank rows (an int16 channel
+    group is a register entry, its halves the entry's rows), RTL against the golden model
+    under back-pressure and latency: an int16 layer per count of leftover atoms, then random
+    programs (int16 or int8 per layer or reuse pair, some int16 layers with the input
+    convertor, half the layers batched)."""
+    paths = cripple_traces(cfg, str(tmp_path), prec=1)
+    paths += write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
+                                 batch_share=0.5, int16_cvt=0.3)
     _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            len(paths))
 
