@@ -158,8 +158,6 @@ class ConvCheck(wiring.Component):
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
         if cfg.cbuf_entry_bytes != BW:                      # two-column entries: feature only
             errs += [img, C.D_DATAIN_FORMAT.DATAIN_FORMAT != 0]
-            if not conv_wide(cfg):                          # int8 Cacc into an int16 SDP layer
-                errs.append(self.sdp.int16)
 
         # weight format: compressed only on builds with weight compression (hw.conv.wdecomp);
         # builds without it generate none of the compressed rules
