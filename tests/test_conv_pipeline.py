@@ -354,3 +354,24 @@ def test_pipeline_int16_two_column_entries():
             layers += draw
             n += 1
     run_layers(cfg, layers, seed=16)
+
+
+@pytest.mark.slow
+def test_pipeline_int16_nv_full():
+    """int16 layers on nv_full's pipeline (128-byte register entries of two 64-byte rows, 32-byte
+    atoms: a line's leftover atoms 1 (shared by 4 positions), 2 (by 2) and 3, kernel groups
+    of 16 int16 kernels, 16 SDP lanes) against the golden model (about a minute)."""
+    import sys
+    sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), 20000))
+    cfg = load_config("nv_full")
+    rng = np.random.default_rng(5)
+    layers = []
+    for i, C in enumerate((16, 32, 48, 80, 8)):
+        W, H, K, kh, kw = 3 + i % 3, 3, (3, 17, 1, 33, 5)[i], 1 + i % 2, 2 - i % 2
+        data = rng.integers(-32768, 32768, (C, H, W))
+        weights = rng.integers(-32768, 32768, (K, C, kh, kw))
+        layers.append(conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, prec=1, data=data,
+                                 weights=weights, slot=i % 2, pad=(i % 2, 1, 1, 0),
+                                 stride=(1 + i % 2, 1), pad_value=(i * 4099) & 0xFFFF,
+                                 clip=16))
+    run_layers(cfg, layers, seed=5, max_cycles=20_000)
