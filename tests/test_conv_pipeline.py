@@ -328,6 +328,7 @@ def test_pipeline_random_two_column_entries():
     run_layers(cfg, layers, seed=6)
 
 
+@pytest.mark.slow
 def test_pipeline_int16_two_column_entries():
     """int16 layers on two-column CBUF entries (nv_small_256_2col): an int16 channel group
     (2 x Atomic-C bytes) is a register entry, its halves the entry's two rows. Leftover
