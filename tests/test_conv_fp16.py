@@ -110,8 +110,9 @@ def _reference(spec, data, wts, atom_c, pad_value, group_atoms=1):
 
 
 def _f32(codes):
-    return (np.asarray(codes, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(
-        np.float32).astype(float)
+    f = (np.asarray(codes, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):                # (signalling NaN codes)
+        return f.astype(float)
 
 
 CASES = [
