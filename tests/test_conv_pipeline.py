@@ -328,6 +328,16 @@ def test_pipeline_random_two_column_entries():
     run_layers(cfg, layers, seed=6)
 
 
+def _int16_layer(cfg, rng, i, W, H, C, K, kh, kw):
+    """An int16 layer of full-range data and weights (layer ``i`` of a test's list: its
+    slot, padding, stride and pad value follow ``i``)."""
+    data = rng.integers(-32768, 32768, (C, H, W))
+    weights = rng.integers(-32768, 32768, (K, C, kh, kw))
+    return conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, prec=1, data=data,
+                      weights=weights, slot=i % 2, pad=(i % 2, 1, 1, 0),
+                      stride=(1 + i % 2, 1), pad_value=(i * 4099) & 0xFFFF, clip=16)
+
+
 @pytest.mark.slow
 def test_pipeline_int16_two_column_entries():
     """int16 layers on two-column CBUF entries (nv_small_256_2col): an int16 channel group
@@ -339,12 +349,7 @@ def test_pipeline_int16_two_column_entries():
     layers = []
     for i, C in enumerate((8, 16, 24, 36, 1)):
         W, H, K, kh, kw = 3 + i % 4, 3 + i % 2, 1 + 3 * i, 1 + i % 3, 1 + (i + 1) % 2
-        data = rng.integers(-32768, 32768, (C, H, W))
-        weights = rng.integers(-32768, 32768, (K, C, kh, kw))
-        layers.append(conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, prec=1, data=data,
-                                 weights=weights, slot=i % 2, pad=(i % 2, 1, 1, 0),
-                                 stride=(1 + i % 2, 1), pad_value=(i * 4099) & 0xFFFF,
-                                 clip=16))
+        layers.append(_int16_layer(cfg, rng, i, W, H, C, K, kh, kw))
     n = 0
     while n < 4:
         try:
@@ -369,10 +374,5 @@ def test_pipeline_int16_nv_full():
     layers = []
     for i, C in enumerate((16, 32, 48, 80, 8)):
         W, H, K, kh, kw = 3 + i % 3, 3, (3, 17, 1, 33, 5)[i], 1 + i % 2, 2 - i % 2
-        data = rng.integers(-32768, 32768, (C, H, W))
-        weights = rng.integers(-32768, 32768, (K, C, kh, kw))
-        layers.append(conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw, prec=1, data=data,
-                                 weights=weights, slot=i % 2, pad=(i % 2, 1, 1, 0),
-                                 stride=(1 + i % 2, 1), pad_value=(i * 4099) & 0xFFFF,
-                                 clip=16))
+        layers.append(_int16_layer(cfg, rng, i, W, H, C, K, kh, kw))
     run_layers(cfg, layers, seed=5, max_cycles=20_000)
