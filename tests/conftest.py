@@ -45,6 +45,14 @@ NV_FULL_LAYOUT = NvdlaConfig.preset("nv_full").replace(
     cbuf_bank_width=32, cbuf_bank_depth=128, cbuf_entry_width=0, sdp_bs_throughput=1,
     sdp_bn_throughput=1, sdp_ew_throughput=1, pdp_throughput=1, cdp_throughput=1,
     dbbif_width=256, sramif_width=256, winograd=False, max_batch=8)
+#: nv_large's register map (the small layout with every optional unit: CVIF, BDMA, Rubik, SDP
+#: EW + LUT, batching, Winograd and weight compression in CFGROM) on nv_small's datapath: its
+#: register plane at a quarter of nv_large's elaboration time (the default suite's). Only the
+#: CFGROM values differ from nv_large's (they describe the datapath).
+NV_LARGE_LAYOUT = NvdlaConfig.preset("nv_large").replace(
+    name="nv_large_layout", atomic_c=8, atomic_k=8, memory_atom=8, cbuf_banks=32,
+    cbuf_bank_width=8, cbuf_bank_depth=512, sdp_bs_throughput=1, sdp_bn_throughput=1,
+    sdp_ew_throughput=1, pdp_throughput=1, cdp_throughput=1, dbbif_width=64, sramif_width=64)
 
 
 def pack_fields(layout, block, words):

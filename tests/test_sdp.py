@@ -193,12 +193,16 @@ def test_nv_small_invalid_programs_finish_without_memory_traffic():
     run_layers(SMALL, layers, seed=2)
 
 
-def test_nv_full_random_programs():
-    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16, LUT, CV (SRAMIF) and MC memories."""
+@pytest.mark.parametrize("seed, count", [
+    (11, 6), pytest.param(12, 24, marks=pytest.mark.slow)])
+def test_nv_full_random_programs(seed, count):
+    """nv_full: 16 lanes, 2 atoms per 512-bit word, int16, LUT, CV (SRAMIF) and MC memories
+    (6 programs in the default suite: its elaboration is half of their time; 24 more in the
+    slow one)."""
     cfg = NvdlaConfig.preset("nv_full")
-    layers = make_layers(cfg, 11, 12, 600)
+    layers = make_layers(cfg, seed, count, 600)
     assert {p["images"][0][2] for p in layers} == {0, 1}, "both RAM types drawn"
-    run_layers(cfg, layers, seed=11)
+    run_layers(cfg, layers, seed=seed)
 
 
 def test_ew_lut_int16_build_random_programs():
