@@ -18,6 +18,7 @@ WMB and the packed non-zero weights through its weight client and expands them i
 from __future__ import annotations
 
 import os
+import re
 import zlib
 
 import numpy as np
@@ -359,3 +360,90 @@ def test_image_layers_with_compressed_weights(tmp_path):
             continue
         paths.append(rp.write_trace(d, name, [layer], crcs))
     _check(paths, len(paths), 12)
+
+
+# -- int16 and fp16 --------------------------------------------------------------------------
+#: compression with 2-byte elements (a mask bit per element: per byte pair): int16 beside int8
+NV_SMALL_WC_INT16 = NV_SMALL_WC.replace(name="nv_small_wc_int16",
+                                        data_types=frozenset({"int8", "int16"}))
+#: and fp16 (the slow suite's playback build)
+NV_SMALL_WC_FP16 = NV_SMALL_WC.replace(name="nv_small_wc_int16_fp16",
+                                       data_types=frozenset({"int8", "int16", "fp16"}))
+
+
+def _wgs_end_int16(cfg, layers):
+    """WGS 8 bytes below the top of the address space: the 2 int8 kernel groups of 12 kernels
+    (Atomic-K 8) fit, the 3 int16 ones (Atomic-K / 2 = 4 kernels each) do not."""
+    layers[-1]["regs"]["CDMA"]["D_WGS_ADDR_LOW"] = (1 << 32) - 8
+
+
+def _wide_random(cfg, seed, count, fp16=0.0):
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        try:
+            layer = rp.random_program(cfg, rng, 40_000, 0, compress=True, fp16=fp16)
+        except rp._Redraw:
+            continue
+        if layer["info"]["prec"] != 0:
+            out.append([layer])
+    return out
+
+
+@pytest.mark.parametrize("cfg", [NV_SMALL_WC_INT16, NV_SMALL_WC_FP16], ids=lambda c: c.name)
+def test_check_matches_golden_on_wide_compressed_programs(cfg):
+    """The register-level compressed rules on int16 (and fp16) layers: WMB_BYTES counts a bit
+    per 2-byte element, WGS a word per kernel group of Atomic-K / 2; the check's verdict is the
+    golden model's on each mutation and on random compressed 2-byte layers."""
+    names, programs = [], []
+    for prec in (1, 2) if "fp16" in cfg.data_types else (1,):
+        table = {n: m for n, (m, make) in {**MUTATIONS, **CONTROLS}.items() if make is None}
+        table["wgs_end_int16"] = _wgs_end_int16
+        for name, mutate in table.items():
+            layers = [_base(cfg, prec=prec)] if prec == 1 else \
+                _wide_random(cfg, 17, 1, fp16=1.0)[0]
+            if mutate:
+                mutate(cfg, layers)
+            names.append(f"{name}-p{prec}")
+            programs.append(layers)
+    randoms = _wide_random(cfg, 7, 16, fp16=0.5 if "fp16" in cfg.data_types else 0.0)
+    names += [f"random{i}" for i in range(len(randoms))]
+    programs += randoms
+    got = rtl_verdicts(cfg, programs)
+    bad = verdict_mismatches(cfg, names, programs, got)
+    gold = {n: golden_verdicts(cfg, layers) for n, layers in zip(names, programs)}
+    # the mutations do reach the 2-byte rules: WMB_BYTES at the int8 count, WGS past the top
+    for n in ("wmb_bytes_more-p1", "wgs_end_int16-p1"):
+        assert not gold[n][-1][0], (n, gold[n])
+    assert gold["base-p1"][-1][0], gold["base-p1"]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count, fp16", [
+    pytest.param(NV_SMALL_WC_INT16, 500, 40, 0.0, id="nv_small_wc_int16-seed500"),
+    pytest.param(NV_SMALL_WC_FP16, 501, 60, 0.5, id="nv_small_wc_int16_fp16-seed501",
+                 marks=pytest.mark.slow)])
+def test_random_wide_compressed_programs_rtl_matches_golden(tmp_path, cfg, seed, count, fp16):
+    """Random programs, most of their layers compressed, int8 and int16 (and fp16) layers
+    and reuse pairs, bit for bit against the golden model under back-pressure."""
+    paths = rp.write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
+                                   compress_share=0.8, fp16=fp16)
+    kinds = _compressed_layer_kinds(paths)
+    assert kinds[1] >= count // 4 and (not fp16 or kinds[2] >= count // 6), kinds
+    _check(paths, count, seed, cfg)
+
+
+def _compressed_layer_kinds(paths):
+    """{precision: compressed layers} over the traces (CDMA's MISC_CFG and WEIGHT_FORMAT
+    writes, one of each per layer)."""
+    kinds = {0: 0, 1: 0, 2: 0}
+    for p in paths:
+        text = open(os.path.join(p, os.path.basename(p) + ".cfg")).read()
+        misc = re.findall(r"NVDLA_CDMA\.D_MISC_CFG_0, (0x[0-9a-f]+)", text)
+        fmt = re.findall(r"NVDLA_CDMA\.D_WEIGHT_FORMAT_0, (0x[0-9a-f]+)", text)
+        assert len(misc) == len(fmt), p
+        for mv, fv in zip(misc, fmt):
+            if int(fv, 16) & 1:
+                kinds[(int(mv, 16) >> 12) & 3] += 1
+    return kinds

@@ -277,7 +277,9 @@ class Cdma(wiring.Component):
         comp = cfg.weight_compression                    # compressed weights (hw.conv.wdecomp)
         if comp:
             compressed = Signal()
-            m.submodules.wdec = wdec = WeightDecompressor(g)
+            m.submodules.wdec = wdec = WeightDecompressor(g, wide=conv_wide(cfg))
+            if conv_wide(cfg):                     # int16 / fp16: a mask bit per byte pair
+                m.d.comb += wdec.wide.eq(R.D_MISC_CFG.PROC_PRECISION != 0)
             m.d.comb += [
                 compressed.eq(R.D_WEIGHT_FORMAT.WEIGHT_FORMAT),
                 wdec.wmb_base.eq(address("D_WMB_ADDR_LOW", "WMB_ADDR_LOW", "D_WMB_ADDR_HIGH",
@@ -727,6 +729,8 @@ class Cdma(wiring.Component):
             w_nan, w_inf = classify(wt_ser.o.payload.data, "fp_wt")
             d_take = dcv.i.valid & dcv.i.ready & fp_layer
             w_take = wt_ser.o.valid & wt_ser.o.ready & fp_layer
+            if comp:                               # compressed: the weights, not their mask
+                w_take = w_take & (~compressed | wdec.data_atom)
             for take, bits, reg, fld in (
                     (d_take, d_nan, "D_NAN_INPUT_DATA_NUM", "NAN_DATA_NUM"),
                     (d_take, d_inf, "D_INF_INPUT_DATA_NUM", "INF_DATA_NUM"),

@@ -72,10 +72,10 @@ Rules (any one fails the program)
       past the address space (not on weight reuse); ``SKIP_WEIGHT_RLS`` with more
       ``WEIGHT_BYTES`` than the weight banks hold;
     * compressed weights (builds with ``weight_compression``; golden
-      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; a precision other than
-      INT8 (an RTL restriction: the expansion is per byte); ``WMB_BYTES`` (CDMA) !=
-      one bit per weight element rounded up to 128 bytes, CSC's != CDMA's; WGS / WMB base not
-      atom aligned; WGS (4 bytes per kernel group) or WMB past the address space (not on weight
+      :func:`sim.conv.program._compression`): ``WEIGHT_BYTES`` 0; ``WMB_BYTES`` (CDMA) !=
+      one bit per weight element (a byte of an int8 layer, two bytes of an int16 or fp16
+      one) rounded up to 128 bytes, CSC's != CDMA's; WGS / WMB base not atom aligned; WGS (4
+      bytes per kernel group of the layer's precision) or WMB past the address space (not on weight
       reuse); data + weight banks > banks - 1 (the last bank is the mask's); with
       ``SKIP_WEIGHT_RLS``: ``WMB_BYTES`` > one bank, or ``BYTE_PER_KERNEL x K`` > the weight
       banks (this core keeps them expanded); a mask over one bank whose kernel group has more
@@ -515,15 +515,19 @@ class ConvCheck(wiring.Component):
                                "WMB_ADDR_HIGH")
             gk = cfg.atomic_k
             assert gk & (gk - 1) == 0
-            groups = Signal(14)                              # kernel groups (int8)
-            m.d.comb += groups.eq((kernels + gk - 1) >> (gk - 1).bit_length())
+            groups = Signal(14)                              # kernel groups
             need_wmb = Signal(33)                            # a bit per element, 128-byte units
-            m.d.comb += need_wmb.eq(((p_wt + 1023) >> 10) << 7)
+            # (elements: bytes on int8 layers, byte pairs on int16 / fp16 ones)
+            m.d.comb += [groups.eq((kernels + gk - 1) >> (gk - 1).bit_length()),
+                         need_wmb.eq(((p_wt + 1023) >> 10) << 7)]
+            group_bits = p_group
+            if i16b:
+                gk2 = max(gk // 2, 1)
+                group_bits = Mux(i16, p_group >> 1, p_group)
+                with m.If(i16):
+                    m.d.comb += [groups.eq((kernels + gk2 - 1) >> (gk2 - 1).bit_length()),
+                                 need_wmb.eq(((p_wt + 2047) >> 11) << 7)]
             errs += [compressed & (wbytes == 0),
-                     # the expansion is per byte (int8 elements): compressed int16 would need
-                     # a mask bit per two bytes; rejected here whatever int16 the build has
-                     compressed & ((D.D_MISC_CFG.PROC_PRECISION != 0)
-                                   | (C.D_MISC_CFG.PROC_PRECISION != 0)),
                      compressed & (byte_value(C, "CSC", "D_WMB_BYTES", "WMB_BYTES") != wmb_bytes),
                      compressed & misaligned(wgs_base), compressed & misaligned(wmb_base),
                      compressed & (dbanks + wbanks > cfg.cbuf_banks - 1),
@@ -533,7 +537,7 @@ class ConvCheck(wiring.Component):
                      compressed & ~w_reuse & (wgs_base + (groups << 2) > (1 << aw)),
                      compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw)),
                      # NVDLA: a mask larger than its bank streams a kernel group at a time
-                     compressed & (wmb_bytes > bank) & (p_group > 8 * (bank - 128))]
+                     compressed & (wmb_bytes > bank) & (group_bits > 8 * (bank - 128))]
 
         # -- image input ------------------------------------------------------------------
         _, img_errs, img_late = image_rules(

@@ -5,18 +5,21 @@ the CDMA's weight placement writes into the CBUF (golden model:
 with ``weight_compression``; the CSC and CMAC see the same CBUF contents as for the
 uncompressed surface.
 
-Format (int8): bit ``i`` of the WMB surface (bit ``i % 8`` of byte ``i // 8``) is 1 when byte
-``i`` of the uncompressed weight surface is non-zero; the compressed surface
-(``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR``) holds those non-zero bytes back to back. The
-WGS surface (compressed bytes per kernel group) is not needed to expand the stream and is not
-read: the mask alone places every byte.
+Format: bit ``i`` of the WMB surface (bit ``i % 8`` of byte ``i // 8``) is 1 when element
+``i`` of the uncompressed weight surface is non-zero (an element is a byte of an int8 layer,
+a byte pair of an int16 or fp16 one); the compressed surface (``WEIGHT_BYTES`` bytes from
+``WEIGHT_ADDR``) holds those non-zero elements back to back. The WGS surface (compressed
+bytes per kernel group) is not needed to expand the stream and is not read: the mask alone
+places every element. A 2-byte layer (``wide``, on builds with int16 or fp16) expands with
+each mask bit doubled: the byte stream of its elements is the int8 expansion of that mask.
 
 Operation, from ``start`` (registers stable until ``busy`` falls):
 
 * ``out_atoms`` = ceil(``BYTE_PER_KERNEL`` x kernels / atom) uncompressed atoms are produced
   (shift-and-add product over the first cycles), one per cycle at best, each from ``atom``
-  mask bits (one mask atom serves 8 output atoms) and as many bytes of a 2-atom window of
-  compressed bytes as those bits mark;
+  mask bits (``atom`` / 2 doubled when ``wide``; one mask atom serves 8 output atoms, 16
+  when ``wide``) and as many bytes of a 2-atom window of compressed bytes as those bits
+  mark;
 * the WMB (the ceil(``out_atoms`` / 8) atoms the output needs) and the whole compressed
   surface (``WEIGHT_BYTES`` / atom atoms) are requested in chunks on the one cube command port,
   interleaved; each chunk is issued only when its FIFO has room for all its atoms (credits),
@@ -27,8 +30,10 @@ Operation, from ``start`` (registers stable until ``busy`` falls):
   ``out_atoms`` atoms: the weights the mask and the compressed bytes give.
 
 Ports: ``start`` (in, pulse), ``wmb_base`` / ``wt_base`` / ``wt_bytes`` (compressed surface
-bytes) / ``bpk`` / ``kernels`` / ``ram_type`` (in, stable while busy), ``cmd`` (out, cube
-commands), ``atoms`` (in, the serialized response atoms), ``o`` (out, uncompressed atoms;
+bytes) / ``bpk`` / ``kernels`` / ``ram_type`` / ``wide`` (built with ``wide=True``: 2-byte
+elements) (in, stable while busy), ``cmd`` (out, cube commands), ``atoms`` (in, the
+serialized response atoms), ``data_atom`` (out, built with ``wide``: the atom on ``atoms``
+is one of the compressed weights, not of the mask), ``o`` (out, uncompressed atoms;
 ``last`` on the final one), ``busy`` (out: commands, responses or output still pending).
 """
 
@@ -47,11 +52,14 @@ _MASK_CHUNK_BYTES = 64       #: mask request size
 
 
 class WeightDecompressor(wiring.Component):
-    """``WeightDecompressor(geom)`` (see the module docstring)."""
+    """``WeightDecompressor(geom, wide=False)`` (see the module docstring; ``wide``: with the
+    ``wide`` port for 2-byte elements)."""
 
-    def __init__(self, geom):
+    def __init__(self, geom, wide=False):
         self._geom = g = geom
+        self._wide = wide
         super().__init__({
+            **({"wide": In(1), "data_atom": Out(1)} if wide else {}),
             "start": In(1),
             "wmb_base": In(g.addr_width),
             "wt_base": In(g.addr_width),
@@ -93,6 +101,10 @@ class WeightDecompressor(wiring.Component):
         d_atoms = Signal(34)
         m.d.comb += [out_atoms.eq((prod + ATOM - 1) >> ash),
                      m_atoms.eq((out_atoms + 7) >> 3)]
+        wide = self.wide if self._wide else None    # 2-byte elements: a bit per byte pair
+        if self._wide:
+            with m.If(wide):
+                m.d.comb += m_atoms.eq((out_atoms + 15) >> 4)
         with m.If(self.start):
             m.d.sync += d_atoms.eq(self.wt_bytes >> ash)
 
@@ -139,10 +151,12 @@ class WeightDecompressor(wiring.Component):
             a.ready.eq(tags.r_rdy & Mux(to_d, dfifo.w_rdy, mfifo.w_rdy)),
             tags.r_en.eq(a.valid & a.ready & a.payload.last),
         ]
+        if self._wide:
+            m.d.comb += self.data_atom.eq(to_d)
 
         # -- expansion -------------------------------------------------------------------------
         mreg = Signal(8 * ATOM)
-        midx = Signal(3)
+        midx = Signal(4 if self._wide else 3)          # output atom within the mask atom
         mvalid = Signal()
         win = Signal(16 * ATOM)                        # 2 atoms of compressed bytes, byte 0 first
         cnt = Signal(range(2 * ATOM + 1))              # valid bytes in win (the rest are 0)
@@ -151,7 +165,12 @@ class WeightDecompressor(wiring.Component):
         m.d.comb += exhausted.eq(d_pop == d_atoms)
 
         bits = Signal(ATOM)
-        m.d.comb += bits.eq(mreg.word_select(midx, ATOM))
+        m.d.comb += bits.eq(mreg.word_select(midx[:3] if self._wide else midx, ATOM))
+        if self._wide:
+            assert ATOM % 2 == 0
+            half = mreg.word_select(midx, ATOM // 2)
+            with m.If(wide):
+                m.d.comb += bits.eq(Cat(*(half[j // 2] for j in range(ATOM))))
         prefix = [Signal(range(ATOM + 1), name=f"prefix{j}") for j in range(ATOM + 1)]
         m.d.comb += prefix[0].eq(0)
         for j in range(ATOM):
@@ -184,13 +203,15 @@ class WeightDecompressor(wiring.Component):
         with m.Else():
             m.d.sync += [win.eq(win1), cnt.eq(cnt1)]
         # mask: the next atom when the current one is used up
-        m_used = emit & (midx == 7)
+        m_used = emit & ((midx == Mux(wide, 15, 7)) if self._wide else (midx == 7))
         m_need = ~mvalid | m_used
         m.d.comb += mfifo.r_en.eq(sized & m_need & mfifo.r_rdy)
         with m.If(emit):
             m.d.sync += [midx.eq(midx + 1), out_left.eq(out_left - 1)]
         with m.If(m_used):
             m.d.sync += mvalid.eq(0)
+            if self._wide:                             # (an int8 index wraps by its width)
+                m.d.sync += midx.eq(0)
         with m.If(mfifo.r_en):
             m.d.sync += [mreg.eq(mfifo.r_data), mvalid.eq(1), m_pop.eq(m_pop + 1)]
 
