@@ -431,6 +431,13 @@ def test_random_wide_compressed_programs_rtl_matches_golden(tmp_path, cfg, seed,
                                    compress_share=0.8, fp16=fp16)
     kinds = _compressed_layer_kinds(paths)
     assert kinds[1] >= count // 4 and (not fp16 or kinds[2] >= count // 6), kinds
+    if fp16:     # CDMA's NaN / Inf weight counters count the packed weights, not the mask
+        from .test_conv_fp16_rtl import _STATUS
+        from .test_pdp_fp16_rtl import _add_status_polls
+        values = [_add_status_polls(p, cfg, _STATUS) for p in paths]
+        assert sum(any(v) for v in values) >= 8
+        for p in paths:
+            assert rp.run_trace_golden(p, cfg).passed
     _check(paths, count, seed, cfg)
 
 

@@ -200,6 +200,37 @@ def test_fp16_nan_inf_counters_rtl(tmp_path):
                              latency=(1, 24)), len(paths), show=20)
 
 
+@pytest.mark.rtl
+def test_fp16_counters_include_lines_no_output_reads(tmp_path):
+    """A 1x1 kernel at stride 4 over 12 lines reads lines 0, 4 and 8: the CDMA fetches lines
+    9 to 11 after CACC's last value. Their NaNs and infinities still count: the layer ends
+    when the fetch is complete, so the register files capture the final counters (and with
+    NaN flushing the output is unchanged)."""
+    from .test_pdp_fp16_rtl import _add_status_polls
+    rng = np.random.default_rng(5)
+    C, H, W = 8, 12, 8
+    data = rp._values(rng, (C, H, W), 2, "tame")
+    data[(data & 0x7C00) == 0x7C00] = 0x3C00          # finite values only (1.0) ...
+    for c, y, x, code in ((0, 10, 6, 0x7E00), (3, 11, 7, 0xFD55), (5, 9, 0, 0x7C00),
+                          (6, 11, 0, 0xFC00), (1, 4, 2, 0x7E01)):
+        data[c, y, x] = code - (0x10000 if code & 0x8000 else 0)     # ... and these
+    weights = rp._values(rng, (4, C, 1, 1), 2, "tame")
+    paths = []
+    for ntz in (0, 1):
+        layer = rp.conv_layer(CFG, W=W, H=H, C=C, K=4, stride=(4, 4), prec=2, data=data,
+                              weights=weights, nan_to_zero=bool(ntz))
+        name = f"fp16_tail_lines_{ntz}"
+        tmp = rp.write_trace(str(tmp_path), name, [layer])
+        crcs, err = rp._golden_crcs(CFG, tmp, 1)
+        assert crcs is not None, err
+        paths.append(rp.write_trace(str(tmp_path), name, [layer], crcs))
+    for p in paths:
+        nan_data, _, inf_data = _add_status_polls(p, CFG, _STATUS)[:3]
+        assert (nan_data, inf_data) == (3, 2)
+    assert_all_pass(playback(paths, CFG, max_cycles=200_000, seed=5, busy=0.3,
+                             latency=(1, 24)), len(paths))
+
+
 #: nv_small with int8, int16 and fp16 layers (both 2-byte paths in one build)
 NV_SMALL_ALL = CFG.replace(name="nv_small_int16_fp16",
                            data_types=frozenset({"int8", "int16", "fp16"}))

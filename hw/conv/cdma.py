@@ -162,6 +162,8 @@ class Cdma(wiring.Component):
             "wt_done": Out(1),
             "status": Out(fields_layout(blk.d_registers, ("ro",))),
             "busy": Out(1),
+            # fp16 builds: the fetch is complete (its NaN / Inf counters are final)
+            **({"drained": Out(1)} if conv_fp16(cfg) else {}),
         })
 
     def elaborate(self, platform):
@@ -665,6 +667,8 @@ class Cdma(wiring.Component):
             m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
         busy_any = ((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy | dcv.busy)
         m.d.comb += fetching.eq((busy_any | wdec.busy) if comp else busy_any)
+        if conv_fp16(cfg):
+            m.d.comb += self.drained.eq(acc_ready & ~fetching)
 
         # -- layer end: the fetch is complete, nothing more to request ---------------------
         with m.If(finish):

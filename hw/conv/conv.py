@@ -101,6 +101,8 @@ class ConvPipeline(wiring.Component):
         all_en = Signal()
         start = Signal()
         finish = Signal()
+        cdma_end = Signal()             # CACC delivered the last value: CDMA completes its fetch
+        drain = conv_fp16(cfg)
         m.d.comb += all_en.eq(self.cdma_op_en & self.csc_op_en & self.cmac_a_op_en &
                               self.cmac_b_op_en & self.cacc_op_en)
         dropped = Signal()
@@ -128,8 +130,23 @@ class ConvPipeline(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += self.flying_go.eq(1)
                 with m.If(cacc.done):
-                    m.d.comb += [finish.eq(1), check.end.eq(1)]
-                    m.next = "IDLE"
+                    if drain:
+                        m.d.comb += cdma_end.eq(1)
+                        with m.If(cdma.drained):
+                            m.d.comb += [finish.eq(1), check.end.eq(1)]
+                            m.next = "IDLE"
+                        with m.Else():
+                            m.next = "DRAIN"
+                    else:
+                        m.d.comb += [finish.eq(1), check.end.eq(1)]
+                        m.next = "IDLE"
+            if drain:
+                # fp16 builds: CACC is done but the CDMA still fetches lines no output reads;
+                # the register files capture CDMA's NaN / Inf counters when it has them all
+                with m.State("DRAIN"):
+                    with m.If(cdma.drained):
+                        m.d.comb += [finish.eq(1), check.end.eq(1)]
+                        m.next = "IDLE"
             with m.State("REJECT"):
                 m.d.comb += self.flying_abort.eq(1)
                 m.next = "IDLE"
@@ -143,7 +160,7 @@ class ConvPipeline(wiring.Component):
 
         # -- units -------------------------------------------------------------------------
         m.d.comb += [
-            cdma.regs.eq(self.cdma_regs), cdma.start.eq(start), cdma.end.eq(finish),
+            cdma.regs.eq(self.cdma_regs), cdma.start.eq(start), cdma.end.eq(cdma_end if drain else finish),
             cdma.csc.rls_slices.eq(self.csc_regs.D_RELEASE.RLS_SLICES),
             cdma.csc.height_ext.eq(self.csc_regs.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
             csc.regs.eq(self.csc_regs), csc.start.eq(start),
