@@ -26,7 +26,7 @@ from sim.conv import image_programs as ip
 from sim.conv import random_programs as rp
 from sim.sdp.random_programs import Regs
 
-from .conftest import NV_SMALL_INT16, assert_all_pass, playback
+from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16, assert_all_pass, playback
 from .test_conv_checks import golden_verdicts, rtl_verdicts
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
@@ -94,7 +94,8 @@ def _image_layers(cfg, n, seed):
 
 
 VERDICT_CASES = [(NV_SMALL, 34, 160), (NvdlaConfig.preset("nv_small_256"), 17, 60),
-                 (NvdlaConfig.preset("nv_large"), 17, 60)]
+                 (NvdlaConfig.preset("nv_large"), 17, 60), (NV_SMALL_256_2COL, 17, 60),
+                 (NvdlaConfig.preset("nv_full"), 17, 60)]
 
 
 @pytest.mark.parametrize("cfg, n_valid, n_perturbed", VERDICT_CASES,
@@ -146,9 +147,11 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
 # nv_small: 8 x 40; nv_small_256 (Atomic-C 32, four atoms per CBUF entry; the build
 # tests/test_conv_rtl.py uses): 40; nv_small_int16 (its shared input convertor also converts
 # int16 feature input: the image path's int8 lanes on it; the build tests/test_conv_rtl.py
-# uses): 40
+# uses): 40; nv_small_256_2col (two-column entries: the line's bytes run through the slice's
+# bank rows; the build tests/test_conv_rtl.py uses): 40
 SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)] + \
-    [(NvdlaConfig.preset("nv_small_256"), 100, 40), (NV_SMALL_INT16, 7, 40)]
+    [(NvdlaConfig.preset("nv_small_256"), 100, 40), (NV_SMALL_INT16, 7, 40),
+     (NV_SMALL_256_2COL, 110, 40)]
 
 
 @pytest.mark.rtl

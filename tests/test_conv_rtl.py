@@ -87,8 +87,8 @@ def test_random_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
            count)
 
 
-#: two-column CBUF entries (register entries of two bank rows): int8 layers (image input and
-#: fp16 stay rejected there; int16 below); nv_full itself (a build of about 10 minutes) in the
+#: two-column CBUF entries (register entries of two bank rows): int8 layers (fp16 stays
+#: rejected there; int16 below; image input: tests/test_conv_image_rtl.py); nv_full itself (a build of about 10 minutes) in the
 #: slow suite
 TWO_COLUMN_SHARDS = [pytest.param(NV_SMALL_256_2COL, 400, 40, id="nv_small_256_2col-seed400"),
                      pytest.param(NV_FULL, 500, 60, id="nv_full-seed500",

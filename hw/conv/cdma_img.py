@@ -1,7 +1,9 @@
 """The CDMA's image path (``DATAIN_FORMAT=PIXEL``; golden model :mod:`sim.conv.image`).
 
 For every image line ``y`` (one CBUF slice of ``ENTRY_PER_SLICE + 1`` entries from entry
-``y * (ENTRIES + 1)``) the CDMA writes the padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of
+``y * (ENTRIES + 1)``; with two-column entries, ``cbuf_entry_width`` = 2 x the bank width, the
+slice is twice as many bank rows and the line's bytes run through them in order, as
+:mod:`hw.conv.common` places entry ``e`` in rows ``2e`` and ``2e + 1``) the CDMA writes the padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of
 ``C`` int8 elements back to back: pixel ``i`` of the padded line at byte ``i * C`` of the slice,
 the left / right padding pixels ``D_ZERO_PADDING_VALUE``'s low byte on every channel.
 
@@ -360,7 +362,9 @@ class ImageFetch(wiring.Component):
                          w.slice_end.eq(e3.slice_end), w.last.eq(e3.last)]
             m.d.sync += [fill.eq(0), acc.eq(0), accm.eq(0), eidx.eq(0)]
             with m.If(e3.slice_end):
-                m.d.sync += sbase.eq(sbase + eps)
+                # (two-column entries: a register entry is two bank rows, wr.addr counts rows)
+                twocol = cfg.cbuf_entry_bytes != BW
+                m.d.sync += sbase.eq(sbase + (eps << 1 if twocol else eps))
         with m.Elif(e3.v):
             with m.If(nfill >= BW):
                 m.d.comb += [fifo.w_en.eq(1), w.data.eq(cur_d), w.mask.eq(cur_m)]

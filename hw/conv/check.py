@@ -13,9 +13,9 @@ the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 Rules (any one fails the program)
     * two-column CBUF entries (``cbuf_entry_width`` = 2 x ``cbuf_bank_width``: NVDLA v1's
       nv_full): the registers count entries of two bank rows (entries per slice, data bank
-      capacity) and the RTL runs int8 and int16 feature input; RTL restrictions there, where
-      the golden model would run the program: image input (``DATAIN_FORMAT`` PIXEL) and fp16
-      (the precision rules below);
+      capacity) and the RTL runs int8 and int16 feature input and int8 image input; RTL
+      restriction there, where the golden model would run the program: fp16 (the precision
+      rules below);
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
       CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without
@@ -156,8 +156,6 @@ class ConvCheck(wiring.Component):
         late = []                                           # rules on the products
         img = Signal()                                      # image input (hw.conv.image)
         m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
-        if cfg.cbuf_entry_bytes != BW:                      # two-column entries: feature only
-            errs += [img, C.D_DATAIN_FORMAT.DATAIN_FORMAT != 0]
 
         # weight format: compressed only on builds with weight compression (hw.conv.wdecomp);
         # builds without it generate none of the compressed rules

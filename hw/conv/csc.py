@@ -74,10 +74,13 @@ on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``
 ``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
 
 Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 and int16 feature
-input): slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel
+input, int8 image input): slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel
 group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared
 cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an int16 channel
-group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's row ``h``.
+group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's row ``h``. Image
+input there: the padded line's bytes run through the slice's bank rows in order (row ``e`` of
+the slice is entry ``e // 2``'s row ``e % 2``), so the image sequence reads bank rows as on
+bank-row builds.
 
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
@@ -494,7 +497,11 @@ class Csc(wiring.Component):
             # shared by 2: a row each (row x % 2 of the pair); by 4: half a row each (row
             # x // 2 % 2, lanes of x % 2: the S3 selection of a row shared by 2)
             s2_half = Signal()
-            m.d.sync += s2_half.eq(Mux(s1_crip == 1, ix_u[0], Mux(s1_crip == 2, ix_u[1], s1_jh)))
+            # (image: the line's bytes run through the slice's rows in order, row e of the
+            # slice is entry e // 2's row e % 2)
+            m.d.sync += s2_half.eq(Mux(img, s1_u.e[0],
+                                       Mux(s1_crip == 1, ix_u[0], Mux(s1_crip == 2, ix_u[1],
+                                                                      s1_jh))))
             lsel = [s2_lsel.eq(Mux(s1_crip == 2, ix_u[:1], 0)),
                     s2_crip.eq(Mux(s1_crip == 2, 1, 0))]
         else:
@@ -503,7 +510,8 @@ class Csc(wiring.Component):
         m.d.sync += [
             s2_v.eq(s1_v),
             s2_slice.eq(Mux(slice_raw >= n_dat, slice_raw - n_dat, slice_raw)),
-            s2_off.eq(Mux(img, s1_u.e, s1_goff + xoff)), s2_u.eq(s1_u),
+            s2_off.eq(Mux(img, s1_u.e >> 1 if twocol else s1_u.e, s1_goff + xoff)),
+            s2_u.eq(s1_u),
             s2_in.eq((s1_iy >= 0) & (s1_iy < H) & (s1_ix >= 0) & (s1_ix < W)),
             *lsel, s2_cj.eq(s1_cj), s2_tag.eq(s1_tag),
         ]

@@ -72,7 +72,7 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     gated with it), ``errs`` valid from the registers, ``late`` once the products are
     (``product`` is the check's shift-and-add multiplier)."""
     aw = cfg.address_width
-    ATOM, BW, AC = cfg.memory_atom, cfg.cbuf_bank_width, cfg.atomic_c
+    AC = cfg.atomic_c
     fmts = image_formats(cfg)
     img = Signal(name="img")
     m.d.comb += img.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT == 1)
@@ -108,9 +108,10 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     m.d.comb += seq_w.eq(pl + width + pr)
     line_bytes = Signal(18, name="img_line_bytes")  # ... in CBUF bytes (int8)
     m.d.comb += line_bytes.eq(times_small(seq_w, in_c))
-    img_eps = Signal(16, name="img_eps")
-    lb = (BW - 1).bit_length()
-    m.d.comb += img_eps.eq((line_bytes + BW - 1) >> lb)
+    img_eps = Signal(16, name="img_eps")            # register entries (two-column: 2 x BW)
+    EB = cfg.cbuf_entry_bytes
+    lb = (EB - 1).bit_length()
+    m.d.comb += img_eps.eq((line_bytes + EB - 1) >> lb)
     need0 = Signal(20, name="img_need0")            # (x offset + W) x bytes per pixel
     m.d.comb += need0.eq((xo + width) << f_b0)
 

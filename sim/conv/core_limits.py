@@ -24,7 +24,7 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     (``sdp_int16``: the SDP layer it flies into is an int16 one).
 
     * Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): int8 and
-      int16 feature input only (no fp16 layer, no image input).
+      int16 layers only (no fp16 layer).
     * An integer layer on a build with int16 flies into an SDP layer of its own precision
       (no int8 layer into an int16 SDP layer, no int16 one into an int8 SDP layer).
 
@@ -43,9 +43,6 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
         if p.precision not in (INT8, INT16):
             _err("CDMA.D_MISC_CFG.PROC_PRECISION",
                  "two-column CBUF entries take int8 and int16 layers")
-        if p.image is not None:
-            _err("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL",
-                 "two-column CBUF entries take feature input")
     if "int16" in cfg.data_types and p.precision in (INT8, INT16) \
             and sdp_int16 != (p.precision == INT16):
         _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
