@@ -148,15 +148,17 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
 # tests/test_conv_rtl.py uses): 40; nv_small_int16 (its shared input convertor also converts
 # int16 feature input: the image path's int8 lanes on it; the build tests/test_conv_rtl.py
 # uses): 40; nv_small_256_2col (two-column entries: the line's bytes run through the slice's
-# bank rows; the build tests/test_conv_rtl.py uses): 40
+# bank rows; the build tests/test_conv_rtl.py uses): 40; nv_full (slow): 30
 SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)] + \
     [(NvdlaConfig.preset("nv_small_256"), 100, 40), (NV_SMALL_INT16, 7, 40),
-     (NV_SMALL_256_2COL, 110, 40)]
+     (NV_SMALL_256_2COL, 110, 40),
+     pytest.param(NvdlaConfig.preset("nv_full"), 111, 30, marks=pytest.mark.slow)]
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _ in SHARDS])
+                         ids=[f"{c.name}-seed{s}" for c, s, _ in
+                              (p.values if hasattr(p, "values") else p for p in SHARDS)])
 def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
                                          max_macs=300_000)

@@ -1,7 +1,6 @@
 """Feature data format (sim.formats.feature): worked examples, reference data, round trips."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from sim.formats import (AlignmentError, FeatureStrides, FormatError, channels_p
                          unpack_feature, unpack_feature_batch, values_to_bytes,
                          values_to_raw)
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "nvdla"
+from .conftest import TRACES
 
 
 def _cube(C, H, W, precision, seed=0):
@@ -199,7 +198,7 @@ def _load_dat(path, size):
 def test_nv_small_trace_feature_layout():
     """dc_14x7x49 loads a 14x7x49 int8 cube with line stride 0x80 and surface stride 0x380
     (8-byte atoms): the image must have data only where the layout puts elements."""
-    d = SHARED / "traces" / "nv_small" / "dc_14x7x49_3x4x49x32_int8_0"
+    d = TRACES / "nv_small" / "dc_14x7x49_3x4x49x32_int8_0"
     if not d.exists():
         pytest.skip("shared NVDLA traces not present")
     mem = _load_dat(d / "dc_14x7x49_3x4x49x32_int8_0_in_feature.dat", 0x1880)

@@ -1,7 +1,6 @@
 """Bias / PReLU / batch-norm / element-wise data (sim.formats.sdp_operands)."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from sim.formats import (AlignmentError, FormatError, bytes_per_atom, components
                          elements_per_atom, pack_per_channel, pack_sdp_operand,
                          sdp_operand_precision, unpack_per_channel, unpack_sdp_operand)
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "nvdla"
+from .conftest import TRACES
 
 
 @pytest.mark.parametrize("proc,use,size,expected", [
@@ -152,7 +151,7 @@ def test_nv_small_trace_operand_layout(trace, dat, C, H, W, line, surface):
     """Operand images of two nv_small traces (BytesPerAtom = 8 x 1 x 1 with 8-byte atoms): the
     element bytes of the layout are populated and its padding channels are zero. (The line gaps
     of the second image hold filler bytes, which the hardware never reads.)"""
-    d = SHARED / "traces" / "nv_small" / trace
+    d = TRACES / "nv_small" / trace
     if not d.exists():
         pytest.skip("shared NVDLA traces not present")
     mem = _load_dat(d / dat, 1 << 15)
