@@ -281,6 +281,27 @@ def test_invalid_programs_name_the_field(tmp_path, cfg):
         assert not res.passed and fld in res.message, (path, fld, res.message)
 
 
+@pytest.mark.parametrize("prec, in_prec, cvt", [(1, 0, 1), (0, 1, 1), (1, 0, 0), (2, 1, 0)])
+def test_feature_input_converts_no_precision(prec, in_prec, cvt):
+    """Table 29: direct convolution takes feature data of its own precision; int8 feature data
+    into an int16 pipeline (or int16 into int8, int16 into fp16) is an invalid case even with
+    the input convertor enabled (it scales within the precision)."""
+    from sim.conv.program import ConvProgramError, decode
+    from sim.regs import GroupView
+    from sim.random_traces import set_fields
+    from arch.registers import register_map
+    cfg = NvdlaConfig.preset("nv_full")
+    layer = rp._base_layer(cfg, prec=prec)
+    for b in ("CDMA", "CSC"):
+        set_fields(cfg, layer, b, "D_MISC_CFG", IN_PRECISION=in_prec)
+    set_fields(cfg, layer, "CDMA", "D_CVT_CFG", CVT_EN=cvt)
+    rmap = register_map(cfg)
+    views = {b: GroupView(rmap[b], layer["regs"][b])
+             for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")}
+    with pytest.raises(ConvProgramError, match=r"IN_PRECISION=.*Table 29.*invalid case"):
+        decode(cfg, *views.values())
+
+
 def test_invalid_program_base_is_valid(tmp_path):
     """The unmutated starting point of the mutations passes (so each failure is its
     mutation's)."""

@@ -399,7 +399,17 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         cvt = (off - (1 << 16) if off & 0x8000 else off,
                scale - (1 << 16) if scale & 0x8000 else scale,
                cdma.D_CVT_CFG.CVT_TRUNCATE)
-    elif in_prec != prec:
+    if pix is None and in_prec != prec:
+        # Table 29: direct convolution converts no precision (int8 feature data into an int16
+        # pipeline, int16 into int8, and the fp16 pairs are invalid cases); the convertor
+        # only scales within the precision
+        try:
+            check_precision_conversion("conv", PRECISIONS[in_prec], PRECISIONS[prec])
+        except PrecisionConversionError as e:
+            _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
+                 f"must equal PROC_PRECISION={PRECISIONS[prec].upper()} for feature input: "
+                 f"{e}")
+    elif in_prec != prec and cvt is None:
         _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
              f"must equal PROC_PRECISION={PRECISIONS[prec].upper()} unless "
              "D_CVT_CFG.CVT_EN converts it (precision conversion table)")
