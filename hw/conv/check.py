@@ -41,10 +41,11 @@ Rules (any one fails the program)
       :func:`~hw.conv.common.conv_fp16` holds, which take one whose ten fields are all FP16
       (``CVT_EN`` is not a rule for int8: NVDLA's own int8 traces set it; an int16 layer with
       ``CVT_EN``, int16 to int16, runs). fp16 layers (the golden model's rules): no
-      ``CVT_EN`` (the convertor takes integers), and the SDP layer they fly into is FP16 -- and an integer layer's is not (on every build
-      with fp16). RTL restrictions on those builds, where the golden model would run the
-      program: an ``IN_PRECISION`` other than ``PROC_PRECISION`` (the convertor here keeps
-      the element size: int8 to int8, int16 to int16), an int16 or fp16 image layer, an
+      ``CVT_EN`` (the convertor takes integers), and the SDP layer they fly into is FP16 --
+      and an integer layer's is not (on every build with fp16); feature input whose
+      ``IN_PRECISION`` is not ``PROC_PRECISION`` (Table 29: direct convolution converts no
+      precision). RTL restrictions on those builds, where the golden model would run the
+      program: an int16 or fp16 image layer, an
       int16 layer flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc
       delivers the surfaces of its own precision), and ``DATA_REUSE`` of slices (or
       ``WEIGHT_REUSE`` of weights) kept by a layer of another precision;
