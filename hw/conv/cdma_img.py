@@ -3,9 +3,10 @@
 For every image line ``y`` (one CBUF slice of ``ENTRY_PER_SLICE + 1`` entries from entry
 ``y * (ENTRIES + 1)``; with two-column entries, ``cbuf_entry_width`` = 2 x the bank width, the
 slice is twice as many bank rows and the line's bytes run through them in order, as
-:mod:`hw.conv.common` places entry ``e`` in rows ``2e`` and ``2e + 1``) the CDMA writes the padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of
-``C`` int8 elements back to back: pixel ``i`` of the padded line at byte ``i * C`` of the slice,
-the left / right padding pixels ``D_ZERO_PADDING_VALUE``'s low byte on every channel.
+:mod:`hw.conv.common` places entry ``e`` in rows ``2e`` and ``2e + 1``) the CDMA writes the
+padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of ``C`` int8 elements back to back: pixel
+``i`` of the padded line at byte ``i * C`` of the slice, the left / right padding pixels
+``D_ZERO_PADDING_VALUE``'s low byte on every channel.
 
 A line is one *pass* per plane: plane 0 (and, for semi-planar formats, plane 1 right after it)
 is fetched as one DMA request of whole atoms from the atom holding its first ROI pixel.

@@ -30,10 +30,10 @@ CBUF layout (the contract between Cdma and Csc)
 
     Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8 and
     int16 feature input and int8 image input, the check rejects fp16): the registers count
-    entries of ``EB = cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e`` and ``2e + 1`` (byte
-    ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data layout above holds
-    with entries, ``P``, the data region size and ``dat_base`` counted in register entries
-    (``P = EB // ATOM``, the data region ``data_banks x cfg.cbuf_entry_depth`` entries, so
+    entries of ``EB = cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e``
+    and ``2e + 1`` (byte ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data
+    layout above holds with entries, ``P``, the data region size and ``dat_base`` counted in
+    register entries (``P = EB // ATOM``, the data region ``data_banks x cfg.cbuf_entry_depth`` entries, so
     the cripple group is shared by 4 positions at ``P / 4`` atoms, by 2 at ``P / 2``); the Csc's
     atom of channel group ``j`` (``AC`` channels, one row) and position ``x`` is row
     ``2*(slice + (j // 2)*W + x) + j % 2``; a shared entry gives each of its 2 positions a

@@ -5,9 +5,11 @@ convolution layer starts when the consumer groups of CDMA, CSC, CMAC_A, CMAC_B a
 all enabled and SDP waits with a flying layer for it (``sdp_wait``; ``sdp`` is that layer's
 cube: the registers are then stable, and the check can compare SDP's cube with the one CACC
 delivers). As in the golden model (:mod:`sim.conv.unit`), a layer thus starts once SDP's is
-enabled; a next layer starts when SDP has finished the previous one. ``start`` goes to CDMA and CSC and ``clear``
-to CMAC and CACC in the same cycle; the result streams out of ``out`` into SDP's flying input
-while it is computed. The layer ends when CACC has delivered its last value: the five register
+enabled; a next layer starts when SDP has finished the previous one. ``start`` goes to CDMA
+and CSC and ``clear`` to CMAC and CACC in the same cycle; the result streams out of ``out``
+into SDP's flying input while it is computed. The layer ends when CACC has delivered its last
+value (on fp16 builds also once the CDMA has fetched every line, those no output reads
+included, so that its NaN / Inf counters are complete when captured): the five register
 files get ``done`` together (CDMA_DAT / CDMA_WT and CACC raise their interrupts then; SDP
 raises its own when it has written the last output), CDMA updates its reuse state.
 
@@ -160,7 +162,8 @@ class ConvPipeline(wiring.Component):
 
         # -- units -------------------------------------------------------------------------
         m.d.comb += [
-            cdma.regs.eq(self.cdma_regs), cdma.start.eq(start), cdma.end.eq(cdma_end if drain else finish),
+            cdma.regs.eq(self.cdma_regs), cdma.start.eq(start),
+            cdma.end.eq(cdma_end if drain else finish),
             cdma.csc.rls_slices.eq(self.csc_regs.D_RELEASE.RLS_SLICES),
             cdma.csc.height_ext.eq(self.csc_regs.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
             csc.regs.eq(self.csc_regs), csc.start.eq(start),

@@ -74,13 +74,13 @@ on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``
 ``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
 
 Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 and int16 feature
-input, int8 image input): slices, ``ENTRIES`` and the data ring count register entries of two bank rows; channel
-group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the slice (a shared
-cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an int16 channel
-group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's row ``h``. Image
-input there: the padded line's bytes run through the slice's bank rows in order (row ``e`` of
-the slice is entry ``e // 2``'s row ``e % 2``), so the image sequence reads bank rows as on
-bank-row builds.
+input, int8 image input): slices, ``ENTRIES`` and the data ring count register entries of two
+bank rows; channel group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the
+slice (a shared cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an
+int16 channel group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's
+row ``h``. Image input there: the padded line's bytes run through the slice's bank rows in
+order (row ``e`` of the slice is entry ``e // 2``'s row ``e % 2``), so the image sequence
+reads bank rows as on bank-row builds.
 
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).

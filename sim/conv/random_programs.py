@@ -647,8 +647,8 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     ``fp16``: the share of layers that are fp16 (builds with fp16; 0, the default, draws what
     was drawn before fp16 layers existed): fp16 codes with wide exponent spreads, zeros,
     denormals, infinities and NaNs, fp16 pad values, CDMA's NaN flushing at random, an fp16
-    SDP layer (fp16 operands, NaN-to-zero at random); no input convertor (it takes integers only), no
-    saturating draw.
+    SDP layer (fp16 operands, NaN-to-zero at random); no input convertor (it takes integers
+    only), no saturating draw.
     Returns a :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
