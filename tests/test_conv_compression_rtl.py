@@ -17,6 +17,7 @@ WMB and the packed non-zero weights through its weight client and expands them i
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import zlib
@@ -396,12 +397,12 @@ def test_check_matches_golden_on_wide_compressed_programs(cfg):
     per 2-byte element, WGS a word per kernel group of Atomic-K / 2; the check's verdict is the
     golden model's on each mutation and on random compressed 2-byte layers."""
     names, programs = [], []
+    table = {n: m for n, (m, make) in {**MUTATIONS, **CONTROLS}.items() if make is None}
+    table["wgs_end_int16"] = _wgs_end_int16
     for prec in (1, 2) if "fp16" in cfg.data_types else (1,):
-        table = {n: m for n, (m, make) in {**MUTATIONS, **CONTROLS}.items() if make is None}
-        table["wgs_end_int16"] = _wgs_end_int16
+        base = [_base(cfg, prec=prec)] if prec == 1 else _wide_random(cfg, 17, 1, fp16=1.0)[0]
         for name, mutate in table.items():
-            layers = [_base(cfg, prec=prec)] if prec == 1 else \
-                _wide_random(cfg, 17, 1, fp16=1.0)[0]
+            layers = copy.deepcopy(base)              # (each mutation edits its own copy)
             if mutate:
                 mutate(cfg, layers)
             names.append(f"{name}-p{prec}")

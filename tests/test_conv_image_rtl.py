@@ -149,16 +149,18 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
 # int16 feature input: the image path's int8 lanes on it; the build tests/test_conv_rtl.py
 # uses): 40; nv_small_256_2col (two-column entries: the line's bytes run through the slice's
 # bank rows; the build tests/test_conv_rtl.py uses): 40; nv_full (slow): 30
-SHARDS = [(NV_SMALL, seed, 40) for seed in range(8)] + \
-    [(NvdlaConfig.preset("nv_small_256"), 100, 40), (NV_SMALL_INT16, 7, 40),
-     (NV_SMALL_256_2COL, 110, 40),
-     pytest.param(NvdlaConfig.preset("nv_full"), 111, 30, marks=pytest.mark.slow)]
+def _shard(cfg, seed, count, *marks):
+    return pytest.param(cfg, seed, count, id=f"{cfg.name}-seed{seed}", marks=marks)
+
+
+SHARDS = [_shard(NV_SMALL, seed, 40) for seed in range(8)] + \
+    [_shard(NvdlaConfig.preset("nv_small_256"), 100, 40), _shard(NV_SMALL_INT16, 7, 40),
+     _shard(NV_SMALL_256_2COL, 110, 40),
+     _shard(NvdlaConfig.preset("nv_full"), 111, 30, pytest.mark.slow)]
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg, seed, count", SHARDS,
-                         ids=[f"{c.name}-seed{s}" for c, s, _ in
-                              (p.values if hasattr(p, "values") else p for p in SHARDS)])
+@pytest.mark.parametrize("cfg, seed, count", SHARDS)
 def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
                                          max_macs=300_000)
