@@ -37,6 +37,13 @@ NV_SMALL_256_2COL = NvdlaConfig.preset("nv_small_256").replace(
     name="nv_small_256_2col", data_types=frozenset({"int8", "int16"}), cbuf_entry_width=64,
     batching=True, max_batch=8)
 
+#: nv_small with int8, int16 and fp16 on two-column CBUF entries (16-byte register entries of
+#: two 8-byte bank rows, as nv_full's 128 of 2 x 64): the fp16 cells multiply whole entries
+#: (Atomic-C pairs), as nv_full's do
+NV_SMALL_FP16_2COL = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_fp16_2col", data_types=frozenset({"int8", "int16", "fp16"}),
+    cbuf_entry_width=16)
+
 #: the full register layout (nv_full's: no CFGROM, 64-bit addresses with bits [4:0] dropped,
 #: every unit) on a smaller datapath (Atomic-C 32 x Atomic-K 32, one PDP / CDP lane, int8): the
 #: register plane of nv_full at a fraction of its elaboration time (the default suite's)

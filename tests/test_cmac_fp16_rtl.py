@@ -19,7 +19,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.conv.cmac import Cmac
-from hw.conv.common import conv_fp16, conv_int16, dat_layout, max_stripe, psum_bits, wt_layout
+from hw.conv.common import conv_fp16, conv_int16, dat_layout, fp16_cell_pairs, max_stripe, \
+    psum_bits, wt_layout
 from sim.conv.cmac import fp16_mac_cell
 from tests import test_cmac as tm
 from tests.conftest import NV_SMALL_FP16, NV_SMALL_INT16
@@ -29,6 +30,9 @@ CFG = NV_SMALL_FP16
 #: int8 + int16 + fp16 (the three precisions on one array)
 CFG3 = NV_SMALL_INT16.replace(name="nv_small_int16_fp16",
                               data_types=frozenset({"int8", "int16", "fp16"}))
+#: two-column CBUF entries (16-byte register entries of two 8-byte bank rows, as nv_full's):
+#: an fp16 cell of Atomic-C pairs takes both halves of an entry
+CFG2 = CFG3.replace(name="nv_small_int16_fp16_2col", cbuf_entry_width=16)
 CODE_MASK = (1 << 44) - 1
 SPECIAL = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x83FF, 0x0200, 0x0400, 0x8400,
                     0x7C00, 0xFC00, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00, 0x7C01, 0xFE00, 0x7FFF])
@@ -67,6 +71,8 @@ def _block(cfg, rng, prec, end):
         nan = rng.random() < 0.35
         w = _fp16(rng, (ak // 2, ac), nan and rng.random() < 0.6, rng.random() < 0.4)
         d = _fp16(rng, (n, halves, ac // 2), nan, rng.random() < 0.4)
+        if halves == 1:                     # a short channel group: no weights past it
+            w[:, ac // 2:] = 0
     return prec, w, d, first, last, end
 
 
@@ -98,15 +104,29 @@ def _items(cfg, blocks):
             extra["kmask"] = (1 << (2 * kg)) - 1 if prec == "fp16" else (1 << ak) - 1
         wts.append(wl.const({"data": rows.tolist(), **extra}))
         n, halves = d.shape[0], d.shape[1]
+        # two-column entries: an fp16 cell takes the entry's two halves as one operation
+        whole = prec == "fp16" and fp16_cell_pairs(cfg) == ac
+        hend = {"hend": 0} if "hend" in dl.members else {}
         for i in range(n):
             for h in range(halves):
                 lastp = h == halves - 1
                 e = end and i == n - 1 and lastp
+                if hend:
+                    hend["hend"] = lastp
                 dats.append(dl.const({"data": _bytes8(d[i, h]).reshape(-1).tolist(),
                                       "swap": i == 0 and h == 0, "first": first and h == 0,
-                                      "last": last and lastp, "pos": i, "end": e, "half": h}))
-                ws = w[:, h * ac // 2:(h + 1) * ac // 2]
+                                      "last": last and lastp, "pos": i, "end": e, "half": h,
+                                      **hend}))
                 sums = np.zeros(ak, np.int64)
+                if whole:
+                    if not lastp:
+                        continue            # half 0 waits for half 1
+                    dd = np.zeros(ac, np.int64)
+                    dd[:halves * ac // 2] = d[i].reshape(-1)
+                    sums[:kg] = fp16_mac_cell(w, dd[None, :])[0][:kg]
+                    expect.append((sums, first, last and lastp, i, e))
+                    continue
+                ws = w[:, h * ac // 2:(h + 1) * ac // 2]
                 if prec == "int16":
                     sums[:ak // 2] = (ws @ d[i, h]) & ((1 << pb) - 1)
                 else:
@@ -229,3 +249,32 @@ def test_cmac_three_precisions():
     layers = [[_block(CFG3, rng, prec, b == 1) for b in range(2)]
               for prec in ("fp16", "int16", "int8", "fp16")]
     run_layers(CFG3, layers, 33)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_cmac_fp16_two_column_entries(seed):
+    """Two-column entries: an fp16 cell multiplies a whole entry (both halves, Atomic-C pairs)
+    in two operations of Atomic-C / 2 pairs aligned to the entry's largest exponent sum (a
+    short group's lone half 0 by itself), one partial sum per position with the group's
+    first / last tags: the golden cell over the entry; int16 and int8 layers beside it as on
+    bank-row entries."""
+    assert fp16_cell_pairs(CFG2) == CFG2.atomic_c and "hend" in dat_layout(CFG2).members
+    rng = np.random.default_rng(300 + seed)
+    layers = [[_block(CFG2, rng, prec, b == 5) for b in range(6)]
+              for prec in ("fp16", "int16", "fp16", "int8", "fp16")]
+    assert all(x > 0 for x in _coverage(CFG2, layers[0] + layers[2]))
+    run_layers(CFG2, layers, seed)
+
+
+def test_cmac_fp16_two_column_rate():
+    """No gaps, psum always ready: an entry (two Csc atoms, two cell operations) per two
+    cycles, its partial sum one cycle after half 1's would come at the int8 latency."""
+    rng = np.random.default_rng(8)
+    blocks = [_block(CFG2, rng, "fp16", b == 2) for b in range(3)]
+    for i, b in enumerate(blocks):                    # both halves everywhere
+        d = b[2]
+        if d.shape[1] == 1:
+            blocks[i] = (b[0], b[1], np.concatenate([d, d], 1), *b[3:])
+    dut, (when,) = run_layers(CFG2, [blocks], 8, p_gap=0, p_ready=1.0)
+    assert when[0] == dut.latency + 3, when[0]
+    assert all(b - a == 2 for a, b in zip(when, when[1:])), when

@@ -26,7 +26,7 @@ import pytest
 
 from sim.conv import random_programs as rp
 
-from .conftest import NV_SMALL_FP16, assert_all_pass, playback
+from .conftest import NV_SMALL_FP16, NV_SMALL_FP16_2COL, assert_all_pass, playback
 from .test_conv_checks import (_mutated_programs, _playback_writes_nothing, _set,
                                golden_verdicts, rtl_verdicts, verdict_mismatches)
 
@@ -149,17 +149,19 @@ def test_check_matches_golden_rules_fp16(monkeypatch):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("seed, count", [(500, 60), pytest.param(501, 200,
-                                                                  marks=pytest.mark.slow)],
-                         ids=["seed500", "seed501"])
-def test_random_fp16_conv_programs_rtl_matches_golden(tmp_path, seed, count):
-    """Random programs, about two thirds of their layers fp16 (the rest int8), reuse pairs
-    among them: the RTL's CRCs are the golden model's, under 30 % AXI busy and 1-24 cycles
-    of latency."""
-    paths = rp.write_random_traces(CFG, str(tmp_path), count, seed=seed, fp16=0.65,
+@pytest.mark.parametrize("cfg, seed, count", [
+    (CFG, 500, 60), (NV_SMALL_FP16_2COL, 600, 60),
+    pytest.param(CFG, 501, 200, marks=pytest.mark.slow)],
+    ids=["seed500", "nv_small_fp16_2col-seed600", "seed501"])
+def test_random_fp16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """Random programs, about two thirds of their layers fp16 (the rest int8; int16 too on
+    nv_small_fp16_2col), reuse pairs among them: the RTL's CRCs are the golden model's, under
+    30 % AXI busy and 1-24 cycles of latency. nv_small_fp16_2col has two-column CBUF entries,
+    as nv_full: an fp16 cell multiplies a whole entry of Atomic-C channels."""
+    paths = rp.write_random_traces(cfg, str(tmp_path), count, seed=seed, fp16=0.65,
                                    max_macs=120_000)
     assert fp16_layers(paths) >= count // 2
-    assert_all_pass(playback(paths, CFG, max_cycles=2_000_000, seed=seed, busy=0.3,
+    assert_all_pass(playback(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3,
                              latency=(1, 24)), count)
 
 
@@ -184,19 +186,20 @@ _STATUS = {"CDMA": ("D_NAN_INPUT_DATA_NUM", "D_NAN_INPUT_WEIGHT_NUM", "D_INF_INP
 
 
 @pytest.mark.rtl
-def test_fp16_nan_inf_counters_rtl(tmp_path):
+@pytest.mark.parametrize("cfg", [CFG, NV_SMALL_FP16_2COL], ids=lambda c: c.name)
+def test_fp16_nan_inf_counters_rtl(tmp_path, cfg):
     """CDMA's NaN / infinity input counters of both groups (data and weights; NaN flushing at
     random) and the SDP's output counters after random fp16 / int8 traces read what the golden
     model's registers hold."""
     from .test_pdp_fp16_rtl import _add_status_polls
-    paths = rp.write_random_traces(CFG, str(tmp_path), 30, seed=510, fp16=0.8,
+    paths = rp.write_random_traces(cfg, str(tmp_path), 30, seed=510, fp16=0.8,
                                    max_macs=60_000)
     assert fp16_layers(paths) >= 15
-    values = [_add_status_polls(p, CFG, _STATUS) for p in paths]
+    values = [_add_status_polls(p, cfg, _STATUS) for p in paths]
     assert sum(any(v) for v in values) >= 8           # counts that are not all zero
     for p in paths:                                   # the golden model reads them back
-        assert rp.run_trace_golden(p, CFG).passed
-    assert_all_pass(playback(paths, CFG, max_cycles=1_000_000, seed=510, busy=0.3,
+        assert rp.run_trace_golden(p, cfg).passed
+    assert_all_pass(playback(paths, cfg, max_cycles=1_000_000, seed=510, busy=0.3,
                              latency=(1, 24)), len(paths), show=20)
 
 

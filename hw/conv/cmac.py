@@ -43,14 +43,27 @@ first; kernel ``kk``'s half ``h`` in weight row ``2*kk + h``), and ``AK / 2`` fp
 
     sums[kk] = fp16_mac_cell(w16[kk][half*AC/2 : half*AC/2 + AC/2], d16[0 : AC/2])
 
-(kk < AK/2; sums past AK/2 are 0) as the 44-bit partial-sum code in the low 44 bits of the
-field, zero-extended when ``psum_bits`` is wider (as a signed field, a code with bit 43 set
+(kk < AK/2; sums past AK/2 are 0) on bank-row CBUF entries (a cell of ``AC / 2`` pairs, one
+operation per atom). On two-column entries (nv_full) an fp16 cell multiplies a whole entry,
+``AC`` pairs, as NVDLA's 64-pair cell does and the golden model's fp16 atom is::
+
+    sums[kk] = fp16_mac_cell(w16[kk][0 : AC], d16_half0 ++ d16_half1)
+
+in two operations of the same ``AC / 2``-pair cell (:class:`~hw.conv.fp16_cell.Fp16Cell`
+with ``two_pass``): half 0 waits in ``hold0`` (with its swap) until half 1 is taken, then
+enters stage A (role 1) while half 1 waits a cycle in ``hold1`` and follows (role 2); both
+align to the entry's largest exponent sum and their sums add, so the result is the whole
+entry's, one psum per position with half 0's ``first`` and half 1's other tags (role 1 gives
+none). In the cycle after a pair's half 1 only another waiting half 0 is taken. A short
+group's lone half 0 (``hend``) is one operation by itself. Both
+give the 44-bit partial-sum code in the low 44 bits of the field, zero-extended when ``psum_bits`` is wider (as a signed field, a code with bit 43 set
 reads negative: the consumer takes bits ``[0:44]``). The cells sit beside the integer array
 with as many registers as it has from the products to the output, so fp16 and integer layers
 have the same latency; int8- and int16-only builds generate no fp16 logic.
 
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
-nv_small, 5 on nv_large), fp16 atoms included; :attr:`Cmac.latency`.
+nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more from half
+1's transfer); :attr:`Cmac.latency`.
 """
 
 from __future__ import annotations
@@ -59,8 +72,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_fp16, conv_int16, conv_wide, dat_layout, psum_bits, psum_layout, \
-    wt_layout
+from .common import conv_fp16, conv_int16, conv_wide, dat_layout, fp16_cell_pairs, psum_bits, \
+    psum_layout, wt_layout
 from .fp16_cell import Fp16Cell
 
 __all__ = ["Cmac"]
@@ -87,6 +100,9 @@ class Cmac(wiring.Component):
         self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
         self._i16 = conv_int16(cfg)
         self._f16 = conv_fp16(cfg)
+        self._pairs = fp16_cell_pairs(cfg)
+        # two-column entries: a cell takes both rows of an entry (two Csc atoms)
+        self._hold = self._f16 and self._pairs > self._ac // 2
         extra = {"int16": In(1)} if self._i16 else {}
         if self._f16:
             extra["fp16"] = In(1)
@@ -116,11 +132,24 @@ class Cmac(wiring.Component):
         m.d.comb += adv.eq(~out_valid | self.psum.ready)
 
         swap_ok = ~self.dat.payload.swap | shadow_full
-        m.d.comb += self.dat.ready.eq(adv & swap_ok)
         take = Signal()
-        m.d.comb += take.eq(self.dat.valid & self.dat.ready)
         swap = Signal()
-        m.d.comb += swap.eq(take & self.dat.payload.swap)
+        if self._hold:
+            # fp16 on two-column entries: half 0 waits in hold0 (its swap with it) until half
+            # 1 comes; half 1 then waits a cycle in hold1 while half 0 is in stage A, so only
+            # another waiting half 0 can be taken in that cycle
+            p = self.dat.payload
+            self._held, self._pend = Signal(), Signal()
+            self._h0_swap = Signal()
+            m.d.comb += [self._held.eq(self.fp16 & ~p.half & ~p.hend),
+                         self.dat.ready.eq(adv & swap_ok & (~self._pend | self._held))]
+            m.d.comb += take.eq(self.dat.valid & self.dat.ready)
+            m.d.comb += swap.eq(Mux(self.fp16 & p.half, take & self._h0_swap,
+                                    take & ~self._held & p.swap))
+        else:
+            m.d.comb += self.dat.ready.eq(adv & swap_ok)
+            m.d.comb += take.eq(self.dat.valid & self.dat.ready)
+            m.d.comb += swap.eq(take & self.dat.payload.swap)
 
         m.d.comb += self.wt.ready.eq(~shadow_full & ~self.clear)
         with m.If(self.wt.valid & self.wt.ready):
@@ -136,17 +165,23 @@ class Cmac(wiring.Component):
         a_data = Signal.like(self.dat.payload.data)
         a_tags = {t: Signal.like(self.dat.payload[t], name=f"a_{t}") for t in tags}
         a_half = Signal()
-        if conv_wide(self._cfg):
+        if conv_wide(self._cfg) and not self._hold:
             with m.If(adv):
                 m.d.sync += a_half.eq(self.dat.payload.half)
         if self._f16:                   # the layer's precision travels with its atoms
             a_tags["fp16"] = Signal(name="a_fp16")
+            if not self._hold:
+                with m.If(adv):
+                    m.d.sync += a_tags["fp16"].eq(self.fp16)
+            else:
+                a_tags["role"] = Signal(2, name="a_role")
+        if self._hold:
+            self._stage_a_two_pass(m, take, adv, a_valid, a_data, a_tags, a_half)
+        else:
             with m.If(adv):
-                m.d.sync += a_tags["fp16"].eq(self.fp16)
-        with m.If(adv):
-            m.d.sync += a_valid.eq(take)
-            m.d.sync += a_data.eq(self.dat.payload.data)
-            m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
+                m.d.sync += a_valid.eq(take)
+                m.d.sync += a_data.eq(self.dat.payload.data)
+                m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
 
         # ---- stage B: products (registered multipliers; active changes only on a swap,
         # which enters stage A in the same edge as the previous atom leaves it) ----------
@@ -188,9 +223,11 @@ class Cmac(wiring.Component):
         cells = []
         if self._f16:
             for kk in range(ak // 2):
-                cell = Fp16Cell(ac // 2, self.latency - 1)
+                cell = Fp16Cell(ac // 2, self.latency - 1, two_pass=self._hold)
                 m.submodules[f"fp16_cell_{kk}"] = cell
                 m.d.comb += cell.en.eq(adv)
+                if self._hold:
+                    m.d.comb += cell.role.eq(a_tags["role"])
                 # a kernel past the layer's (its rows not loaded) gives +0: no data reaches
                 # its cell, so a NaN in the atom does not either (the golden model's padded
                 # channels are 0)
@@ -233,9 +270,14 @@ class Cmac(wiring.Component):
             stage += 1
 
         # ---- output (the last stage register) ---------------------------------------------
-        m.d.comb += out_valid.eq(valid)
-        m.d.comb += self.busy.eq(Cat(*stage_valids).any())
-        m.d.comb += self.psum.valid.eq(valid)
+        if self._hold:                  # a pair's half 0 gives no partial sum
+            m.d.comb += out_valid.eq(valid & ~(tg["fp16"] & (tg["role"] == 1)))
+            waiting = [self._h0_v, self._pend]
+        else:
+            m.d.comb += out_valid.eq(valid)
+            waiting = []
+        m.d.comb += self.busy.eq(Cat(*stage_valids, *waiting).any())
+        m.d.comb += self.psum.valid.eq(out_valid)
         if not self._f16:
             for k in range(ak):
                 m.d.comb += self.psum.payload.sums[k].eq(vals[k][0])
@@ -246,3 +288,38 @@ class Cmac(wiring.Component):
         m.d.comb += [self.psum.payload[t].eq(tg[t]) for t in tags]
 
         return m
+
+    def _stage_a_two_pass(self, m, take, adv, a_valid, a_data, a_tags, a_half):
+        """Stage A on two-column builds with fp16 (see the module docstring): a pair of halves
+        enters as two consecutive operations, role 1 (half 0, from hold0) and role 2 (half 1,
+        from hold1); every other atom enters as it is taken, role 0."""
+        p = self.dat.payload
+        held, pend = self._held, self._pend
+        hold0, hold1 = Signal.like(p.data), Signal.like(p.data)
+        h0_first = Signal()
+        self._h0_v = h0_v = Signal()
+        h1_tags = {t: Signal.like(p[t], name=f"h1_{t}") for t in ("first", "last", "pos", "end")}
+        pair = Signal()
+        m.d.comb += pair.eq(take & self.fp16 & p.half)
+        tags = ("first", "last", "pos", "end")
+        with m.If(adv):
+            with m.If(pend):
+                m.d.sync += [a_valid.eq(1), a_data.eq(hold1), a_half.eq(1),
+                             a_tags["fp16"].eq(1), a_tags["role"].eq(2), pend.eq(0),
+                             *(a_tags[t].eq(h1_tags[t]) for t in tags)]
+            with m.Elif(pair):
+                m.d.sync += [a_valid.eq(1), a_data.eq(hold0), a_half.eq(0),
+                             a_tags["fp16"].eq(1), a_tags["role"].eq(1), pend.eq(1),
+                             a_tags["first"].eq(h0_first), a_tags["last"].eq(0),
+                             a_tags["pos"].eq(p.pos), a_tags["end"].eq(0),
+                             hold1.eq(p.data), h1_tags["first"].eq(h0_first),
+                             *(h1_tags[t].eq(p[t]) for t in ("last", "pos", "end"))]
+            with m.Else():
+                m.d.sync += [a_valid.eq(take & ~held), a_data.eq(p.data), a_half.eq(p.half),
+                             a_tags["fp16"].eq(self.fp16), a_tags["role"].eq(0),
+                             *(a_tags[t].eq(p[t]) for t in tags)]
+        with m.If(take & held):
+            m.d.sync += [hold0.eq(p.data), h0_first.eq(p.first), self._h0_swap.eq(p.swap),
+                         h0_v.eq(1)]
+        with m.Elif(pair):
+            m.d.sync += h0_v.eq(0)

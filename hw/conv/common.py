@@ -28,8 +28,8 @@ CBUF layout (the contract between Cdma and Csc)
     ``(x % share) * (BW // share)``. A Csc data atom (AC channels of one position) is one
     entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
 
-    Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8 and
-    int16 feature input and int8 image input, the check rejects fp16): the registers count
+    Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8, int16
+    and fp16 feature input and int8 image input): the registers count
     entries of ``EB = cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e``
     and ``2e + 1`` (byte ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data
     layout above holds with entries, ``P``, the data region size and ``dat_base`` counted in
@@ -119,7 +119,8 @@ from __future__ import annotations
 from amaranth.hdl import signed
 from amaranth.lib import data
 
-__all__ = ["conv_int16", "conv_fp16", "conv_wide", "max_stripe", "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
+__all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "conv_wide", "max_stripe", "psum_bits",
+           "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
@@ -134,13 +135,21 @@ def conv_int16(cfg) -> bool:
 
 
 def conv_fp16(cfg) -> bool:
-    """The convolution RTL computes fp16 layers on this build: ``data_types`` has fp16 and the
-    CBUF entries are bank rows. An fp16 layer moves through CDMA, CBUF and CSC exactly as an
-    int16 one (2-byte elements, ``AC / 2`` per atom, kernel groups of ``AK / 2``); Cmac's fp16
-    cells give 44-bit partial-sum codes (:func:`sim.conv.cmac.fp16_mac_cell`) and Cacc folds
-    them in its 48-bit float assembly (:func:`sim.conv.cacc.fp48_add`) and delivers fp32
-    codes."""
-    return "fp16" in cfg.data_types and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width
+    """The convolution RTL computes fp16 layers on this build: ``data_types`` has fp16. An fp16
+    layer moves through CDMA, CBUF and CSC exactly as an int16 one (2-byte elements, ``AC / 2``
+    per Csc atom, kernel groups of ``AK / 2``); Cmac's fp16 cells give 44-bit partial-sum codes
+    (:func:`sim.conv.cmac.fp16_mac_cell`) and Cacc folds them in its 48-bit float assembly
+    (:func:`sim.conv.cacc.fp48_add`) and delivers fp32 codes. A cell multiplies one CBUF entry
+    of fp16 codes (:func:`fp16_cell_pairs`)."""
+    return "fp16" in cfg.data_types
+
+
+def fp16_cell_pairs(cfg) -> int:
+    """The pairs of one fp16 MAC cell: a CBUF entry of 16-bit elements, as the golden model's
+    fp16 atom (:func:`sim.conv.unit.run_conv_fp16_cacc`): ``AC / 2`` on bank-row entries (a
+    Csc atom; a channel group's two entries are two cell operations), ``AC`` on two-column
+    entries (nv_full's 64: the entry's two rows, two Csc atoms, are one cell operation)."""
+    return cfg.cbuf_entry_bytes // 2
 
 
 def conv_wide(cfg) -> bool:
@@ -183,12 +192,16 @@ def cbuf_read_signature(cfg):
 
 
 def dat_layout(cfg) -> data.StructLayout:
-    """Csc -> Cmac data atom (see the module docstring); ``half`` (int16 builds only): which
-    half of an int16 channel group the atom's ``AC / 2`` int16 channels are."""
+    """Csc -> Cmac data atom (see the module docstring); ``half`` (int16 / fp16 builds only):
+    which half of a 2-byte channel group the atom's ``AC / 2`` elements are; ``hend`` (fp16 on
+    two-column entries only): the atom is its group's last (half 1, or a short group's lone
+    half 0)."""
     fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c),
               "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
     if conv_wide(cfg):
         fields["half"] = 1
+    if conv_fp16(cfg) and fp16_cell_pairs(cfg) > cfg.atomic_c // 2:
+        fields["hend"] = 1          # the channel group's last atom (half 0 of a short group)
     return data.StructLayout(fields)
 
 

@@ -78,7 +78,9 @@ input, int8 image input): slices, ``ENTRIES`` and the data ring count register e
 bank rows; channel group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the
 slice (a shared cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an
 int16 channel group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's
-row ``h``. Image input there: the padded line's bytes run through the slice's bank rows in
+row ``h``; an fp16 atom of such a build also carries ``hend`` (the group's last atom: half
+1, or the lone half 0 of a group of at most ``AC`` bytes), as Cmac's fp16 cells take the
+whole entry. Image input there: the padded line's bytes run through the slice's bank rows in
 order (row ``e`` of the slice is entry ``e // 2``'s row ``e % 2``), so the image sequence
 reads bank rows as on bank-row builds.
 
@@ -370,8 +372,10 @@ class Csc(wiring.Component):
         if twocol:
             s1_jh = Signal()
         s1_cj = Signal(range(AC + 1))
+        hend = "hend" in dat_layout(self._cfg).members      # fp16 cells of a whole entry
         tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1,
-                                   **({"half": 1} if i16b else {})})
+                                   **({"half": 1} if i16b else {}),
+                                   **({"hend": 1} if hend else {})})
         s1_tag = Signal(tag_l)
         uop_l = data.StructLayout({"rd": 1, "e": 16, "off": range(BW), "pshift": range(AC + 1),
                                    "pad": 1, "pdone": 1, "adone": 1})
@@ -389,6 +393,8 @@ class Csc(wiring.Component):
                    s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
                    s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag & h_last)]
+            if hend:
+                seq.append(s1_tag.hend.eq(h_last))
         else:
             seq = [s1_goff.eq(d_goff),
                    s1_crip.eq(Mux(last_j & ~img, crip, 0)),
@@ -577,6 +583,8 @@ class Csc(wiring.Component):
                      atom.end.eq(s3_tag.end)]
         if i16b:
             m.d.comb += atom.half.eq(s3_tag.half)
+        if hend:
+            m.d.comb += atom.hend.eq(s3_tag.hend)
 
         m.submodules.fifo = fifo = SyncFIFO(width=len(atom.as_value()), depth=FIFO_DEPTH)
         take = self.dat.valid & self.dat.ready

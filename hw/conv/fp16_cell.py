@@ -24,6 +24,15 @@ by ``en``: the first holds the products' carry-save words, shifts and exponent m
 second the aligned products with one adder level, the next ones two adder levels each; stages
 beyond what the adder tree needs only delay. ``out`` is the last register.
 
+``two_pass`` (nv_full's two-column entries: NVDLA's cell there has ``2n`` pairs, this core's
+CSC sends an entry as two atoms of ``n``): an operation's ``role`` is 0 (alone, as above), 1
+(the first ``n`` pairs of a ``2n``-pair cell) or 2 (the last ``n``; on the ``en`` cycle right
+after its role 1). Both align to the larger of their two exponent maxima (role 1 sees role 2's
+at stage 1's inputs in its stage 2, role 2 takes it from the cycle before), so their parts are
+the ``2n``-pair cell's; role 2's code carries the sum of both (modulo 2^38) and the ``2n``-pair
+NaN order (role 1's weights, role 2's, role 1's data, role 2's); role 1's ``out`` is not a
+result. Shifts are formed in stage 2 there (the exponent sums are registered).
+
 Cost (``nvdla synth --target ecp5 --unit cmac`` on nv_small + fp16, four cells of four pairs
 beside the int8 array): about 6,000 LUT4 and 400 FF per cell, no DSP (the Booth rows, the
 carry-save trees and the two 32-bit shifters per pair are logic); the whole Cmac 25,997 LUT4 /
@@ -136,15 +145,18 @@ class Fp16Cell(wiring.Component):
     ``en`` in (every register advances), ``out`` (44-bit partial-sum code, registered).
     """
 
-    def __init__(self, n: int, stages: int):
+    def __init__(self, n: int, stages: int, two_pass: bool = False):
         assert n >= 1 and stages >= 2, (n, stages)
-        self._n, self._stages = n, stages
+        self._n, self._stages, self._two = n, stages, two_pass
         super().__init__({"w": In(data.ArrayLayout(unsigned(16), n)),
                           "d": In(data.ArrayLayout(unsigned(16), n)),
                           "en": In(1),
+                          **({"role": In(2)} if two_pass else {}),
                           "out": Out(FP16_PSUM_BITS)})
 
     def elaborate(self, platform):
+        if self._two:
+            return self._elaborate_two_pass()
         m = Module()
         n = self._n
 
@@ -216,4 +228,101 @@ class Fp16Cell(wiring.Component):
                 vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
                 emax_r, nan_r, nan_code_r = (reg(emax_r, f"emax_{st}"), reg(nan_r, f"nan_{st}"),
                                              reg(nan_code_r, f"nan_code_{st}"))
+        return m
+
+    def _elaborate_two_pass(self):
+        """Two operations per cell result (``role`` 1 then 2 on consecutive ``en`` cycles):
+        the alignment is the pair's, the sums add, NaNs resolve weights first over both."""
+        m = Module()
+        n = self._n
+
+        def reg(value, name):
+            r = Signal(len(value), name=name)
+            with m.If(self.en):
+                m.d.sync += r.eq(value)
+            return r
+
+        def wire(value, name):
+            w = Signal(len(value), name=name)
+            m.d.comb += w.eq(value)
+            return w
+
+        def first_nan(ops, codes, name):
+            cand = [(op[3], Cat(code[0:10], code[15])) for op, code in zip(ops, codes)]
+            level = 0
+            while len(cand) > 1:
+                cand = [(wire(cand[i][0] | cand[i + 1][0], f"{name}f_{level}_{i}"),
+                         wire(Mux(cand[i][0], cand[i][1], cand[i + 1][1]),
+                              f"{name}c_{level}_{i}"))
+                        if i + 1 < len(cand) else cand[i] for i in range(0, len(cand), 2)]
+                level += 1
+            return cand[0]
+
+        # ---- stage 1: operands, products, the operation's own exponent maximum -------------
+        wops = [_operand(wire, self.w[c], f"w{c}") for c in range(n)]
+        dops = [_operand(wire, self.d[c], f"d{c}") for c in range(n)]
+        live = [wire(wops[c][2] & dops[c][2], f"live_{c}") for c in range(n)]
+        esum = [wire(Mux(live[c], wops[c][1] + dops[c][1], 0)[0:4], f"esum_{c}")
+                for c in range(n)]
+        emax = wire(_max(wire, esum, "emax"), "emax")
+        wn, wc = first_nan(wops, list(self.w), "wnan")
+        dn, dc = first_nan(dops, list(self.d), "dnan")
+        pairs = []
+        for c in range(n):
+            neg = wire(self.w[c][15] ^ self.d[c][15], f"neg_{c}")
+            ra, rb = _product(wire, wops[c][0], dops[c][0], neg, f"p{c}")
+            pairs.append((reg(ra, f"ra_{c}"), reg(rb, f"rb_{c}"), reg(esum[c], f"es_{c}"),
+                          reg(live[c], f"live_r_{c}")))
+        emax_r, role = reg(emax, "emax_1"), reg(self.role, "role_1")
+        nan_r = [reg(x, f"{nm}_1") for x, nm in ((wn, "wn"), (wc, "wc"), (dn, "dn"),
+                                                  (dc, "dc"))]
+
+        # ---- stage 2: the pair's exponent maximum (half 0 sees half 1 at stage 1's inputs,
+        # half 1 takes it from the cycle before), the aligned products ----------------------
+        e_prev = Signal(4, name="e_prev")
+        e_ent = wire(Mux(role == 1, Mux(emax > emax_r, emax, emax_r),
+                         Mux(role == 2, e_prev, emax_r)), "e_ent")
+        with m.If(self.en):
+            m.d.sync += e_prev.eq(e_ent)
+        parts = []
+        for c, (ra, rb, es, lv) in enumerate(pairs):
+            sft = wire((e_ent - es)[0:4], f"sft_{c}")
+            s = sft[0:3]
+            sh = Cat(Const(0, 2), s)                                   # 4 x s
+            part = ((ra >> sh) + (rb >> sh) + _SHIFT_TABLE.word_select(s, SUM_BITS))
+            parts.append(wire(Mux(lv & (sft < 8), part[0:SUM_BITS], 0), f"part_{c}"))
+
+        def add_level(vals):
+            return [(vals[i] + vals[i + 1])[0:SUM_BITS] if i + 1 < len(vals) else vals[i]
+                    for i in range(0, len(vals), 2)]
+
+        vals, e_r = parts, e_ent
+        for st in range(2, self._stages + 1):
+            for _ in range(1 if st == 2 else 2):
+                if len(vals) > 1:
+                    vals = add_level(vals)
+            if st == self._stages:
+                while len(vals) > 1:                 # (not on any size the array uses)
+                    vals = add_level(vals)
+                # half 1: its half 0's sum and NaNs (the cycle before) join it
+                p_sum = Signal(SUM_BITS, name="p_sum")
+                p_nan = [Signal(len(x), name=f"p_{i}") for i, x in enumerate(nan_r)]
+                with m.If(self.en & (role == 1)):
+                    m.d.sync += [p_sum.eq(vals[0]), *(a.eq(b) for a, b in zip(p_nan, nan_r))]
+                pair = role == 2
+                total = Mux(pair, p_sum + vals[0], vals[0])[0:SUM_BITS]
+                wn_, wc_, dn_, dc_ = nan_r
+                pwn, pwc, pdn, pdc = p_nan
+                order = [(pair & pwn, pwc), (wn_, wc_), (pair & pdn, pdc), (dn_, dc_)]
+                any_nan = Cat(*(f for f, _ in order)).any()
+                code_nan = Mux(order[0][0], order[0][1], Mux(order[1][0], order[1][1],
+                                                          Mux(order[2][0], order[2][1],
+                                                              order[3][1])))
+                code = Mux(any_nan, Cat(Const(0, 27), code_nan, Const(0x3F, 6)),
+                           Cat(total, Const(0, 2), e_r))
+                m.d.comb += self.out.eq(reg(code, "code"))
+            else:
+                vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
+                e_r, role = reg(e_r, f"emax_{st}"), reg(role, f"role_{st}")
+                nan_r = [reg(x, f"nan{i}_{st}") for i, x in enumerate(nan_r)]
         return m

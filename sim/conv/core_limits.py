@@ -23,8 +23,6 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL
     (``sdp_int16``: the SDP layer it flies into is an int16 one).
 
-    * Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): int8 and
-      int16 layers only (no fp16 layer).
     * An integer layer on a build with int16 flies into an SDP layer of its own precision
       (no int8 layer into an int16 SDP layer, no int16 one into an int8 SDP layer).
 
@@ -36,13 +34,9 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     * Batches: this core fetches a batched layer's weights once for all its batches, so
       they must fit the weight banks (``WEIGHT_BYTES``, and compressed weights expanded);
       NVDLA streams larger weights again for each batch.
-    fp16 layers run where the entries are bank rows, as int16 ones (NVDLA's fp16 MAC cells and
-    48-bit float accumulator, :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`).
+    fp16 layers run as int16 ones (NVDLA's fp16 MAC cells and 48-bit float accumulator,
+    :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`), on bank-row and two-column entries.
     """
-    if cfg.cbuf_entry_bytes != cfg.cbuf_bank_width:
-        if p.precision not in (INT8, INT16):
-            _err("CDMA.D_MISC_CFG.PROC_PRECISION",
-                 "two-column CBUF entries take int8 and int16 layers")
     if "int16" in cfg.data_types and p.precision in (INT8, INT16) \
             and sdp_int16 != (p.precision == INT16):
         _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
