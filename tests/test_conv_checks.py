@@ -374,15 +374,15 @@ def test_int16_on_int16_builds():
     restrictions there are rejected (the convertor between precisions: int8 input into an
     int16 layer and int16 input into an int8 one, an int16 layer into an int8 SDP layer and an
     int8 one into an int16 SDP layer, data reuse of slices kept by a layer of the other
-    precision), and nv_full itself (two-column entries) takes the int8 and int16 layers and
-    rejects the fp16 one (the golden model runs it)."""
+    precision), and nv_full itself (two-column entries) takes its int8, int16 and fp16 layers,
+    as the golden model does."""
     rows = NV_FULL.replace(name="nv_full_rows", cbuf_entry_width=0)
     assert rtl_verdicts(rows, [[rp._base_layer(rows, prec=1)], [rp._base_layer(rows)]]) == \
         [[True], [True]]
     fp16 = [rp._base_layer(NV_FULL, prec=2)]
-    assert golden_verdicts(NV_FULL, fp16)[0][0] is False      # (core_limits)
+    assert golden_verdicts(NV_FULL, fp16)[0][0] is True
     assert rtl_verdicts(NV_FULL, [[rp._base_layer(NV_FULL)], [rp._base_layer(NV_FULL, prec=1)],
-                                  fp16]) == [[True], [True], [False]]
+                                  fp16]) == [[True], [True], [True]]
     cfg = NV_SMALL_INT16
     progs = {}
     progs["int16"] = [rp._base_layer(cfg, prec=1)]

@@ -1,5 +1,6 @@
-"""fp16 direct convolution on the RTL (nv_small_fp16: nv_small with int8 + fp16), against the
-golden model bit for bit.
+"""fp16 direct convolution on the RTL (nv_small_fp16: nv_small with int8 + fp16;
+nv_small_fp16_2col: int8 + int16 + fp16 on two-column CBUF entries, as nv_full; nv_full itself
+in the slow suite), against the golden model bit for bit.
 
 * The check (:class:`hw.conv.check.ConvCheck` in Amaranth simulation): every mutation of the
   invalid-program list applied to an fp16 layer, fp16-specific mutations and random fp16 /
@@ -24,6 +25,7 @@ import re
 import numpy as np
 import pytest
 
+from arch.config import NvdlaConfig
 from sim.conv import random_programs as rp
 
 from .conftest import NV_SMALL_FP16, NV_SMALL_FP16_2COL, assert_all_pass, playback
@@ -31,6 +33,7 @@ from .test_conv_checks import (_mutated_programs, _playback_writes_nothing, _set
                                golden_verdicts, rtl_verdicts, verdict_mismatches)
 
 CFG = NV_SMALL_FP16
+NV_FULL = NvdlaConfig.preset("nv_full")
 FP16 = 2
 
 
@@ -151,8 +154,9 @@ def test_check_matches_golden_rules_fp16(monkeypatch):
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", [
     (CFG, 500, 60), (NV_SMALL_FP16_2COL, 600, 60),
-    pytest.param(CFG, 501, 200, marks=pytest.mark.slow)],
-    ids=["seed500", "nv_small_fp16_2col-seed600", "seed501"])
+    pytest.param(CFG, 501, 200, marks=pytest.mark.slow),
+    pytest.param(NV_FULL, 610, 40, marks=pytest.mark.slow)],
+    ids=["seed500", "nv_small_fp16_2col-seed600", "seed501", "nv_full-seed610"])
 def test_random_fp16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     """Random programs, about two thirds of their layers fp16 (the rest int8; int16 too on
     nv_small_fp16_2col), reuse pairs among them: the RTL's CRCs are the golden model's, under

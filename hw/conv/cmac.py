@@ -55,11 +55,12 @@ enters stage A (role 1) while half 1 waits a cycle in ``hold1`` and follows (rol
 align to the entry's largest exponent sum and their sums add, so the result is the whole
 entry's, one psum per position with half 0's ``first`` and half 1's other tags (role 1 gives
 none). In the cycle after a pair's half 1 only another waiting half 0 is taken. A short
-group's lone half 0 (``hend``) is one operation by itself. Both
-give the 44-bit partial-sum code in the low 44 bits of the field, zero-extended when ``psum_bits`` is wider (as a signed field, a code with bit 43 set
-reads negative: the consumer takes bits ``[0:44]``). The cells sit beside the integer array
-with as many registers as it has from the products to the output, so fp16 and integer layers
-have the same latency; int8- and int16-only builds generate no fp16 logic.
+group's lone half 0 (``hend``) is one operation by itself. Both give the 44-bit partial-sum
+code in the low 44 bits of the field, zero-extended when ``psum_bits`` is wider (as a signed
+field, a code with bit 43 set reads negative: the consumer takes bits ``[0:44]``). The cells
+sit beside the integer array with as many registers as it has from the products to the
+output, so fp16 and integer layers have the same latency; int8- and int16-only builds
+generate no fp16 logic.
 
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
 nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more from half

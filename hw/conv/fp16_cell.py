@@ -129,6 +129,75 @@ def _product(wire, a, b, neg, name):
     return _csa_tree(wire, [l0[0], l0[1], l1[0] << 8, l1[1] << 8], _WORD, name)
 
 
+def _reg_wire(m, en):
+    """``reg(value, name)``: a register of ``value`` enabled by ``en``; ``wire(value, name)``:
+    a named combinational signal."""
+    def reg(value, name):
+        r = Signal(len(value), name=name)
+        with m.If(en):
+            m.d.sync += r.eq(value)
+        return r
+
+    def wire(value, name):
+        w = Signal(len(value), name=name)
+        m.d.comb += w.eq(value)
+        return w
+    return reg, wire
+
+
+def _first_nan(wire, ops, codes, name):
+    """(any NaN, the first NaN's sign and mantissa) of the operands ``ops`` in order (a
+    priority tree: the left operand of every node wins)."""
+    cand = [(op[3], Cat(code[0:10], code[15])) for op, code in zip(ops, codes)]
+    level = 0
+    while len(cand) > 1:
+        cand = [(wire(cand[i][0] | cand[i + 1][0], f"{name}f_{level}_{i}"),
+                 wire(Mux(cand[i][0], cand[i][1], cand[i + 1][1]), f"{name}c_{level}_{i}"))
+                if i + 1 < len(cand) else cand[i] for i in range(0, len(cand), 2)]
+        level += 1
+    return cand[0]
+
+
+def _exponents(wire, w, d, n):
+    """The operands of ``n`` pairs, which take part, their coarse exponent sums and the
+    largest."""
+    wops = [_operand(wire, w[c], f"w{c}") for c in range(n)]
+    dops = [_operand(wire, d[c], f"d{c}") for c in range(n)]
+    live = [wire(wops[c][2] & dops[c][2], f"live_{c}") for c in range(n)]
+    esum = [wire(Mux(live[c], wops[c][1] + dops[c][1], 0)[0:4], f"esum_{c}")
+            for c in range(n)]
+    return wops, dops, live, esum, wire(_max(wire, esum, "emax"), "emax")
+
+
+def _aligned(ra, rb, s):
+    """A product's carry-save words shifted right by ``4 x s`` with the compensation."""
+    sh = Cat(Const(0, 2), s)                                           # 4 x s
+    return ((ra >> sh) + (rb >> sh) + _SHIFT_TABLE.word_select(s, SUM_BITS))[0:SUM_BITS]
+
+
+def _add_level(vals):
+    return [(vals[i] + vals[i + 1])[0:SUM_BITS] if i + 1 < len(vals) else vals[i]
+            for i in range(0, len(vals), 2)]
+
+
+def _tree(reg, parts, stages, carried, names):
+    """The adder levels from stage 2 to ``stages`` (one level in stage 2, two in each later
+    one; what is left in the last), registers between stages; the ``carried`` values travel
+    along, registered as ``names[i].format(stage)``. Returns (the sum, the carried values) at
+    the last stage, before its register."""
+    vals = parts
+    for st in range(2, stages + 1):
+        for _ in range(1 if st == 2 else 2):
+            if len(vals) > 1:
+                vals = _add_level(vals)
+        if st == stages:
+            while len(vals) > 1:                     # (not on any size the array uses)
+                vals = _add_level(vals)
+            return vals[0], carried
+        vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
+        carried = [reg(v, nm.format(st)) for v, nm in zip(carried, names)]
+
+
 def _max(wire, vals, name):
     level = 0
     while len(vals) > 1:
@@ -159,37 +228,12 @@ class Fp16Cell(wiring.Component):
             return self._elaborate_two_pass()
         m = Module()
         n = self._n
-
-        def reg(value, name):
-            r = Signal(len(value), name=name)
-            with m.If(self.en):
-                m.d.sync += r.eq(value)
-            return r
-
-        def wire(value, name):
-            w = Signal(len(value), name=name)
-            m.d.comb += w.eq(value)
-            return w
+        reg, wire = _reg_wire(m, self.en)
 
         # ---- stage 1: operands, products, alignment, NaN -----------------------------------
-        wops = [_operand(wire, self.w[c], f"w{c}") for c in range(n)]
-        dops = [_operand(wire, self.d[c], f"d{c}") for c in range(n)]
-        live = [wire(wops[c][2] & dops[c][2], f"live_{c}") for c in range(n)]
-        esum = [wire(Mux(live[c], wops[c][1] + dops[c][1], 0)[0:4], f"esum_{c}")
-                for c in range(n)]
-        emax = wire(_max(wire, esum, "emax"), "emax")
-
+        wops, dops, live, esum, emax = _exponents(wire, self.w, self.d, n)
         # the first NaN: weights before data, lowest channel first (sign, mantissa)
-        # (a priority tree: the left operand of every node wins)
-        cand = [(op[3], Cat(code[0:10], code[15]))
-                for op, code in zip(wops + dops, list(self.w) + list(self.d))]
-        level = 0
-        while len(cand) > 1:
-            cand = [(wire(cand[i][0] | cand[i + 1][0], f"nanf_{level}_{i}"),
-                     wire(Mux(cand[i][0], cand[i][1], cand[i + 1][1]), f"nanc_{level}_{i}"))
-                    if i + 1 < len(cand) else cand[i] for i in range(0, len(cand), 2)]
-            level += 1
-        any_nan, nan_code = cand[0]
+        any_nan, nan_code = _first_nan(wire, wops + dops, list(self.w) + list(self.d), "nan")
 
         pairs = []
         for c in range(n):
@@ -203,31 +247,14 @@ class Fp16Cell(wiring.Component):
                                      reg(nan_code, "nan_code_1"))
 
         # ---- stage 2: the aligned products, then the adder levels ----------------------------
-        parts = []
-        for c, (ra, rb, s, take) in enumerate(pairs):
-            sh = Cat(Const(0, 2), s)                                   # 4 x s
-            part = ((ra >> sh) + (rb >> sh) + _SHIFT_TABLE.word_select(s, SUM_BITS))
-            parts.append(wire(Mux(take, part[0:SUM_BITS], 0), f"part_{c}"))
-
-        def add_level(vals):
-            return [(vals[i] + vals[i + 1])[0:SUM_BITS] if i + 1 < len(vals) else vals[i]
-                    for i in range(0, len(vals), 2)]
-
-        vals = parts
-        for st in range(2, self._stages + 1):
-            for _ in range(1 if st == 2 else 2):
-                if len(vals) > 1:
-                    vals = add_level(vals)
-            if st == self._stages:
-                while len(vals) > 1:                 # (not on any size the array uses)
-                    vals = add_level(vals)
-                code = Mux(nan_r, Cat(Const(0, 27), nan_code_r, Const(0x3F, 6)),
-                           Cat(vals[0], Const(0, 2), emax_r))
-                m.d.comb += self.out.eq(reg(code, "code"))
-            else:
-                vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
-                emax_r, nan_r, nan_code_r = (reg(emax_r, f"emax_{st}"), reg(nan_r, f"nan_{st}"),
-                                             reg(nan_code_r, f"nan_code_{st}"))
+        parts = [wire(Mux(take, _aligned(ra, rb, s), 0), f"part_{c}")
+                 for c, (ra, rb, s, take) in enumerate(pairs)]
+        total, (emax_r, nan_r, nan_code_r) = _tree(
+            reg, parts, self._stages, [emax_r, nan_r, nan_code_r],
+            ["emax_{}", "nan_{}", "nan_code_{}"])
+        code = Mux(nan_r, Cat(Const(0, 27), nan_code_r, Const(0x3F, 6)),
+                   Cat(total, Const(0, 2), emax_r))
+        m.d.comb += self.out.eq(reg(code, "code"))
         return m
 
     def _elaborate_two_pass(self):
@@ -235,38 +262,12 @@ class Fp16Cell(wiring.Component):
         the alignment is the pair's, the sums add, NaNs resolve weights first over both."""
         m = Module()
         n = self._n
-
-        def reg(value, name):
-            r = Signal(len(value), name=name)
-            with m.If(self.en):
-                m.d.sync += r.eq(value)
-            return r
-
-        def wire(value, name):
-            w = Signal(len(value), name=name)
-            m.d.comb += w.eq(value)
-            return w
-
-        def first_nan(ops, codes, name):
-            cand = [(op[3], Cat(code[0:10], code[15])) for op, code in zip(ops, codes)]
-            level = 0
-            while len(cand) > 1:
-                cand = [(wire(cand[i][0] | cand[i + 1][0], f"{name}f_{level}_{i}"),
-                         wire(Mux(cand[i][0], cand[i][1], cand[i + 1][1]),
-                              f"{name}c_{level}_{i}"))
-                        if i + 1 < len(cand) else cand[i] for i in range(0, len(cand), 2)]
-                level += 1
-            return cand[0]
+        reg, wire = _reg_wire(m, self.en)
 
         # ---- stage 1: operands, products, the operation's own exponent maximum -------------
-        wops = [_operand(wire, self.w[c], f"w{c}") for c in range(n)]
-        dops = [_operand(wire, self.d[c], f"d{c}") for c in range(n)]
-        live = [wire(wops[c][2] & dops[c][2], f"live_{c}") for c in range(n)]
-        esum = [wire(Mux(live[c], wops[c][1] + dops[c][1], 0)[0:4], f"esum_{c}")
-                for c in range(n)]
-        emax = wire(_max(wire, esum, "emax"), "emax")
-        wn, wc = first_nan(wops, list(self.w), "wnan")
-        dn, dc = first_nan(dops, list(self.d), "dnan")
+        wops, dops, live, esum, emax = _exponents(wire, self.w, self.d, n)
+        wn, wc = _first_nan(wire, wops, list(self.w), "wnan")
+        dn, dc = _first_nan(wire, dops, list(self.d), "dnan")
         pairs = []
         for c in range(n):
             neg = wire(self.w[c][15] ^ self.d[c][15], f"neg_{c}")
@@ -287,42 +288,24 @@ class Fp16Cell(wiring.Component):
         parts = []
         for c, (ra, rb, es, lv) in enumerate(pairs):
             sft = wire((e_ent - es)[0:4], f"sft_{c}")
-            s = sft[0:3]
-            sh = Cat(Const(0, 2), s)                                   # 4 x s
-            part = ((ra >> sh) + (rb >> sh) + _SHIFT_TABLE.word_select(s, SUM_BITS))
-            parts.append(wire(Mux(lv & (sft < 8), part[0:SUM_BITS], 0), f"part_{c}"))
-
-        def add_level(vals):
-            return [(vals[i] + vals[i + 1])[0:SUM_BITS] if i + 1 < len(vals) else vals[i]
-                    for i in range(0, len(vals), 2)]
-
-        vals, e_r = parts, e_ent
-        for st in range(2, self._stages + 1):
-            for _ in range(1 if st == 2 else 2):
-                if len(vals) > 1:
-                    vals = add_level(vals)
-            if st == self._stages:
-                while len(vals) > 1:                 # (not on any size the array uses)
-                    vals = add_level(vals)
-                # half 1: its half 0's sum and NaNs (the cycle before) join it
-                p_sum = Signal(SUM_BITS, name="p_sum")
-                p_nan = [Signal(len(x), name=f"p_{i}") for i, x in enumerate(nan_r)]
-                with m.If(self.en & (role == 1)):
-                    m.d.sync += [p_sum.eq(vals[0]), *(a.eq(b) for a, b in zip(p_nan, nan_r))]
-                pair = role == 2
-                total = Mux(pair, p_sum + vals[0], vals[0])[0:SUM_BITS]
-                wn_, wc_, dn_, dc_ = nan_r
-                pwn, pwc, pdn, pdc = p_nan
-                order = [(pair & pwn, pwc), (wn_, wc_), (pair & pdn, pdc), (dn_, dc_)]
-                any_nan = Cat(*(f for f, _ in order)).any()
-                code_nan = Mux(order[0][0], order[0][1], Mux(order[1][0], order[1][1],
-                                                          Mux(order[2][0], order[2][1],
-                                                              order[3][1])))
-                code = Mux(any_nan, Cat(Const(0, 27), code_nan, Const(0x3F, 6)),
-                           Cat(total, Const(0, 2), e_r))
-                m.d.comb += self.out.eq(reg(code, "code"))
-            else:
-                vals = [reg(v, f"sum{st}_{i}") for i, v in enumerate(vals)]
-                e_r, role = reg(e_r, f"emax_{st}"), reg(role, f"role_{st}")
-                nan_r = [reg(x, f"nan{i}_{st}") for i, x in enumerate(nan_r)]
+            parts.append(wire(Mux(lv & (sft < 8), _aligned(ra, rb, sft[0:3]), 0), f"part_{c}"))
+        cur, (e_r, role, *nan_r) = _tree(
+            reg, parts, self._stages, [e_ent, role, *nan_r],
+            ["emax_{}", "role_{}", "nan0_{}", "nan1_{}", "nan2_{}", "nan3_{}"])
+        # half 1: its half 0's sum and NaNs (the cycle before) join it
+        p_sum = Signal(SUM_BITS, name="p_sum")
+        p_nan = [Signal(len(x), name=f"p_{i}") for i, x in enumerate(nan_r)]
+        with m.If(self.en & (role == 1)):
+            m.d.sync += [p_sum.eq(cur), *(a.eq(b) for a, b in zip(p_nan, nan_r))]
+        pair = role == 2
+        total = Mux(pair, p_sum + cur, cur)[0:SUM_BITS]
+        wn_, wc_, dn_, dc_ = nan_r
+        pwn, pwc, pdn, pdc = p_nan
+        order = [(pair & pwn, pwc), (wn_, wc_), (pair & pdn, pdc), (dn_, dc_)]
+        any_nan = Cat(*(f for f, _ in order)).any()
+        code_nan = Mux(order[0][0], order[0][1], Mux(order[1][0], order[1][1],
+                                                  Mux(order[2][0], order[2][1], order[3][1])))
+        code = Mux(any_nan, Cat(Const(0, 27), code_nan, Const(0x3F, 6)),
+                   Cat(total, Const(0, 2), e_r))
+        m.d.comb += self.out.eq(reg(code, "code"))
         return m
