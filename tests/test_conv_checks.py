@@ -707,7 +707,7 @@ def _invalid_rule_programs(cfg):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg", [NV_SMALL, NV_SMALL_256,
+@pytest.mark.parametrize("cfg", [NV_SMALL, pytest.param(NV_SMALL_256, marks=pytest.mark.slow),
                                  pytest.param(NV_SMALL_256_2COL, marks=pytest.mark.slow),
                                  pytest.param(NV_LARGE, marks=pytest.mark.slow),
                                  pytest.param(NV_FULL, marks=pytest.mark.slow)],
@@ -717,8 +717,9 @@ def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
     finishes the rejected layer (its SDP interrupt arrives, within a few cycles when it is the
     only layer) and nothing is written: the output window, a band of 68 KiB around it and all
     loaded images keep their contents, and a rejected single layer issues no AXI burst; a
-    valid layer before it (two-layer rules) passes. (nv_small_256_2col's int8 programs in the
-    slow suite: its entry rules run in the default one on int16 layers, below.)"""
+    valid layer before it (two-layer rules) passes. (nv_small_256's and nv_small_256_2col's
+    programs in the slow suite: the default one runs nv_small's, and nv_small_256_2col's
+    entry rules on int16 layers, below.)"""
     programs = _invalid_rule_programs(cfg)
     if cfg.register_layout == "full":
         programs = {n: v for n, v in programs.items()
