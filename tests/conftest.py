@@ -19,10 +19,16 @@ TRACES = SHARED / "nvdla" / "traces"
 NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
     max_batch=8)
-#: nv_small with fp16 beside int8 (one lane per unit, 8-byte atoms of 4 fp16 channels): the
-#: fp16 suites of the SDP, PDP, CDP and convolution
+#: nv_small with fp16 beside int8 (one lane per unit, 8-byte atoms of 4 fp16 channels) on
+#: two-column CBUF entries (16-byte register entries of two 8-byte bank rows, as nv_full's 128
+#: of 2 x 64: the fp16 cells multiply whole entries, as nv_full's do): the fp16 suites of the
+#: SDP, PDP, CDP and convolution
 NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}))
+    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}), cbuf_entry_width=16)
+#: the same on bank-row CBUF entries (an fp16 cell per Csc atom of Atomic-C / 2 channels: a
+#: channel group is two cell operations): the golden fp16 convolution tests, the Cmac / Cacc
+#: units and the slow suite's bank-row fp16 shards
+NV_SMALL_FP16_ROWS = NV_SMALL_FP16.replace(name="nv_small_fp16_rows", cbuf_entry_width=0)
 
 #: nv_small with the optional interfaces and units: SRAMIF (CV memory), SDP EW + LUT (the
 #: build NVDLA's EW / LUT traces assume), BDMA and Rubik. One Verilator build shared by the CV,
@@ -37,12 +43,10 @@ NV_SMALL_256_2COL = NvdlaConfig.preset("nv_small_256").replace(
     name="nv_small_256_2col", data_types=frozenset({"int8", "int16"}), cbuf_entry_width=64,
     batching=True, max_batch=8)
 
-#: nv_small with int8, int16 and fp16 on two-column CBUF entries (16-byte register entries of
-#: two 8-byte bank rows, as nv_full's 128 of 2 x 64): the fp16 cells multiply whole entries
-#: (Atomic-C pairs), as nv_full's do
-NV_SMALL_FP16_2COL = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16_2col", data_types=frozenset({"int8", "int16", "fp16"}),
-    cbuf_entry_width=16)
+#: nv_small with int8, int16 and fp16 on two-column CBUF entries: the three precisions mixed
+#: (the slow suite's)
+NV_SMALL_FP16_2COL = NV_SMALL_FP16.replace(
+    name="nv_small_fp16_2col", data_types=frozenset({"int8", "int16", "fp16"}))
 
 #: the full register layout (nv_full's: no CFGROM, 64-bit addresses with bits [4:0] dropped,
 #: every unit) on a smaller datapath (Atomic-C 32 x Atomic-K 32, one PDP / CDP lane, int8): the

@@ -1,5 +1,5 @@
 """hw.conv.cmac.Cmac's fp16 cells (hw.conv.fp16_cell) against the golden cell
-:func:`sim.conv.cmac.fp16_mac_cell`, bit for bit, on fp16 builds (tests/conftest.NV_SMALL_FP16:
+:func:`sim.conv.cmac.fp16_mac_cell`, bit for bit, on fp16 builds (tests/conftest.NV_SMALL_FP16_ROWS:
 nv_small with int8 + fp16, AC = 8, AK = 8; and nv_small with int8 + int16 + fp16).
 
 Random blocks (a weight load, then atoms of one or both halves, ``swap`` on the first) of fp16
@@ -23,10 +23,10 @@ from hw.conv.common import conv_fp16, conv_int16, dat_layout, fp16_cell_pairs, m
     psum_bits, wt_layout
 from sim.conv.cmac import fp16_mac_cell
 from tests import test_cmac as tm
-from tests.conftest import NV_SMALL_FP16, NV_SMALL_INT16
+from tests.conftest import NV_SMALL_FP16_ROWS, NV_SMALL_INT16
 from tests.test_conv_int16 import _bytes8, _int16
 
-CFG = NV_SMALL_FP16
+CFG = NV_SMALL_FP16_ROWS
 #: int8 + int16 + fp16 (the three precisions on one array)
 CFG3 = NV_SMALL_INT16.replace(name="nv_small_int16_fp16",
                               data_types=frozenset({"int8", "int16", "fp16"}))

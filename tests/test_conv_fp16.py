@@ -28,7 +28,7 @@ from sim.memory import SparseMemory
 from sim.nvfloat import fp16_from_float, fp16_to_float
 from sim.regs import GroupView
 
-from .conftest import NV_SMALL_FP16
+from .conftest import NV_SMALL_FP16_ROWS
 
 NV_FULL = NvdlaConfig.preset("nv_full")
 
@@ -117,13 +117,13 @@ def _f32(codes):
 
 CASES = [
     ("1x1", NV_FULL, dict(W=3, H=2, C=40, K=5)),
-    ("3x3_pad", NV_SMALL_FP16, dict(W=5, H=4, C=9, K=3, kh=3, kw=3, pad=(1, 1, 1, 1),
+    ("3x3_pad", NV_SMALL_FP16_ROWS, dict(W=5, H=4, C=9, K=3, kh=3, kw=3, pad=(1, 1, 1, 1),
                                      pad_value=0x3C00)),
-    ("stride_dilation", NV_SMALL_FP16, dict(W=8, H=7, C=6, K=5, kh=2, kw=3, stride=(2, 1),
+    ("stride_dilation", NV_SMALL_FP16_ROWS, dict(W=8, H=7, C=6, K=5, kh=2, kw=3, stride=(2, 1),
                                              dilation=(1, 2), pad=(2, 0, 1, 1),
                                              pad_value=0xBA00)),
     ("groups", NV_FULL, dict(W=4, H=3, C=150, K=20, kh=2, kw=2)),
-    ("wide", NV_SMALL_FP16, dict(W=4, H=4, C=11, K=4, kh=2, kw=2, pad=(1, 0, 0, 1),
+    ("wide", NV_SMALL_FP16_ROWS, dict(W=4, H=4, C=11, K=4, kh=2, kw=2, pad=(1, 0, 0, 1),
                                  pad_value=0x4A00)),
 ]
 
@@ -184,29 +184,29 @@ def test_nan_to_zero_flushes_fetched_nan_features():
     from sim.random_traces import set_fields
     rng = np.random.default_rng(0)
     spec = dict(W=3, H=3, C=6, K=3, kh=2, kw=2, pad=(1, 0, 0, 1), pad_value=0x3C00)
-    layer, data, wts = _layer(NV_SMALL_FP16, rng, spec)
+    layer, data, wts = _layer(NV_SMALL_FP16_ROWS, rng, spec)
     nan = rng.random(data.shape) < 0.2
     data = np.where(nan, 0x7E01, data)
     flushed = np.where(nan, 0, data)
-    lay_nan = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(data),
+    lay_nan = rp.conv_layer(NV_SMALL_FP16_ROWS, prec=2, data=_signed16(data),
                             weights=_signed16(wts), **spec)
-    set_fields(NV_SMALL_FP16, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
-    lay_ref = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(flushed),
+    set_fields(NV_SMALL_FP16_ROWS, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
+    lay_ref = rp.conv_layer(NV_SMALL_FP16_ROWS, prec=2, data=_signed16(flushed),
                             weights=_signed16(wts), **spec)
-    got = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_nan), CbufState())
-    ref = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_ref), CbufState())
+    got = run_conv_fp16_cacc(_Core(NV_SMALL_FP16_ROWS, lay_nan), CbufState())
+    ref = run_conv_fp16_cacc(_Core(NV_SMALL_FP16_ROWS, lay_ref), CbufState())
     assert nan.any() and np.array_equal(got, ref)
     # without the flush the NaNs propagate
-    set_fields(NV_SMALL_FP16, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
-    raw = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_nan), CbufState())
+    set_fields(NV_SMALL_FP16_ROWS, lay_nan, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    raw = run_conv_fp16_cacc(_Core(NV_SMALL_FP16_ROWS, lay_nan), CbufState())
     assert (_f32(raw) != _f32(raw)).any()
     # a NaN weight is not flushed
     w_nan = wts.copy()
     w_nan[0, 0, 0, 0] = 0x7E00
-    lay_w = rp.conv_layer(NV_SMALL_FP16, prec=2, data=_signed16(flushed),
+    lay_w = rp.conv_layer(NV_SMALL_FP16_ROWS, prec=2, data=_signed16(flushed),
                           weights=_signed16(w_nan), **spec)
-    set_fields(NV_SMALL_FP16, lay_w, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
-    out = run_conv_fp16_cacc(_Core(NV_SMALL_FP16, lay_w), CbufState())
+    set_fields(NV_SMALL_FP16_ROWS, lay_w, "CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
+    out = run_conv_fp16_cacc(_Core(NV_SMALL_FP16_ROWS, lay_w), CbufState())
     assert np.isnan(_f32(out[0, 0])).all()
 
 
@@ -215,7 +215,7 @@ def test_nan_inf_input_counts():
     included) and every fetched weight byte pair (WEIGHT_BYTES), NaNs and infinities apart;
     nothing counted for what a layer reuses."""
     from sim.conv.cdma import load_cbuf
-    cfg = NV_SMALL_FP16
+    cfg = NV_SMALL_FP16_ROWS
     rng = np.random.default_rng(3)
     spec = dict(W=2, H=3, C=5, K=3)                 # 5 channels: 2 atoms of 4, one tail slot
     layer, data, wts = _layer(cfg, rng, spec)
@@ -292,11 +292,11 @@ def test_sdp_must_process_what_cacc_delivers(tmp_path, conv_prec, sdp_prec):
 
 
 def test_fp16_conv_limits_of_this_cores_rtl():
-    """This core's RTL convolves fp16 on bank-row CBUF entries (nv_small_fp16) and on nv_full's
-    two-column ones: no core limit rejects a plain fp16 layer on either."""
+    """This core's RTL convolves fp16 on bank-row CBUF entries (nv_small_fp16_rows) and on
+    nv_full's two-column ones: no core limit rejects a plain fp16 layer on either."""
     from sim.conv.core_limits import check_core_limits
     rng = np.random.default_rng(0)
-    for cfg in (NV_SMALL_FP16, NV_FULL):
+    for cfg in (NV_SMALL_FP16_ROWS, NV_FULL):
         layer, _, _ = _layer(cfg, rng, dict(W=2, H=2, C=4, K=2))
         core = _Core(cfg, layer)
         p = decode(cfg, *(core.view(b) for b in BLOCKS))
@@ -314,7 +314,7 @@ def test_fold_order_known_answer(second, expect):
     order) loses the first 2^-28 beside 2^30 and keeps the second: 2^-28. Channel 4 is the same
     group's second entry, folded right after the first for each column: 2^30 - 2^30, then the
     two 2^-28: 2^-27."""
-    cfg = NV_SMALL_FP16
+    cfg = NV_SMALL_FP16_ROWS
     C = 16
     data = np.zeros((C, 1, 2), np.int64)
     wts = np.zeros((1, C, 1, 2), np.int64)

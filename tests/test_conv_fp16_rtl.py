@@ -1,6 +1,6 @@
-"""fp16 direct convolution on the RTL (nv_small_fp16: nv_small with int8 + fp16;
-nv_small_fp16_2col: int8 + int16 + fp16 on two-column CBUF entries, as nv_full; nv_full itself
-in the slow suite), against the golden model bit for bit.
+"""fp16 direct convolution on the RTL (nv_small_fp16: nv_small with int8 + fp16 on two-column
+CBUF entries, as nv_full; in the slow suite also nv_small_fp16_rows on bank-row entries,
+nv_small_fp16_2col with int16 too, and nv_full itself), against the golden model bit for bit.
 
 * The check (:class:`hw.conv.check.ConvCheck` in Amaranth simulation): every mutation of the
   invalid-program list applied to an fp16 layer, fp16-specific mutations and random fp16 /
@@ -28,7 +28,8 @@ import pytest
 from arch.config import NvdlaConfig
 from sim.conv import random_programs as rp
 
-from .conftest import NV_SMALL_FP16, NV_SMALL_FP16_2COL, assert_all_pass, playback
+from .conftest import NV_SMALL_FP16, NV_SMALL_FP16_2COL, NV_SMALL_FP16_ROWS, assert_all_pass, \
+    playback
 from .test_conv_checks import (_mutated_programs, _playback_writes_nothing, _set,
                                golden_verdicts, rtl_verdicts, verdict_mismatches)
 
@@ -153,15 +154,18 @@ def test_check_matches_golden_rules_fp16(monkeypatch):
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", [
-    (CFG, 500, 60), (NV_SMALL_FP16_2COL, 600, 60),
-    pytest.param(CFG, 501, 200, marks=pytest.mark.slow),
+    (CFG, 500, 60),
+    pytest.param(NV_SMALL_FP16_ROWS, 501, 200, marks=pytest.mark.slow),
+    pytest.param(NV_SMALL_FP16_2COL, 600, 100, marks=pytest.mark.slow),
     pytest.param(NV_FULL, 610, 40, marks=pytest.mark.slow)],
-    ids=["seed500", "nv_small_fp16_2col-seed600", "seed501", "nv_full-seed610"])
+    ids=["seed500", "nv_small_fp16_rows-seed501", "nv_small_fp16_2col-seed600",
+         "nv_full-seed610"])
 def test_random_fp16_conv_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     """Random programs, about two thirds of their layers fp16 (the rest int8; int16 too on
-    nv_small_fp16_2col), reuse pairs among them: the RTL's CRCs are the golden model's, under
-    30 % AXI busy and 1-24 cycles of latency. nv_small_fp16_2col has two-column CBUF entries,
-    as nv_full: an fp16 cell multiplies a whole entry of Atomic-C channels."""
+    nv_small_fp16_2col and nv_full), reuse pairs among them: the RTL's CRCs are the golden
+    model's, under 30 % AXI busy and 1-24 cycles of latency. Two-column CBUF entries (nv_full,
+    nv_small_fp16, nv_small_fp16_2col): an fp16 cell multiplies a whole entry of Atomic-C
+    channels; bank-row entries (nv_small_fp16_rows): a Csc atom of Atomic-C / 2."""
     paths = rp.write_random_traces(cfg, str(tmp_path), count, seed=seed, fp16=0.65,
                                    max_macs=120_000)
     assert fp16_layers(paths) >= count // 2
@@ -190,7 +194,8 @@ _STATUS = {"CDMA": ("D_NAN_INPUT_DATA_NUM", "D_NAN_INPUT_WEIGHT_NUM", "D_INF_INP
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg", [CFG, NV_SMALL_FP16_2COL], ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [CFG, pytest.param(NV_SMALL_FP16_ROWS, marks=pytest.mark.slow)],
+                         ids=lambda c: c.name)
 def test_fp16_nan_inf_counters_rtl(tmp_path, cfg):
     """CDMA's NaN / infinity input counters of both groups (data and weights; NaN flushing at
     random) and the SDP's output counters after random fp16 / int8 traces read what the golden
@@ -239,7 +244,7 @@ def test_fp16_counters_include_lines_no_output_reads(tmp_path):
 
 
 #: nv_small with int8, int16 and fp16 layers (both 2-byte paths in one build)
-NV_SMALL_ALL = CFG.replace(name="nv_small_int16_fp16",
+NV_SMALL_ALL = NV_SMALL_FP16_ROWS.replace(name="nv_small_int16_fp16",
                            data_types=frozenset({"int8", "int16", "fp16"}))
 
 
