@@ -69,11 +69,13 @@ nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more fr
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_fp16, conv_int16, conv_wide, dat_layout, fp16_cell_pairs, psum_bits, \
+from .common import conv_fp16, conv_int16, conv_wide, dat_layout, fp16_two_pass, psum_bits, \
     psum_layout, wt_layout
 from .fp16_cell import Fp16Cell
 
@@ -101,9 +103,8 @@ class Cmac(wiring.Component):
         self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
         self._i16 = conv_int16(cfg)
         self._f16 = conv_fp16(cfg)
-        self._pairs = fp16_cell_pairs(cfg)
         # two-column entries: a cell takes both rows of an entry (two Csc atoms)
-        self._hold = self._f16 and self._pairs > self._ac // 2
+        self._hold = fp16_two_pass(cfg)
         extra = {"int16": In(1)} if self._i16 else {}
         if self._f16:
             extra["fp16"] = In(1)
@@ -140,13 +141,13 @@ class Cmac(wiring.Component):
             # 1 comes; half 1 then waits a cycle in hold1 while half 0 is in stage A, so only
             # another waiting half 0 can be taken in that cycle
             p = self.dat.payload
-            self._held, self._pend = Signal(), Signal()
-            self._h0_swap = Signal()
-            m.d.comb += [self._held.eq(self.fp16 & ~p.half & ~p.hend),
-                         self.dat.ready.eq(adv & swap_ok & (~self._pend | self._held))]
+            hs = SimpleNamespace(held=Signal(name="held"), pend=Signal(name="pend"),
+                                 h0_swap=Signal(name="h0_swap"), h0_v=Signal(name="h0_v"))
+            m.d.comb += [hs.held.eq(self.fp16 & ~p.half & ~p.hend),
+                         self.dat.ready.eq(adv & swap_ok & (~hs.pend | hs.held))]
             m.d.comb += take.eq(self.dat.valid & self.dat.ready)
-            m.d.comb += swap.eq(Mux(self.fp16 & p.half, take & self._h0_swap,
-                                    take & ~self._held & p.swap))
+            m.d.comb += swap.eq(Mux(self.fp16 & p.half, take & hs.h0_swap,
+                                    take & ~hs.held & p.swap))
         else:
             m.d.comb += self.dat.ready.eq(adv & swap_ok)
             m.d.comb += take.eq(self.dat.valid & self.dat.ready)
@@ -177,7 +178,7 @@ class Cmac(wiring.Component):
             else:
                 a_tags["role"] = Signal(2, name="a_role")
         if self._hold:
-            self._stage_a_two_pass(m, take, adv, a_valid, a_data, a_tags, a_half)
+            self._stage_a_two_pass(m, hs, take, adv, a_valid, a_data, a_tags, a_half)
         else:
             with m.If(adv):
                 m.d.sync += a_valid.eq(take)
@@ -273,7 +274,7 @@ class Cmac(wiring.Component):
         # ---- output (the last stage register) ---------------------------------------------
         if self._hold:                  # a pair's half 0 gives no partial sum
             m.d.comb += out_valid.eq(valid & ~(tg["fp16"] & (tg["role"] == 1)))
-            waiting = [self._h0_v, self._pend]
+            waiting = [hs.h0_v, hs.pend]
         else:
             m.d.comb += out_valid.eq(valid)
             waiting = []
@@ -290,19 +291,19 @@ class Cmac(wiring.Component):
 
         return m
 
-    def _stage_a_two_pass(self, m, take, adv, a_valid, a_data, a_tags, a_half):
+    def _stage_a_two_pass(self, m, hs, take, adv, a_valid, a_data, a_tags, a_half):
         """Stage A on two-column builds with fp16 (see the module docstring): a pair of halves
         enters as two consecutive operations, role 1 (half 0, from hold0) and role 2 (half 1,
-        from hold1); every other atom enters as it is taken, role 0."""
+        from hold1); every other atom enters as it is taken, role 0. ``hs``: the hold state
+        the input side shares (``held``, ``pend``, ``h0_swap``, ``h0_v``)."""
         p = self.dat.payload
-        held, pend = self._held, self._pend
+        held, pend, h0_v = hs.held, hs.pend, hs.h0_v
         hold0, hold1 = Signal.like(p.data), Signal.like(p.data)
         h0_first = Signal()
-        self._h0_v = h0_v = Signal()
-        h1_tags = {t: Signal.like(p[t], name=f"h1_{t}") for t in ("first", "last", "pos", "end")}
+        tags = ("first", "last", "pos", "end")
+        h1_tags = {t: Signal.like(p[t], name=f"h1_{t}") for t in tags}
         pair = Signal()
         m.d.comb += pair.eq(take & self.fp16 & p.half)
-        tags = ("first", "last", "pos", "end")
         with m.If(adv):
             with m.If(pend):
                 m.d.sync += [a_valid.eq(1), a_data.eq(hold1), a_half.eq(1),
@@ -320,7 +321,7 @@ class Cmac(wiring.Component):
                              a_tags["fp16"].eq(self.fp16), a_tags["role"].eq(0),
                              *(a_tags[t].eq(p[t]) for t in tags)]
         with m.If(take & held):
-            m.d.sync += [hold0.eq(p.data), h0_first.eq(p.first), self._h0_swap.eq(p.swap),
+            m.d.sync += [hold0.eq(p.data), h0_first.eq(p.first), hs.h0_swap.eq(p.swap),
                          h0_v.eq(1)]
         with m.Elif(pair):
             m.d.sync += h0_v.eq(0)

@@ -119,8 +119,8 @@ from __future__ import annotations
 from amaranth.hdl import signed
 from amaranth.lib import data
 
-__all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "conv_wide", "max_stripe", "psum_bits",
-           "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
+__all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
+           "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
@@ -150,6 +150,13 @@ def fp16_cell_pairs(cfg) -> int:
     Csc atom; a channel group's two entries are two cell operations), ``AC`` on two-column
     entries (nv_full's 64: the entry's two rows, two Csc atoms, are one cell operation)."""
     return cfg.cbuf_entry_bytes // 2
+
+
+def fp16_two_pass(cfg) -> bool:
+    """An fp16 cell's entry is two Csc atoms (two-column entries with fp16): Cmac runs it as two
+    operations of one ``AC / 2``-pair cell (:class:`~hw.conv.fp16_cell.Fp16Cell` ``two_pass``)
+    and Csc tags each group's last atom (``hend``)."""
+    return conv_fp16(cfg) and fp16_cell_pairs(cfg) > cfg.atomic_c // 2
 
 
 def conv_wide(cfg) -> bool:
@@ -200,7 +207,7 @@ def dat_layout(cfg) -> data.StructLayout:
               "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
     if conv_wide(cfg):
         fields["half"] = 1
-    if conv_fp16(cfg) and fp16_cell_pairs(cfg) > cfg.atomic_c // 2:
+    if fp16_two_pass(cfg):
         fields["hend"] = 1          # the channel group's last atom (half 0 of a short group)
     return data.StructLayout(fields)
 

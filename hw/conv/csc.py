@@ -107,7 +107,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_fp16, conv_wide, dat_layout, max_stripe, wt_layout
+from .common import cbuf_read_signature, conv_fp16, conv_wide, dat_layout, fp16_two_pass, \
+    max_stripe, wt_layout
 from .image import times_small
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
@@ -372,7 +373,7 @@ class Csc(wiring.Component):
         if twocol:
             s1_jh = Signal()
         s1_cj = Signal(range(AC + 1))
-        hend = "hend" in dat_layout(self._cfg).members      # fp16 cells of a whole entry
+        hend = fp16_two_pass(self._cfg)                     # fp16 cells of a whole entry
         tag_l = data.StructLayout({"swap": 1, "first": 1, "last": 1, "pos": range(ms), "end": 1,
                                    **({"half": 1} if i16b else {}),
                                    **({"hend": 1} if hend else {})})
