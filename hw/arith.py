@@ -10,7 +10,7 @@ flag) and :func:`sim.formats.common.round_shift_right` (ties away from zero).
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value, signed
 
-__all__ = ["comb", "clip", "saturate", "round_shift_right"]
+__all__ = ["comb", "clip", "saturate", "round_shift_right", "seq_remainder"]
 
 
 def comb(m, value, name):
@@ -109,3 +109,24 @@ def _rsr_floor(m, x, s_c, out_bits, name):
     rounded = comb(m, floor + up, f"{name}_r")
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
     return saturate(rounded, out_bits), (floor < lo) | (rounded > hi)
+
+
+def seq_remainder(m, start, x, n, name):
+    """``x mod n`` by restoring division, one bit of ``x`` per cycle (``len(x)`` cycles after
+    ``start``; ``x`` is taken at ``start``, ``n`` held meanwhile, ``n`` > 0): returns ``(r, done)``, ``done``
+    high from then until the next ``start``. For values fixed per layer (ring offsets), where
+    a divider would cost more than the cycles."""
+    bits = len(x)
+    r = Signal(len(n) + 1, name=f"{name}_r")
+    sh = Signal(bits, name=f"{name}_sh")                    # x's bits not taken yet, MSB first
+    i = Signal(range(bits + 1), name=f"{name}_i")
+    done = Signal(name=f"{name}_done")
+    t = Signal(len(n) + 1, name=f"{name}_t")
+    m.d.comb += t.eq(Cat(sh[-1], r[:-1]))                   # 2r + the next bit
+    with m.If(start):
+        m.d.sync += [r.eq(0), sh.eq(x), i.eq(bits), done.eq(0)]
+    with m.Elif(i != 0):
+        m.d.sync += [r.eq(Mux(t >= n, t - n, t)), sh.eq(sh << 1), i.eq(i - 1)]
+        with m.If(i == 1):
+            m.d.sync += done.eq(1)
+    return r[:len(n)], done

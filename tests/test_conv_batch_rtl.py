@@ -6,11 +6,13 @@ batches; the build the int16 conv, PDP and CDP suites share, so no extra Verilat
 
 * the layer-start check (:class:`hw.conv.check.ConvCheck`, Amaranth simulation): every batch
   mutation of :data:`sim.conv.random_programs.INVALID_MUTATIONS`, further batch mutations and
-  random batched layers and reuse pairs give the golden verdict (the RTL's one restriction:
-  a batched layer's weights must fit the weight banks);
+  random batched layers and reuse pairs give the golden verdict (a batched layer whose
+  weights exceed the weight banks runs: the CDMA fetches them once per batch);
 * random programs with batches (``batch_share`` 0.8: 2..8 batches on most layers, reuse pairs
-  included), RTL against the golden model bit for bit under random AXI back-pressure (30 %)
-  and latency (1-24 cycles): 40 in the default run, 120 more in the slow suite;
+  included, some with weights streaming through fewer weight banks than they need), RTL
+  against the golden model bit for bit under random AXI back-pressure (30 %) and latency
+  (1-24 cycles): 40 in the default run, 120 more in the slow suite; the default run adds
+  :func:`streaming_batch_traces`, batched layers whose weights exceed the weight banks;
 * invalid batch programs (conv and SDP batch rules) on the playback engine: the golden model
   rejects them, the RTL finishes the layer and writes nothing.
 
@@ -25,15 +27,15 @@ from sim.conv import random_programs as rp
 from sim.conv.random_programs import write_random_traces
 
 from .conftest import NV_SMALL_INT16, assert_all_pass, playback
-from .test_conv_checks import (_playback_writes_nothing, _random_programs, _set, golden_verdicts,
-                               rtl_verdicts)
+from .test_conv_checks import (_playback_writes_nothing, _random_programs, _set, _word,
+                               golden_verdicts, rtl_verdicts)
 
 CFG = NV_SMALL_INT16
 
 
 def _batch_mutations(cfg):
     """name -> (mutation(cfg, layers) of the two-batch base layer, what rejects it: "conv"
-    (the check), "sdp" (SDP's own rule) or "rtl" (an RTL restriction, golden runs it))."""
+    (the check) or "sdp" (SDP's own rule))."""
     def base(cfg, layers):
         return rp._batched_base(cfg, layers)
 
@@ -49,16 +51,6 @@ def _batch_mutations(cfg):
             regs = layers[0]["regs"][block]
             regs[reg] = fn(regs[reg])
         return f
-
-    def weights_too_big(cfg, layers):
-        # weights larger than the weight banks stream through them in the golden model; the
-        # RTL walks a batched layer's weights once per batch from the banks
-        import numpy as np
-        rng = np.random.default_rng(3)
-        data = rng.integers(-9, 10, (2, 64, 2, 2))
-        weights = rng.integers(-9, 10, (40, 64, 3, 3))           # 23040 bytes
-        layers[0] = rp.conv_layer(cfg, W=2, H=2, C=64, K=40, kh=3, kw=3, pad=(1, 1, 1, 1),
-                                  data=data, weights=weights, batches=2, banks=(1, 4))
 
     def reuse_other_batches(cfg, layers):
         import numpy as np
@@ -87,11 +79,91 @@ def _batch_mutations(cfg):
         "cacc_line_stride": (word("CACC", "D_LINE_STRIDE", lambda v: v + atom), "conv"),
         "cacc_surf_stride": (word("CACC", "D_SURF_STRIDE", lambda v: v + atom), "conv"),
         "reuse_other_batches": (reuse_other_batches, "conv"),
-        "weights_over_banks": (weights_too_big, "rtl"),
         "sdp_to_pdp": (m("SDP", "D_FEATURE_MODE_CFG", OUTPUT_DST=1), "sdp"),
         "sdp_unaligned_batch_stride": (word("SDP", "D_DST_BATCH_STRIDE", lambda v: v + 4),
                                        "sdp"),
     }
+
+
+def _streaming_programs(cfg):
+    """Batched layers whose weights exceed their weight banks (lists of :func:`conv_layer`
+    dicts): int8 and int16, 2..8 batches, one to three weight banks, kernel and channel counts
+    off the atomic sizes, strides and padding, ``WEIGHT_BYTES`` beyond the surface (a copy's
+    tail the CSC never reads), six random geometries over one to three weight banks, and a
+    pair whose second layer reuses the first one's batched data with its own streaming
+    weights. Sized for nv_small_int16 (4 KiB banks)."""
+    import numpy as np
+    rng = np.random.default_rng(77)
+
+    def tensors(B, C, K, kh, kw, W, H, prec):
+        hi = 3000 if prec else 100
+        return (rng.integers(-hi, hi, (B, C, H, W)), rng.integers(-hi, hi, (K, C, kh, kw)))
+
+    def layer(B, C, K, kh, kw, W, H, banks, prec=0, extra=0, data=None, **kw_):
+        d, w = tensors(B, C, K, kh, kw, W, H, prec)
+        L = rp.conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw,
+                          data=d if data is None else data, weights=w, batches=B,
+                          banks=banks, prec=prec, clip=14 if prec else 6, **kw_)
+        if extra:                             # WEIGHT_BYTES (the register word in bytes)
+            wb = L["info"]["wbytes"] + 128 * extra
+            for block in ("CDMA", "CSC"):
+                _word(cfg, L, block, "D_WEIGHT_BYTES", wb)
+        return L
+
+    programs = [
+        [layer(3, 56, 40, 3, 3, 2, 2, (1, 1), pad=(1, 1, 1, 1))],
+        [layer(5, 21, 19, 5, 4, 5, 3, (2, 1), stride=(2, 1), pad=(2, 1, 0, 2))],
+        [layer(4, 33, 11, 3, 3, 4, 4, (2, 1), prec=1, pad=(1, 0, 1, 1))],
+        [layer(2, 64, 17, 3, 3, 3, 3, (1, 2), extra=70)],
+        [layer(8, 16, 48, 3, 3, 1, 1, (1, 1), pad=(1, 1, 1, 1), extra=3)],
+        [layer(2, 9, 90, 1, 3, 7, 5, (3, 1), prec=1, extra=41)],
+    ]
+    # random ones: one to three weight banks, one kernel group fitting one bank
+    bank = cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+    for i in range(6):
+        prec = i % 2 if "int16" in cfg.data_types else 0
+        nb = 2 if prec else 1
+        gk = cfg.atomic_k // nb
+        B = int(rng.integers(2, min(8, cfg.max_batch) + 1))
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        cmax = max(1, bank // (gk * kh * kw * nb))
+        C = int(rng.integers(max(1, cmax // 4), cmax + 1))
+        wbanks = int(rng.integers(1, 4))
+        K = -(-(wbanks * bank + int(rng.integers(1, bank))) // (C * kh * kw * nb))
+        W, H = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        pad = (int(rng.integers(0, kw)), int(rng.integers(0, kw)), int(rng.integers(0, kh)),
+               int(rng.integers(0, kh)))
+        if H + pad[2] + pad[3] < kh:
+            pad = pad[:3] + (kh - H - pad[2],)
+        if W + pad[0] + pad[1] < kw:
+            pad = (kw - W - pad[1],) + pad[1:]
+        programs.append([layer(B, C, K, kh, kw, W, H, (2, wbanks), prec=prec,
+                               extra=int(rng.integers(0, 3)), pad=pad,
+                               pad_value=int(rng.integers(0, 256)))])
+    data, _ = tensors(3, 24, 1, 1, 1, 4, 3, 0)
+    first = layer(3, 24, 30, 3, 3, 4, 3, (2, 1), data=data, pad=(1, 1, 1, 0),
+                  reuse=(0, 0, 1, 0))
+    second = layer(3, 24, 26, 3, 3, 4, 3, (2, 1), data=data, slot=1, pad=(0, 1, 1, 1),
+                   reuse=(1, 0, 0, 0), emit_feature=False,
+                   feature_base=first["info"]["feature_base"])
+    programs.append([first, second])
+    for layers in programs:
+        for L in layers:
+            cap = L["info"]["banks"][1] * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+            assert L["info"]["batches"] > 1 and L["info"]["wbytes"] > cap, L["info"]
+    return programs
+
+
+def streaming_batch_traces(cfg, directory):
+    """:func:`_streaming_programs` as trace directories with golden CRCs."""
+    paths = []
+    for i, layers in enumerate(_streaming_programs(cfg)):
+        name = f"conv_batch_stream_{i}"
+        path = rp.write_trace(directory, name, layers)
+        crcs, err = rp._golden_crcs(cfg, path, len(layers))
+        assert crcs is not None, err
+        paths.append(rp.write_trace(directory, name, layers, crcs))
+    return paths
 
 
 def _golden_named(cfg):
@@ -120,6 +192,8 @@ def test_batch_check_matches_golden():
     layers = [rp._base_layer(cfg)]
     rp._batched_base(cfg, layers)
     programs["valid_two_batches"] = layers
+    for i, layers in enumerate(_streaming_programs(cfg)):
+        programs[f"valid_streaming{i}"] = layers
     randoms = _random_programs(cfg, 41, 40)
     assert sum(layer["info"]["batches"] > 1 for p in randoms for layer in p) >= 10
     names = list(programs) + [f"random{i}" for i in range(len(randoms))]
@@ -132,6 +206,8 @@ def test_batch_check_matches_golden():
     assert not bad, "\n".join(bad)
     verdict = dict(zip(names, got))
     assert verdict["valid_two_batches"] == [True]
+    streaming = [n for n in verdict if n.startswith("valid_streaming")]
+    assert len(streaming) == 13 and all(all(verdict[n]) for n in streaming), verdict
     for name, who in kinds.items():
         assert all(verdict[name][:-1]) and verdict[name][-1] == (who == "sdp"), (name, verdict)
     for name in _golden_named(cfg):
@@ -143,26 +219,27 @@ def test_batch_check_matches_golden():
     pytest.param(400, 40, id="seed400"),
     pytest.param(401, 120, id="seed401", marks=pytest.mark.slow)])
 def test_random_batch_conv_programs_rtl_matches_golden(tmp_path, seed, count):
-    """Random layers and reuse pairs, most of them batched (2..8 batches), int8 and int16:
+    """Random layers and reuse pairs, most of them batched (2..8 batches), int8 and int16,
+    some streaming their weights (and in the default run :func:`streaming_batch_traces`):
     the RTL writes exactly the golden model's output under back-pressure and latency."""
     paths = write_random_traces(CFG, str(tmp_path), count, seed=seed, max_macs=200_000,
-                                batch_share=0.8)
+                                batch_share=0.8, wt_stream=0.3)
+    if seed == 400:
+        paths += streaming_batch_traces(CFG, str(tmp_path))
     assert_all_pass(playback(paths, CFG, max_cycles=2_000_000, seed=seed, busy=0.3,
-                             latency=(1, 24)), count)
+                             latency=(1, 24)), len(paths))
 
 
 @pytest.mark.rtl
 def test_invalid_batch_programs_playback_write_nothing(tmp_path):
-    """Every batch rule class (conv and SDP side) and the RTL restriction on the playback
-    engine: the layer finishes and nothing is written (golden rejects all but the RTL
-    restriction, which it would run)."""
+    """Every batch rule class (conv and SDP side) on the playback engine: the layer finishes
+    and nothing is written (the golden model rejects them all)."""
     cfg = CFG
     programs = {n: (layers, None) for n, layers in _golden_named(cfg).items()}
     for name, (mutate, who) in _batch_mutations(cfg).items():
         layers = [rp._base_layer(cfg)]
         mutate(cfg, layers)
-        if who != "rtl":
-            programs[name] = (layers, None)
+        programs[name] = (layers, None)
     _playback_writes_nothing(tmp_path, cfg, programs)
 
 

@@ -46,6 +46,12 @@ Weights (:func:`sim.conv.cdma.fetch_weights`)
     are not written). Requests of at most ``_WT_CHUNK`` bytes are issued only when the ring has
     room for them: a byte ``i`` is requested only when ``i < wt_released + weight ring bytes``,
     so weights larger than the weight banks stream through the ring as the CSC releases them.
+    A batched layer (builds with batching) whose uncompressed ``WEIGHT_BYTES`` exceed the
+    ring is fetched once per batch: ``B`` copies one after the other in the byte stream
+    (``wt_bytes`` / ``wt_released`` count stream bytes, copy ``b`` from byte ``b x
+    WEIGHT_BYTES``), each read from ``WEIGHT_ADDR`` again; ``wt_copy`` tells the CSC the copy
+    stride in bytes and in ring rows (:mod:`hw.conv.common`, "Weight copies"). fp16 weights
+    are counted (NaN / Inf) in the first copy only, as the golden model counts them once.
 
 Compressed weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``; builds with
 ``weight_compression`` only, :mod:`hw.conv.wdecomp`)
@@ -96,7 +102,9 @@ Ports
                     ``data_banks*DEPTH + wt_base``) of weight byte 0; always 0 here.
     ``wt_bytes``    out, weight bytes in the CBUF so far in this layer (all at once on reuse).
     ``wt_released`` in, weight bytes the CSC has finished with (monotonic, 0 at the layer's
-                    start).
+                    start). Both count the weight stream (all copies) on builds with batching.
+    ``wt_copy``     out (builds with batching), the weight copies of a batched layer
+                    (:func:`~hw.conv.common.wt_copy_layout`).
     ``dat_done`` / ``wt_done``  out, one-cycle pulses when that fetch is complete (CDMA_DAT /
                     CDMA_WT done), together with the final ``dat_slices`` / ``wt_bytes``.
     ``status``      out, the CDMA ro fields: ``DAT_RD_STALL`` / ``WT_RD_STALL`` count the cycles
@@ -112,18 +120,20 @@ an atom), so each stream moves one memory atom per cycle. Assumes a valid progra
 the data region and, with ``SKIP_WEIGHT_RLS``, the weights fit in the weight region.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from arch.registers import register_map
 
+from ..arith import seq_remainder
 from ..mem import dma_fields
 from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
 from .cdma_img import ImageFetch
-from .common import cbuf_write_layout, conv_fp16, conv_int16, conv_wide
+from .common import (cbuf_write_layout, conv_fp16, conv_int16, conv_wide, wt_copy_layout,
+                     wt_count_bits)
 from .convertor import AtomConvertor, Convertor
 from .wdecomp import WeightDecompressor
 
@@ -156,14 +166,16 @@ class Cdma(wiring.Component):
             "dat_base": Out(pos),
             "dat_slices": Out(15),
             "wt_base": Out(pos),
-            "wt_bytes": Out(32),
-            "wt_released": In(32),
+            "wt_bytes": Out(wt_count_bits(cfg)),
+            "wt_released": In(wt_count_bits(cfg)),
             "dat_done": Out(1),
             "wt_done": Out(1),
             "status": Out(fields_layout(blk.d_registers, ("ro",))),
             "busy": Out(1),
             # fp16 builds: the fetch is complete (its NaN / Inf counters are final)
             **({"drained": Out(1)} if conv_fp16(cfg) else {}),
+            # builds with batching: the weight copies of a batched layer (see "Batches")
+            **({"wt_copy": Out(wt_copy_layout(cfg))} if cfg.batching else {}),
         })
 
     def elaborate(self, platform):
@@ -492,10 +504,24 @@ class Cdma(wiring.Component):
         w_iss = Signal(34)                               # atoms requested
         w_addr = Signal(aw)
         w_fetch = Signal()
-        room = Signal(34)                                # wt_released + ring bytes
+        WB = wt_count_bits(cfg)
+        room = Signal(max(WB + 1, 34))                   # wt_released + ring bytes
         m.d.comb += room.eq(self.wt_released + wcap)
         limit = Signal(34)                               # atoms that may be requested
-        m.d.comb += limit.eq(Mux(ending | (room >= wbytes), n_atoms, room >> ash))
+        if bat:
+            # the weight copies of a batched layer (one when its weights fit the banks): the
+            # current copy starts at byte c_base of the stream, from WEIGHT_ADDR again
+            refetch = Signal()
+            m.d.comb += refetch.eq((nb_m1 != 0) & (wbytes > wcap)
+                                   & (~compressed if comp else 1))
+            c_base = Signal(WB)
+            c_left = Signal(6)                           # copies after the current one
+            rel = Signal(signed(WB + 2))                 # room from the copy's start
+            m.d.comb += rel.eq(room - c_base)
+            m.d.comb += limit.eq(Mux(ending | (rel >= wbytes), n_atoms,
+                                     Mux(rel[-1], 0, rel[ash:])))
+        else:
+            m.d.comb += limit.eq(Mux(ending | (room >= wbytes), n_atoms, room >> ash))
         space = Signal(35)
         m.d.comb += space.eq(limit - w_iss)
         n_req = Signal(range(chunk + 1))
@@ -519,6 +545,10 @@ class Cdma(wiring.Component):
             m.d.comb += wdec.cmd.ready.eq(wcmd.ready & compressed)
         with m.If(u_valid & wcmd.ready):
             m.d.sync += [w_iss.eq(w_iss + n_req), w_addr.eq(w_addr + (n_req << ash))]
+            if bat:
+                with m.If((w_iss + n_req == n_atoms) & (c_left != 0)):   # the next copy
+                    m.d.sync += [w_iss.eq(0), w_addr.eq(wbase), c_left.eq(c_left - 1),
+                                 c_base.eq(c_base + wbytes)]
 
         # -- feature data: atom placement ---------------------------------------------------
         d_active = Signal()
@@ -596,7 +626,7 @@ class Cdma(wiring.Component):
         wr = self.cbuf_wr
         wr_slice = Signal()                              # registered with the write
         wr_dlast = Signal()
-        wr_wbytes = Signal(34)
+        wr_wbytes = Signal(max(WB, 34))
         wr_wlast = Signal()
         wr_wt = Signal()
         amask = (1 << ATOM) - 1
@@ -638,12 +668,23 @@ class Cdma(wiring.Component):
                     m.d.sync += xs.eq(xs + 1)
                 with m.Else():
                     m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
+        if bat:
+            wb_base = Signal(WB)                         # stream byte of the copy written
+            wb_left = Signal(6)                          # copies after it
+            w_first = Signal()                           # writing the first copy
         with m.If(take_w):
             m.d.sync += [wr.addr.eq(wrow0 + wpos), wr.data.eq(Cat(*[ws_data] * P)),
                          wr.mask.eq((wmask_atom << (wlane << ash)) if P > 1 else wmask_atom),
                          wr_wt.eq(1), wr_wlast.eq(wlast),
                          wr_wbytes.eq(wbytes - Mux(wlast, 0, wrem - ATOM)),
                          wrem.eq(Mux(wlast, 0, wrem - ATOM))]
+            if bat:
+                # a copy's last atom: the next copy follows in the next ring row (a copy is a
+                # multiple of 128 bytes, whole rows)
+                m.d.sync += wr_wbytes.eq(wb_base + wbytes - Mux(wlast, 0, wrem - ATOM))
+                with m.If(wlast & (wb_left != 0)):
+                    m.d.sync += [wr_wlast.eq(0), wrem.eq(wbytes), wb_left.eq(wb_left - 1),
+                                 wb_base.eq(wb_base + wbytes), w_first.eq(0)]
             if comp:
                 m.d.sync += w_wr.eq(w_wr + ATOM)
                 with m.If(compressed):
@@ -654,7 +695,7 @@ class Cdma(wiring.Component):
                     m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
             else:
                 m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
-            with m.If(wlast):
+            with m.If((wlast & (wb_left == 0)) if bat else wlast):
                 m.d.sync += w_active.eq(0)
 
         # -- announcements, one cycle after the write is presented ---------------------------
@@ -698,8 +739,15 @@ class Cdma(wiring.Component):
                 with m.If(compressed & w_reuse):
                     m.d.sync += self.wt_bytes.eq(w_kept_total)
         if bat:
+            ncopy_m1 = Mux(refetch, nb_m1, 0)
             with m.If(decide):
-                m.d.sync += [cb.eq(0), boff.eq(0)]
+                m.d.sync += [cb.eq(0), boff.eq(0), c_base.eq(0), c_left.eq(ncopy_m1),
+                             wb_base.eq(0), wb_left.eq(ncopy_m1), w_first.eq(1)]
+            # the CSC's side of the copies: the stride in bytes and in weight ring rows
+            # (WEIGHT_BYTES / bank width modulo the ring's rows, computed once per layer)
+            rows, rows_ok = seq_remainder(m, decide, wbytes[pb + ash:], n_wt, "wt_copy_rows")
+            m.d.comb += [self.wt_copy.bytes.eq(Mux(refetch, wbytes, 0)),
+                         self.wt_copy.rows.eq(rows), self.wt_copy.ok.eq(rows_ok)]
         if comp:
             m.d.comb += wdec.start.eq(decide & compressed & ~w_reuse)
 
@@ -733,6 +781,8 @@ class Cdma(wiring.Component):
             w_nan, w_inf = classify(wt_ser.o.payload.data, "fp_wt")
             d_take = dcv.i.valid & dcv.i.ready & fp_layer
             w_take = wt_ser.o.valid & wt_ser.o.ready & fp_layer
+            if bat:                                # a batched layer's copies count once
+                w_take = w_take & w_first
             if comp:                               # compressed: the weights, not their mask
                 w_take = w_take & (~compressed | wdec.data_atom)
             for take, bits, reg, fld in (

@@ -27,7 +27,8 @@ Rules (any one fails the program)
       ones modulo two atoms); every slice count below counts ``in_h x B`` (data banks,
       ``RLS_SLICES``, the kept slices, and data reuse needs the kept batch count); the last
       batch inside the address space. RTL restriction (the golden model streams them): a
-      batched layer's ``WEIGHT_BYTES`` must fit the weight banks;
+      batched layer's compressed weights, expanded, must fit the weight banks (uncompressed
+      ones larger than the banks are fetched once per batch);
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
       (the golden decode's image rules); the feature-only rules below (surface stride,
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
@@ -470,18 +471,19 @@ class ConvCheck(wiring.Component):
             m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
                                         base + p_lines - ls + p_surfs + (width << ash))
                                     + p_bs)
-            wcap_bytes = Signal(range(cfg.cbuf_banks * DEPTH * BW + 1))
-            m.d.comb += wcap_bytes.eq(wbanks * (DEPTH * BW))
             errs += [batched & misaligned(bs),
                      # every slice held at once needs an entry (avail x eps fits a product)
-                     avail > cfg.cbuf_banks * DEPTH,
-                     # RTL restriction (the golden model streams them): a batched layer's
-                     # weights must fit the weight banks, each batch walks them again (kept
-                     # there: WEIGHT_BYTES, and compressed ones expanded)
-                     batched & (wbytes > wcap_bytes)]
-            late += [batched & ~img & (bs < p_surfs + ss),   # batches overlap
-                     # (compressed: the CBUF holds the expanded BYTE_PER_KERNEL x K bytes)
-                     batched & (p_wt > wcap_bytes)]
+                     avail > cfg.cbuf_banks * DEPTH]
+            late += [batched & ~img & (bs < p_surfs + ss)]   # batches overlap
+            if comp:
+                # RTL restriction (the golden model streams them): a batched layer's
+                # compressed weights must fit the weight banks expanded, each batch walks
+                # them again (uncompressed ones larger than the banks are fetched once per
+                # batch, hw.conv.common "Weight copies")
+                wcap_bytes = Signal(range(cfg.cbuf_banks * DEPTH * BW + 1))
+                m.d.comb += wcap_bytes.eq(wbanks * (DEPTH * BW))
+                errs += [batched & compressed & (wbytes > wcap_bytes)]
+                late += [batched & compressed & (p_wt > wcap_bytes)]
             # the batched delivery: CACC's output address and strides agree with SDP's
             # modulo two memory atoms (the lines / surfaces only when there are several)
             lo = ATOM.bit_length()

@@ -73,6 +73,18 @@ Cdma -> Csc progress (:class:`hw.conv.cdma.Cdma`)
     weights larger than the ring must release them. ``end`` (pulse after the layer) lets the
     Cdma keep the unreleased slices (``RLS_SLICES``) and weights for the next layer's reuse.
 
+Weight copies (builds with batching; :func:`wt_copy_layout`)
+    The Csc walks a batched layer's weights once per batch (batch-major sequence, below). When
+    they fit the weight ring, the Cdma fetches them once and the Csc releases nothing before
+    the last batch. When ``WEIGHT_BYTES`` exceeds the ring (uncompressed weights), the Cdma
+    fetches the surface once per batch: the byte stream is ``B`` copies of ``WEIGHT_BYTES``
+    bytes, copy ``b`` at stream bytes ``b*WEIGHT_BYTES ..`` (whole ring rows: the surface is a
+    multiple of 128 bytes), and ``wt_bytes`` / ``wt_released`` count stream bytes. ``wt_copy``
+    tells the Csc: ``bytes`` (``WEIGHT_BYTES`` when copying, else 0) and ``rows`` (a copy's
+    advance in ring rows, ``WEIGHT_BYTES / BW`` modulo the ring, valid with ``ok``, a few dozen
+    cycles after the layer starts). The Csc starts batch ``b + 1`` at copy ``b + 1``'s first
+    byte and releases copy ``b`` whole when batch ``b`` ends.
+
 Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output
     positions in raster order); for channel group ``j``; for kernel position ``(r, s)`` (a
@@ -121,7 +133,8 @@ from amaranth.lib import data
 
 __all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
            "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
-           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout"]
+           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout",
+           "wt_count_bits", "wt_copy_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
 ACC_BITS = 48
@@ -180,6 +193,18 @@ def psum_bits(cfg) -> int:
     if conv_fp16(cfg):
         bits = max(bits, 44)                  # an fp16 cell's partial-sum code
     return bits
+
+
+def wt_count_bits(cfg) -> int:
+    """Width of the weight stream counters ``wt_bytes`` / ``wt_released``: a 32-bit
+    ``WEIGHT_BYTES``, or with batching up to ``max_batch`` copies of it."""
+    return 32 + (max(cfg.max_batch, 1) - 1).bit_length() + 1 if cfg.batching else 32
+
+
+def wt_copy_layout(cfg) -> data.StructLayout:
+    """Cdma -> Csc on builds with batching: the weight copies (module docstring)."""
+    return data.StructLayout({"bytes": 33, "rows": range(cfg.cbuf_banks * cfg.cbuf_bank_depth
+                                                         + 1), "ok": 1})
 
 
 def cbuf_write_layout(cfg) -> data.StructLayout:

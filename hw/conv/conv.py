@@ -178,6 +178,8 @@ class ConvPipeline(wiring.Component):
             self.cdma_status.eq(cdma.status),
             self.cacc_status.D_OUT_SATURATION.SAT_COUNT.eq(cacc.sat_count),
         ]
+        if cfg.batching:
+            m.d.comb += csc.wt_copy.eq(cdma.wt_copy)
         prec = self.cacc_regs.D_MISC_CFG.PROC_PRECISION    # (the check: all blocks agree)
         if conv_int16(cfg):
             m.d.comb += [cmac.int16.eq(prec == 1), cacc.int16.eq(prec == 1)]

@@ -47,7 +47,9 @@ Ports
     ``dat_base``    in, ring position of slice 0 inside the data region (from Cdma)
     ``dat_slices``  in, slices Cdma has completely written so far
     ``wt_base``     in, ring position of weight byte 0's entry inside the weight region
-    ``wt_bytes``    in, weight bytes Cdma has written so far (from byte 0 of the surface)
+    ``wt_bytes``    in, weight bytes Cdma has written so far (from byte 0 of the surface; of
+                    the weight stream on builds with batching, :mod:`hw.conv.common`)
+    ``wt_copy``     in (builds with batching), a batched layer's weight copies
     ``wt_released`` out, weight bytes the CSC is finished with (0 at start; a group's end
                     byte after the last load of its last stripe)
     ``dat_rd`` / ``wt_rd`` out, CBUF read ports (:func:`~hw.conv.common.cbuf_read_signature`)
@@ -92,10 +94,12 @@ above runs once per batch, batch-major (``for batch b; for kernel group g; ...``
 accumulator delivers batch 0's cube, then batch 1's, each in SDP's input order (SDP's batch
 mode writes batch ``b`` at its batch stride). Batch ``b``'s line ``iy`` is slice ``iy*B + b``
 (:mod:`hw.conv.common`): its entries start at ``iy*(B*E) + b*E`` from ``dat_base``, and an
-atom waits for ``dat_slices > iy*B + b``. The weight engine walks the weights of every
-batch from byte 0 again; a batched layer's weights all fit the weight banks (the check's
-rule), so they are released only after the last batch's last load. ``end`` is on the last
-batch's final atom.
+atom waits for ``dat_slices > iy*B + b``. The weight engine walks the weights again for
+every batch: weights that fit the weight banks from byte 0, released only after the last
+batch's last load; larger ones (``wt_copy.bytes`` != 0: the Cdma fetches a copy per batch,
+:mod:`hw.conv.common` "Weight copies") from the batch's copy, released group by group and
+whole at the batch's end, the copy's first ring row advanced by ``wt_copy.rows``. ``end`` is
+on the last batch's final atom.
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ from amaranth.lib.wiring import In, Out
 from arch.registers import register_map
 from ..regfile import fields_layout
 from .common import cbuf_read_signature, conv_fp16, conv_wide, dat_layout, fp16_two_pass, \
+    wt_copy_layout, wt_count_bits, \
     max_stripe, wt_layout
 from .image import times_small
 
@@ -149,8 +154,10 @@ class Csc(wiring.Component):
             "dat_base": In(range(entries)),
             "dat_slices": In(range(entries + 1)),
             "wt_base": In(range(entries)),
-            "wt_bytes": In(32),
-            "wt_released": Out(32),
+            "wt_bytes": In(wt_count_bits(cfg)),
+            "wt_released": Out(wt_count_bits(cfg)),
+            # builds with batching: a batched layer's weight copies (hw.conv.common)
+            **({"wt_copy": In(wt_copy_layout(cfg))} if cfg.batching else {}),
             "dat_rd": Out(cbuf_read_signature(cfg)),
             "wt_rd": Out(cbuf_read_signature(cfg)),
             "dat": Out(stream.Signature(dat_layout(cfg))),
@@ -607,11 +614,16 @@ class Csc(wiring.Component):
         w_rem = Signal(28)
         w_cleft = Signal(cl_bits)
         w_r, w_s = Signal(5), Signal(5)
-        w_b, w_gb = Signal(32), Signal(32)          # byte offsets in the weight surface
+        WB = wt_count_bits(self._cfg)
+        w_b, w_gb = Signal(WB), Signal(WB)          # byte offsets in the weight stream
         w_p, w_gp = Signal(range(NE)), Signal(range(NE))   # entry ring positions
         w_kk = Signal(range(AK))
         if bat:
             w_bat = Signal(5)                       # batch of the weight sequence
+            cp = self.wt_copy
+            w_cb = Signal(WB)                       # the batch's weight copy: first byte
+            w_cp = Signal(range(NE))                # ... and its ring row
+            w_cpend = Signal()                      # the next batch waits for w_cp
         w_lo = Signal(BW * 8)
         wbuf = Signal(AK * AC * 8)
         w_valid = Signal()
@@ -641,7 +653,7 @@ class Csc(wiring.Component):
         blk_max = ((1 << len(kg)) - 1) * ((1 << len(cj)) - 1)
         ahead = Signal()
         m.d.comb += ahead.eq(w_b + blk_max <= self.wt_bytes)
-        need = Signal(33)
+        need = Signal(WB + 1)
         need_ok = Signal()
         m.d.sync += [need.eq(w_b + kg * cj), need_ok.eq(0)]
         wbase = n_dat_r if twocol else n_dat           # weight region base (flat bank row)
@@ -666,7 +678,7 @@ class Csc(wiring.Component):
         for c in range(AC):
             m.d.comb += row[c * 8:(c + 1) * 8].eq(
                 Mux(real & (c < rlen), shifted[c * 8:(c + 1) * 8], 0))
-        b_next = Signal(32)
+        b_next = Signal(WB)
         m.d.comb += b_next.eq(w_b + Mux(real, rlen, 0))
         adv = (b_next >> lbw) != (w_b >> lbw)
         p_next = Signal.like(w_p)
@@ -681,12 +693,23 @@ class Csc(wiring.Component):
                                  w_gp.eq(self.wt_base), self.wt_released.eq(0),
                                  w_valid.eq(0)]
                     if bat:
-                        m.d.sync += w_bat.eq(0)
+                        m.d.sync += [w_bat.eq(0), w_cb.eq(0), w_cp.eq(self.wt_base),
+                                     w_cpend.eq(0)]
                     m.next = "WAIT"
             with m.State("WAIT"):
                 m.d.sync += need_ok.eq(1)
-                with m.If((~w_valid | self.wt.ready) &
-                          (ahead | (need_ok & (need <= self.wt_bytes)))):
+                wait_ok = ((~w_valid | self.wt.ready)
+                           & (ahead | (need_ok & (need <= self.wt_bytes))))
+                if bat:
+                    # a batch on the next weight copy: its first ring row, once known
+                    wait_ok = wait_ok & ~w_cpend
+                    with m.If(w_cpend & cp.ok):
+                        nrow = Signal(range(2 * NE + 1))
+                        m.d.comb += nrow.eq(w_cp + cp.rows)
+                        nrow_w = Mux(nrow >= n_wt, nrow - n_wt, nrow)
+                        m.d.sync += [w_cp.eq(nrow_w), w_p.eq(nrow_w), w_gp.eq(nrow_w),
+                                     w_cpend.eq(0), need_ok.eq(0)]
+                with m.If(wait_ok):
                     m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + w_p)]
                     m.next = "PRIME"
             with m.State("PRIME"):
@@ -728,15 +751,23 @@ class Csc(wiring.Component):
                             with m.Else():
                                 m.d.sync += [w_gb.eq(b_next), w_gp.eq(p_next), w_rem.eq(n_out),
                                              w_kleft.eq(w_kleft - KG)]
-                                # batched layers hold all their weights in the ring (the
-                                # check's rule): each batch walks them again from byte 0;
-                                # nothing is released before the last batch
+                                # weights that fit the ring stay there for every batch, each
+                                # walking them again from byte 0, released after the last
+                                # batch; larger ones come as one copy per batch, released as
+                                # the groups end and whole when the batch ends
                                 w_lastb = w_bat == NB_m1
-                                with m.If(w_lastb):
+                                copies = cp.bytes != 0
+                                with m.If(w_lastb | copies):
                                     m.d.sync += self.wt_released.eq(b_next)
                                 with m.If(w_kleft <= KG):
                                     with m.If(w_lastb):
                                         m.next = "IDLE"
+                                    with m.Elif(copies):
+                                        ncb = w_cb + cp.bytes
+                                        m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K),
+                                                     w_cb.eq(ncb), w_b.eq(ncb), w_gb.eq(ncb),
+                                                     self.wt_released.eq(ncb),
+                                                     w_cpend.eq(1)]
                                     with m.Else():
                                         m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K),
                                                      w_b.eq(0), w_gb.eq(0),

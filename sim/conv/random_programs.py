@@ -630,7 +630,7 @@ def _draw_batches(cfg, rng, max_macs, geometry, prec, lines, avail_entries):
 def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
                    reuse: str = "none", compress: bool = False, batch_share: float = 0.5,
                    int8_only: bool = False, int16_cvt: float = 0.0,
-                   fp16: float = 0.0) -> dict:
+                   fp16: float = 0.0, wt_stream: float = 0.0) -> dict:
     """One random valid layer (see the module docstring) for ``cfg``.
 
     ``reuse`` (for the second layer of a pair; ``prev`` is the first layer's result) is one
@@ -649,6 +649,10 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
     denormals, infinities and NaNs, fp16 pad values, CDMA's NaN flushing at random, an fp16
     SDP layer (fp16 operands, NaN-to-zero at random); no input convertor (it takes integers
     only), no saturating draw.
+    ``wt_stream``: the share of layers drawn anew (uncompressed, not keeping their weights)
+    whose weight banks hold less than the weight surface, as few as one kernel group needs,
+    so the weights stream through them (a batched one's once per batch on this core's RTL;
+    0, the default, draws what was drawn before).
     Returns a :func:`conv_layer` dict.
     """
     precs = [0] + ([1] if "int16" in cfg.data_types and not int8_only else [])
@@ -813,6 +817,12 @@ def random_program(cfg, rng, max_macs: int = 200_000, slot: int = 0, prev=None,
         if dmin + wmin > total:
             raise _Redraw()
         banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.25, total)
+        if wt_stream and not compress and not reuse_bits[3] and rng.random() < wt_stream:
+            bank_bytes = cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
+            group = min(K, _group_k(cfg, prec)) * kh * kw * C * _BYTES[prec]
+            gmin = max(1, ceil_div(group, bank_bytes))
+            if gmin < wmin:
+                banks = (banks[0], int(rng.integers(gmin, wmin)))
 
     # fetch grain: only with packed lines
     fh = fetch_rows[1] if fetch_rows is not None else H
@@ -865,11 +875,12 @@ REUSE_KINDS = ("data_full", "data_partial", "weight", "data_full+weight",
 
 
 def random_pair(cfg, rng, max_macs=200_000, kind=None, compress=False, batch_share=0.5,
-                int8_only=False, int16_cvt=0.0, fp16=0.0):
+                int8_only=False, int16_cvt=0.0, fp16=0.0, wt_stream=0.0):
     """Two layers (groups 0 and 1); ``kind`` one of :data:`REUSE_KINDS` or ``"none"``."""
     kind = kind or str(rng.choice(("none",) + REUSE_KINDS))
     opts = dict(compress=compress, batch_share=batch_share, int8_only=int8_only,
-                int16_cvt=int16_cvt, **({"fp16": fp16} if fp16 else {}))
+                int16_cvt=int16_cvt, **({"fp16": fp16} if fp16 else {}),
+                **({"wt_stream": wt_stream} if wt_stream else {}))
     if kind == "none":
         return [random_program(cfg, rng, max_macs, 0, **opts),
                 random_program(cfg, rng, max_macs, 1, **opts)]
@@ -925,7 +936,8 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.3, max_macs: int = 200_000,
                         prefix: str = "conv_random", compress_share: float = 0.0,
                         batch_share: float = 0.5, int8_only: bool = False,
-                        int16_cvt: float = 0.0, fp16: float = 0.0) -> list:
+                        int16_cvt: float = 0.0, fp16: float = 0.0,
+                        wt_stream: float = 0.0) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     ``compress_share`` of the programs (builds with weight compression) use compressed weights;
@@ -933,11 +945,14 @@ def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
     several batches (0: none, e.g. for an RTL without batching; the random stream is the same);
     ``int8_only``: no int16 layers on a build with int16; ``int16_cvt``: the share of int16
     layers fetching their input that enable the input convertor (int16 to int16); ``fp16``:
-    the share of layers drawn anew that are fp16 (builds with fp16).
+    the share of layers drawn anew that are fp16 (builds with fp16); ``wt_stream``: the share
+    of layers drawn anew whose weights stream through fewer weight banks than they need.
 
     Deterministic by ``seed``. A program the golden model rejects is redrawn (the generator is
     constrained, not exact; :func:`reject_log` of the last call lists the rejections)."""
     extra = {"fp16": fp16} if fp16 else {}
+    if wt_stream:
+        extra["wt_stream"] = wt_stream
 
     def draw(rng):
         compress = cfg.weight_compression and compress_share and rng.random() < compress_share
