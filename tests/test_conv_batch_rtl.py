@@ -85,26 +85,37 @@ def _batch_mutations(cfg):
     }
 
 
-def _streaming_programs(cfg):
+def _streaming_programs(cfg, compress=False, fp16=False):
     """Batched layers whose weights exceed their weight banks (lists of :func:`conv_layer`
     dicts): int8 and int16, 2..8 batches, one to three weight banks, kernel and channel counts
     off the atomic sizes, strides and padding, ``WEIGHT_BYTES`` beyond the surface (a copy's
     tail the CSC never reads), six random geometries over one to three weight banks, and a
     pair whose second layer reuses the first one's batched data with its own streaming
-    weights. Sized for nv_small_int16 (4 KiB banks)."""
+    weights. Sized for nv_small_int16 (4 KiB banks). ``compress``: compressed weights (about
+    half of them zero; the CBUF holds them expanded, so the expanded surface exceeds the
+    weight banks; ``WEIGHT_BYTES`` is the packed size), on builds with weight compression;
+    ``fp16``: the random ones cycle through int8, int16 and fp16."""
     import numpy as np
-    rng = np.random.default_rng(77)
+    rng = np.random.default_rng(78 if compress else 77)
 
     def tensors(B, C, K, kh, kw, W, H, prec):
+        if prec == 2:
+            return (rp._values(rng, (B, C, H, W), 2, "tame"),
+                    rp._values(rng, (K, C, kh, kw), 2, "full"))
         hi = 3000 if prec else 100
-        return (rng.integers(-hi, hi, (B, C, H, W)), rng.integers(-hi, hi, (K, C, kh, kw)))
+        w = rng.integers(-hi, hi, (K, C, kh, kw))
+        if compress:
+            w[rng.random(w.shape) < 0.5] = 0
+        return rng.integers(-hi, hi, (B, C, H, W)), w
 
     def layer(B, C, K, kh, kw, W, H, banks, prec=0, extra=0, data=None, **kw_):
         d, w = tensors(B, C, K, kh, kw, W, H, prec)
         L = rp.conv_layer(cfg, W=W, H=H, C=C, K=K, kh=kh, kw=kw,
                           data=d if data is None else data, weights=w, batches=B,
-                          banks=banks, prec=prec, clip=14 if prec else 6, **kw_)
-        if extra:                             # WEIGHT_BYTES (the register word in bytes)
+                          banks=banks, prec=prec, clip={0: 6, 1: 14, 2: 0}[prec],
+                          compress=compress, **kw_)
+        L["info"]["expanded"] = K * C * kh * kw * (2 if prec else 1)
+        if extra and not compress:            # WEIGHT_BYTES (the register word in bytes)
             wb = L["info"]["wbytes"] + 128 * extra
             for block in ("CDMA", "CSC"):
                 _word(cfg, L, block, "D_WEIGHT_BYTES", wb)
@@ -121,7 +132,7 @@ def _streaming_programs(cfg):
     # random ones: one to three weight banks, one kernel group fitting one bank
     bank = cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     for i in range(6):
-        prec = i % 2 if "int16" in cfg.data_types else 0
+        prec = (i % 3 if fp16 else i % 2) if "int16" in cfg.data_types else 0
         nb = 2 if prec else 1
         gk = cfg.atomic_k // nb
         B = int(rng.integers(2, min(8, cfg.max_batch) + 1))
@@ -139,7 +150,7 @@ def _streaming_programs(cfg):
             pad = (kw - W - pad[1],) + pad[1:]
         programs.append([layer(B, C, K, kh, kw, W, H, (2, wbanks), prec=prec,
                                extra=int(rng.integers(0, 3)), pad=pad,
-                               pad_value=int(rng.integers(0, 256)))])
+                               pad_value=0x3C00 if prec == 2 else int(rng.integers(0, 256)))])
     data, _ = tensors(3, 24, 1, 1, 1, 4, 3, 0)
     first = layer(3, 24, 30, 3, 3, 4, 3, (2, 1), data=data, pad=(1, 1, 1, 0),
                   reuse=(0, 0, 1, 0))
@@ -150,15 +161,16 @@ def _streaming_programs(cfg):
     for layers in programs:
         for L in layers:
             cap = L["info"]["banks"][1] * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
-            assert L["info"]["batches"] > 1 and L["info"]["wbytes"] > cap, L["info"]
+            assert L["info"]["batches"] > 1 and L["info"]["expanded"] > cap, L["info"]
     return programs
 
 
-def streaming_batch_traces(cfg, directory):
-    """:func:`_streaming_programs` as trace directories with golden CRCs."""
+def streaming_batch_traces(cfg, directory, **options):
+    """:func:`_streaming_programs` (``options``: its ``compress`` / ``fp16``) as trace
+    directories with golden CRCs."""
     paths = []
-    for i, layers in enumerate(_streaming_programs(cfg)):
-        name = f"conv_batch_stream_{i}"
+    for i, layers in enumerate(_streaming_programs(cfg, **options)):
+        name = f"conv_batch_stream{'_c' if options.get('compress') else ''}_{i}"
         path = rp.write_trace(directory, name, layers)
         crcs, err = rp._golden_crcs(cfg, path, len(layers))
         assert crcs is not None, err

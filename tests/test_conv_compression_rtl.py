@@ -364,12 +364,15 @@ def test_image_layers_with_compressed_weights(tmp_path):
 
 
 # -- int16 and fp16 --------------------------------------------------------------------------
-#: compression with 2-byte elements (a mask bit per element: per byte pair): int16 beside int8
+#: compression with 2-byte elements (a mask bit per element: per byte pair): int16 beside int8,
+#: and batching (up to 8 batches: compressed batched layers, weights larger than the banks)
 NV_SMALL_WC_INT16 = NV_SMALL_WC.replace(name="nv_small_wc_int16",
-                                        data_types=frozenset({"int8", "int16"}))
+                                        data_types=frozenset({"int8", "int16"}),
+                                        batching=True, max_batch=8)
 #: and fp16 (the slow suite's playback build)
 NV_SMALL_WC_FP16 = NV_SMALL_WC.replace(name="nv_small_wc_int16_fp16",
-                                       data_types=frozenset({"int8", "int16", "fp16"}))
+                                       data_types=frozenset({"int8", "int16", "fp16"}),
+                                       batching=True, max_batch=8)
 
 
 def _wgs_end_int16(cfg, layers):
@@ -427,11 +430,19 @@ def test_check_matches_golden_on_wide_compressed_programs(cfg):
                  marks=pytest.mark.slow)])
 def test_random_wide_compressed_programs_rtl_matches_golden(tmp_path, cfg, seed, count, fp16):
     """Random programs, most of their layers compressed, int8 and int16 (and fp16) layers
-    and reuse pairs, bit for bit against the golden model under back-pressure."""
+    and reuse pairs, half of the layers batched, bit for bit against the golden model under
+    back-pressure; then batched compressed layers whose expanded weights exceed the weight
+    banks (:func:`tests.test_conv_batch_rtl.streaming_batch_traces`: the decompressor runs
+    once per batch) and :func:`_int8_then_wide_trace`."""
+    from .test_conv_batch_rtl import streaming_batch_traces
     paths = rp.write_random_traces(cfg, str(tmp_path), count, seed=seed, max_macs=200_000,
                                    compress_share=0.8, fp16=fp16)
     kinds = _compressed_layer_kinds(paths)
     assert kinds[1] >= count // 4 and (not fp16 or kinds[2] >= count // 6), kinds
+    extra = streaming_batch_traces(cfg, str(tmp_path), compress=True, fp16=bool(fp16))
+    extra.append(_int8_then_wide_trace(cfg, str(tmp_path)))
+    paths += extra
+    count += len(extra)
     if fp16:     # CDMA's NaN / Inf weight counters count the packed weights, not the mask
         from .test_conv_fp16_rtl import _STATUS
         from .test_pdp_fp16_rtl import _add_status_polls
@@ -440,6 +451,28 @@ def test_random_wide_compressed_programs_rtl_matches_golden(tmp_path, cfg, seed,
         for p in paths:
             assert rp.run_trace_golden(p, cfg).passed
     _check(paths, count, seed, cfg)
+
+
+def _int8_then_wide_trace(cfg, directory):
+    """An int8 compressed layer whose mask takes 125 atoms, then an int16 one (a mask of one
+    atom): the decompressor once issued a mask command at the first layer's end address in
+    the second layer's start cycle (its sizes already the int16 layer's, its counters still
+    the int8 one's), and the int16 layer expanded with that stale mask (all zeros)."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-100, 100, (19, 21, 5, 4))
+    w[rng.random(w.shape) < 0.5] = 0
+    first = rp.conv_layer(cfg, W=5, H=3, C=21, K=19, kh=5, kw=4,
+                          data=rng.integers(-100, 100, (21, 3, 5)), weights=w, banks=(2, 3),
+                          compress=True, stride=(2, 1), pad=(2, 1, 0, 2), clip=6)
+    w = rng.integers(-100, 100, (5, 8, 1, 1))
+    w[rng.random(w.shape) < 0.5] = 0
+    second = rp.conv_layer(cfg, W=3, H=3, C=8, K=5, data=rng.integers(-100, 100, (8, 3, 3)),
+                           weights=w, compress=True, prec=1, slot=1)
+    layers = [first, second]
+    path = rp.write_trace(directory, "conv_int8_then_int16_compressed", layers)
+    crcs, err = rp._golden_crcs(cfg, path, 2)
+    assert crcs is not None, err
+    return rp.write_trace(directory, "conv_int8_then_int16_compressed", layers, crcs)
 
 
 def _compressed_layer_kinds(paths):

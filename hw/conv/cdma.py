@@ -46,12 +46,14 @@ Weights (:func:`sim.conv.cdma.fetch_weights`)
     are not written). Requests of at most ``_WT_CHUNK`` bytes are issued only when the ring has
     room for them: a byte ``i`` is requested only when ``i < wt_released + weight ring bytes``,
     so weights larger than the weight banks stream through the ring as the CSC releases them.
-    A batched layer (builds with batching) whose uncompressed ``WEIGHT_BYTES`` exceed the
-    ring is fetched once per batch: ``B`` copies one after the other in the byte stream
-    (``wt_bytes`` / ``wt_released`` count stream bytes, copy ``b`` from byte ``b x
-    WEIGHT_BYTES``), each read from ``WEIGHT_ADDR`` again; ``wt_copy`` tells the CSC the copy
-    stride in bytes and in ring rows (:mod:`hw.conv.common`, "Weight copies"). fp16 weights
-    are counted (NaN / Inf) in the first copy only, as the golden model counts them once.
+    A batched layer (builds with batching) whose weights exceed the ring (``WEIGHT_BYTES``;
+    compressed ones expanded) is fetched once per batch: ``B`` copies one after the other in
+    the byte stream (``wt_bytes`` / ``wt_released`` count stream bytes), each read from
+    ``WEIGHT_ADDR`` again (compressed: the decompressor run again, with the WMB, once the
+    previous run is idle; the copy starts on the next ring row); ``wt_copy`` tells the CSC
+    the copy stride in bytes and in ring rows (:mod:`hw.conv.common`, "Weight copies"). fp16
+    weights are counted (NaN / Inf) in the first copy only, as the golden model counts them
+    once.
 
 Compressed weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``; builds with
 ``weight_compression`` only, :mod:`hw.conv.wdecomp`)
@@ -176,6 +178,8 @@ class Cdma(wiring.Component):
             **({"drained": Out(1)} if conv_fp16(cfg) else {}),
             # builds with batching: the weight copies of a batched layer (see "Batches")
             **({"wt_copy": Out(wt_copy_layout(cfg))} if cfg.batching else {}),
+            # builds with batching and compression: BYTE_PER_KERNEL x kernels (ConvCheck's)
+            **({"wt_expanded": In(34)} if cfg.batching and cfg.weight_compression else {}),
         })
 
     def elaborate(self, platform):
@@ -512,8 +516,21 @@ class Cdma(wiring.Component):
             # the weight copies of a batched layer (one when its weights fit the banks): the
             # current copy starts at byte c_base of the stream, from WEIGHT_ADDR again
             refetch = Signal()
-            m.d.comb += refetch.eq((nb_m1 != 0) & (wbytes > wcap)
-                                   & (~compressed if comp else 1))
+            cstride = Signal(35)                         # a copy's bytes (whole ring rows)
+            if comp:
+                # compressed: a copy is the expanded surface (whole atoms), copies start on
+                # whole ring rows; the decompressor runs once per copy
+                exp_r = Signal(34)
+                with m.If(load):
+                    m.d.sync += exp_r.eq(self.wt_expanded)
+                exp_atoms = Signal(35)
+                m.d.comb += exp_atoms.eq(((exp_r + ATOM - 1) >> ash) << ash)
+                lbw_ = pb + ash
+                m.d.comb += [
+                    refetch.eq((nb_m1 != 0) & Mux(compressed, exp_atoms > wcap, wbytes > wcap)),
+                    cstride.eq(Mux(compressed, ((exp_r + BW - 1) >> lbw_) << lbw_, wbytes))]
+            else:
+                m.d.comb += [refetch.eq((nb_m1 != 0) & (wbytes > wcap)), cstride.eq(wbytes)]
             c_base = Signal(WB)
             c_left = Signal(6)                           # copies after the current one
             rel = Signal(signed(WB + 2))                 # room from the copy's start
@@ -672,6 +689,8 @@ class Cdma(wiring.Component):
             wb_base = Signal(WB)                         # stream byte of the copy written
             wb_left = Signal(6)                          # copies after it
             w_first = Signal()                           # writing the first copy
+            if comp:
+                wd_next = Signal()                       # the decompressor's next copy
         with m.If(take_w):
             m.d.sync += [wr.addr.eq(wrow0 + wpos), wr.data.eq(Cat(*[ws_data] * P)),
                          wr.mask.eq((wmask_atom << (wlane << ash)) if P > 1 else wmask_atom),
@@ -684,7 +703,9 @@ class Cdma(wiring.Component):
                 m.d.sync += wr_wbytes.eq(wb_base + wbytes - Mux(wlast, 0, wrem - ATOM))
                 with m.If(wlast & (wb_left != 0)):
                     m.d.sync += [wr_wlast.eq(0), wrem.eq(wbytes), wb_left.eq(wb_left - 1),
-                                 wb_base.eq(wb_base + wbytes), w_first.eq(0)]
+                                 wb_base.eq(wb_base + cstride)]
+                    m.d.sync += w_first.eq(0) if not comp else \
+                        w_first.eq(w_first & compressed)
             if comp:
                 m.d.sync += w_wr.eq(w_wr + ATOM)
                 with m.If(compressed):
@@ -695,6 +716,13 @@ class Cdma(wiring.Component):
                     m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
             else:
                 m.d.sync += wpos.eq(wrap(wpos + 1, n_wt))
+            if bat and comp:
+                # a compressed copy's end: the next copy from the next whole ring row,
+                # expanded by the decompressor run again (once it is idle; its trailing
+                # reads still count as the first copy's fp16 weights)
+                with m.If(wlast & (wb_left != 0) & compressed):
+                    m.d.sync += [w_wr.eq(wb_base + cstride), wd_next.eq(1), wlane.eq(0),
+                                 wpos.eq(wrap(wpos + 1, n_wt))]
             with m.If((wlast & (wb_left == 0)) if bat else wlast):
                 m.d.sync += w_active.eq(0)
 
@@ -745,10 +773,18 @@ class Cdma(wiring.Component):
                              wb_base.eq(0), wb_left.eq(ncopy_m1), w_first.eq(1)]
             # the CSC's side of the copies: the stride in bytes and in weight ring rows
             # (WEIGHT_BYTES / bank width modulo the ring's rows, computed once per layer)
-            rows, rows_ok = seq_remainder(m, decide, wbytes[pb + ash:], n_wt, "wt_copy_rows")
-            m.d.comb += [self.wt_copy.bytes.eq(Mux(refetch, wbytes, 0)),
+            rows, rows_ok = seq_remainder(m, decide, cstride[pb + ash:], n_wt, "wt_copy_rows")
+            m.d.comb += [self.wt_copy.bytes.eq(Mux(refetch, cstride, 0)),
                          self.wt_copy.rows.eq(rows), self.wt_copy.ok.eq(rows_ok)]
-        if comp:
+        if comp and bat:
+            # the decompressor once per copy: its next run when the previous one is idle
+            # (its trailing reads counted with the first copy's fp16 weights)
+            m.d.comb += wdec.start.eq((decide & compressed & ~w_reuse) | (wd_next & ~wdec.busy))
+            with m.If(decide):
+                m.d.sync += wd_next.eq(0)
+            with m.Elif(wd_next & ~wdec.busy):
+                m.d.sync += [wd_next.eq(0), w_first.eq(0)]
+        elif comp:
             m.d.comb += wdec.start.eq(decide & compressed & ~w_reuse)
 
         # -- counters --------------------------------------------------------------------------

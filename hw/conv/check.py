@@ -26,9 +26,8 @@ Rules (any one fails the program)
       several lines / surfaces its ``LINE_STRIDE`` / ``SURF_STRIDE``, equal SDP's destination
       ones modulo two atoms); every slice count below counts ``in_h x B`` (data banks,
       ``RLS_SLICES``, the kept slices, and data reuse needs the kept batch count); the last
-      batch inside the address space. RTL restriction (the golden model streams them): a
-      batched layer's compressed weights, expanded, must fit the weight banks (uncompressed
-      ones larger than the banks are fetched once per batch);
+      batch inside the address space (weights larger than the weight banks are fetched once
+      per batch, :mod:`hw.conv.common` "Weight copies");
     * image input (``DATAIN_FORMAT`` PIXEL): the rules of :func:`hw.conv.image.image_rules`
       (the golden decode's image rules); the feature-only rules below (surface stride,
       ``LINE_PACKED`` / grain, overlapping surfaces, feature entries and address space,
@@ -119,7 +118,9 @@ class ConvCheck(wiring.Component):
     """``ConvCheck(cfg, rmap)``: the program check (see the module docstring).
 
     Members: ``<block>_regs`` (in, the consumer groups' rw fields), ``start`` / ``end`` (in,
-    pulses), ``done`` / ``ok`` (out: ``ok`` is valid while ``done`` pulses).
+    pulses), ``done`` / ``ok`` (out: ``ok`` is valid while ``done`` pulses); on builds with
+    batching and weight compression ``wt_expanded`` (out, ``BYTE_PER_KERNEL`` x kernels, the
+    expanded weight bytes, valid from ``done`` until the next ``start``).
     """
 
     def __init__(self, cfg, rmap):
@@ -128,6 +129,8 @@ class ConvCheck(wiring.Component):
                    for b in _BLOCKS}
         members.update({"sdp": In(sdp_cube_layout(cfg)),
                         "start": In(1), "end": In(1), "done": Out(1), "ok": Out(1)})
+        if cfg.batching and cfg.weight_compression:
+            members["wt_expanded"] = Out(34)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -427,6 +430,8 @@ class ConvCheck(wiring.Component):
         wch = Mux(img, cw1.WEIGHT_CHANNEL_EXT, cext1.DATAIN_CHANNEL_EXT) + 1
         p_bpk = product("p_bpk", wch, kwkh, 11)              # kw x kh x C
         p_wt = product("p_wt", kernels, bpk, 19)             # BYTE_PER_KERNEL x K
+        if cfg.batching and cfg.weight_compression:
+            m.d.comb += self.wt_expanded.eq(p_wt)
         group_k = Signal(range(cfg.atomic_k + 1))
         m.d.comb += group_k.eq(Mux(kernels > cfg.atomic_k, cfg.atomic_k, kernels))
         if i16b:                                            # int16 kernel groups: AK / 2
@@ -475,15 +480,6 @@ class ConvCheck(wiring.Component):
                      # every slice held at once needs an entry (avail x eps fits a product)
                      avail > cfg.cbuf_banks * DEPTH]
             late += [batched & ~img & (bs < p_surfs + ss)]   # batches overlap
-            if comp:
-                # RTL restriction (the golden model streams them): a batched layer's
-                # compressed weights must fit the weight banks expanded, each batch walks
-                # them again (uncompressed ones larger than the banks are fetched once per
-                # batch, hw.conv.common "Weight copies")
-                wcap_bytes = Signal(range(cfg.cbuf_banks * DEPTH * BW + 1))
-                m.d.comb += wcap_bytes.eq(wbanks * (DEPTH * BW))
-                errs += [batched & compressed & (wbytes > wcap_bytes)]
-                late += [batched & compressed & (p_wt > wcap_bytes)]
             # the batched delivery: CACC's output address and strides agree with SDP's
             # modulo two memory atoms (the lines / surfaces only when there are several)
             lo = ATOM.bit_length()

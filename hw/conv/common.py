@@ -76,14 +76,15 @@ Cdma -> Csc progress (:class:`hw.conv.cdma.Cdma`)
 Weight copies (builds with batching; :func:`wt_copy_layout`)
     The Csc walks a batched layer's weights once per batch (batch-major sequence, below). When
     they fit the weight ring, the Cdma fetches them once and the Csc releases nothing before
-    the last batch. When ``WEIGHT_BYTES`` exceeds the ring (uncompressed weights), the Cdma
-    fetches the surface once per batch: the byte stream is ``B`` copies of ``WEIGHT_BYTES``
-    bytes, copy ``b`` at stream bytes ``b*WEIGHT_BYTES ..`` (whole ring rows: the surface is a
-    multiple of 128 bytes), and ``wt_bytes`` / ``wt_released`` count stream bytes. ``wt_copy``
-    tells the Csc: ``bytes`` (``WEIGHT_BYTES`` when copying, else 0) and ``rows`` (a copy's
-    advance in ring rows, ``WEIGHT_BYTES / BW`` modulo the ring, valid with ``ok``, a few dozen
-    cycles after the layer starts). The Csc starts batch ``b + 1`` at copy ``b + 1``'s first
-    byte and releases copy ``b`` whole when batch ``b`` ends.
+    the last batch. When they exceed the ring, the Cdma fetches the surface once per batch:
+    the byte stream is ``B`` copies of ``S`` bytes, copy ``b`` at stream bytes ``b*S ..``, and
+    ``wt_bytes`` / ``wt_released`` count stream bytes. ``S`` is ``WEIGHT_BYTES`` (whole ring
+    rows: a multiple of 128 bytes), or for compressed weights (expanded in the CBUF, the
+    decompressor run once per copy) ``BYTE_PER_KERNEL x K`` rounded up to whole ring rows
+    (a copy's last row partly unwritten). ``wt_copy`` tells the Csc: ``bytes`` (``S`` when
+    copying, else 0) and ``rows`` (a copy's advance in ring rows, ``S / BW`` modulo the ring,
+    valid with ``ok``, a few dozen cycles after the layer starts). The Csc starts batch ``b +
+    1`` at copy ``b + 1``'s first byte and releases copy ``b`` whole when batch ``b`` ends.
 
 Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output

@@ -180,6 +180,8 @@ class ConvPipeline(wiring.Component):
         ]
         if cfg.batching:
             m.d.comb += csc.wt_copy.eq(cdma.wt_copy)
+            if cfg.weight_compression:
+                m.d.comb += cdma.wt_expanded.eq(check.wt_expanded)
         prec = self.cacc_regs.D_MISC_CFG.PROC_PRECISION    # (the check: all blocks agree)
         if conv_int16(cfg):
             m.d.comb += [cmac.int16.eq(prec == 1), cacc.int16.eq(prec == 1)]

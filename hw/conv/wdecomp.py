@@ -121,14 +121,17 @@ class WeightDecompressor(wiring.Component):
                      d_n.eq(Mux(d_left >= dchunk, dchunk, d_left))]
         m_room = Signal()
         d_room = Signal()
-        m.d.comb += [m_room.eq((m_left != 0) & (m_iss - m_pop + m_n <= mdepth)),
-                     d_room.eq((d_left != 0) & (d_iss - d_pop + d_n <= ddepth))]
+        # (m_iss < m_atoms, not m_left != 0: a new layer's sizes, e.g. a 2-byte layer's
+        # smaller mask after an int8 one, may be below what the previous run issued until
+        # ``start`` clears the counters, and must not issue a command at the old address)
+        m.d.comb += [m_room.eq((m_iss < m_atoms) & (m_iss - m_pop + m_n <= mdepth)),
+                     d_room.eq((d_iss < d_atoms) & (d_iss - d_pop + d_n <= ddepth))]
         # the mask first while its FIFO is at most half full (it gates every output atom)
         pick_m = Signal()
         m.d.comb += pick_m.eq(m_room & (~d_room | (m_iss - m_pop <= mchunk)))
         c = self.cmd.payload
         m.d.comb += [
-            self.cmd.valid.eq(sized & (m_room | d_room) & tags.w_rdy),
+            self.cmd.valid.eq(sized & ~self.start & (m_room | d_room) & tags.w_rdy),
             c.base.eq(Mux(pick_m, m_addr, d_addr)), c.ram_type.eq(self.ram_type),
             c.line_atoms.eq(Mux(pick_m, m_n, d_n) - 1), c.lines.eq(0), c.surfaces.eq(0),
             c.batches.eq(0), c.line_stride.eq(0), c.surface_stride.eq(0),

@@ -31,11 +31,8 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
       weight banks, and kept weights (``SKIP_WEIGHT_RLS``) are kept expanded, so the whole
       uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
       only their WGS sizes to fit.
-    * Batches with compressed weights: this core walks a batched layer's weights once per
-      batch; compressed ones are expanded as they are fetched and fetched once, so they must
-      fit the weight banks (``WEIGHT_BYTES``, and expanded). Uncompressed weights larger
-      than the weight banks are fetched once per batch (:mod:`hw.conv.common`, "Weight
-      copies").
+    Batched layers whose weights exceed the weight banks (compressed ones expanded) are
+    fetched once per batch (:mod:`hw.conv.common`, "Weight copies"), not a limit.
     fp16 layers run as int16 ones (NVDLA's fp16 MAC cells and 48-bit float accumulator,
     :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`), on bank-row and two-column entries.
     """
@@ -57,10 +54,3 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
             _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
                  f"kept compressed weights are kept expanded: BYTE_PER_KERNEL x kernels = "
                  f"{surface} bytes > {p.weight_bank} weight bank(s) of {wcap} bytes")
-    if p.batches > 1 and p.compression is not None:
-        weights = max(p.weight_bytes, p.kernels * p.byte_per_kernel)
-        if weights > wcap:
-            _err(f"CDMA.D_BATCH_NUMBER.BATCHES={p.batches - 1}",
-                 f"a batched layer's compressed weights are fetched once for all batches and "
-                 f"must fit the weight banks expanded: {weights} bytes > {p.weight_bank} "
-                 f"weight bank(s) of {wcap} bytes")
