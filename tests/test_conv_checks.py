@@ -11,9 +11,8 @@ golden model's rules, and the core rejecting them without memory traffic.
   layer, int16-specific mutations and random int16 / int8 programs; the RTL-only int16
   restrictions (:mod:`hw.conv.check`) are checked on their own. Batches: on builds with
   batching (nv_large; its random programs batch half their layers) the golden verdict of a
-  batched layer adds the delivery rule (:func:`sim.conv.program.check_batch_delivery`), SDP's
-  batch count and the RTL's restriction (compressed weights must fit the weight banks
-  expanded).
+  batched layer adds the delivery rule (:func:`sim.conv.program.check_batch_delivery`) and
+  SDP's batch count.
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
