@@ -112,10 +112,10 @@ def _rsr_floor(m, x, s_c, out_bits, name):
 
 
 def seq_remainder(m, start, x, n, name):
-    """``x mod n`` by restoring division, one bit of ``x`` per cycle (``len(x)`` cycles after
-    ``start``; ``x`` is taken at ``start``, ``n`` held meanwhile, ``n`` > 0): returns ``(r, done)``, ``done``
-    high from then until the next ``start``. For values fixed per layer (ring offsets), where
-    a divider would cost more than the cycles."""
+    """``x mod n`` by restoring division, one bit of ``x`` per cycle: ``x`` is taken at
+    ``start``, ``n`` (> 0) must hold meanwhile; returns ``(r, done)``, ``done`` high from
+    ``len(x)`` cycles after ``start`` until the next one. For values fixed per layer (ring
+    offsets), where a divider would cost more logic than the cycles."""
     bits = len(x)
     r = Signal(len(n) + 1, name=f"{name}_r")
     sh = Signal(bits, name=f"{name}_sh")                    # x's bits not taken yet, MSB first

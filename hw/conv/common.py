@@ -204,7 +204,7 @@ def wt_count_bits(cfg) -> int:
 
 def wt_copy_layout(cfg) -> data.StructLayout:
     """Cdma -> Csc on builds with batching: the weight copies (module docstring)."""
-    return data.StructLayout({"bytes": 33, "rows": range(cfg.cbuf_banks * cfg.cbuf_bank_depth
+    return data.StructLayout({"bytes": 35, "rows": range(cfg.cbuf_banks * cfg.cbuf_bank_depth
                                                          + 1), "ok": 1})
 
 
