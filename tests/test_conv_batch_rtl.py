@@ -16,7 +16,9 @@ batches; the build the int16 conv, PDP and CDP suites share, so no extra Verilat
 * invalid batch programs (conv and SDP batch rules) on the playback engine: the golden model
   rejects them, the RTL finishes the layer and writes nothing.
 
-Slow: 30 random programs (most batched, up to 32 batches) on nv_large.
+Slow: 30 random programs (most batched, up to 32 batches) and 6 streaming layers on nv_large;
+on nv_full, 12 streaming layers (6 compressed: int8, int16, fp16) and 20 random programs with
+batches, streaming weights, compression and fp16.
 """
 
 from __future__ import annotations
@@ -274,4 +276,23 @@ def test_random_batch_conv_programs_rtl_nv_large(tmp_path):
                                 batch_share=0.8)
     paths += streaming_batch_traces(cfg, str(tmp_path))
     assert_all_pass(playback(paths, cfg, max_cycles=2_000_000, seed=402, busy=0.3,
+                             latency=(1, 24)), len(paths))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_streaming_batches_rtl_nv_full(tmp_path):
+    """nv_full (int8 / int16 / fp16, compression, batching up to 32, 32 KiB weight banks):
+    batched layers whose weights exceed their weight banks, uncompressed and compressed
+    (int8, int16 and fp16: the decompressor once per batch, fp16 weights counted once), and
+    random programs with batches, streaming weights, compression and fp16 layers, bit for
+    bit under back-pressure and latency (its build takes about 11 minutes)."""
+    from arch.config import NvdlaConfig
+    cfg = NvdlaConfig.preset("nv_full")
+    d = str(tmp_path)
+    paths = streaming_batch_traces(cfg, d) + streaming_batch_traces(cfg, d, compress=True,
+                                                                    fp16=True)
+    paths += write_random_traces(cfg, d, 20, seed=620, max_macs=200_000, batch_share=0.8,
+                                 wt_stream=0.5, compress_share=0.5, fp16=0.4)
+    assert_all_pass(playback(paths, cfg, max_cycles=3_000_000, seed=620, busy=0.3,
                              latency=(1, 24)), len(paths))
