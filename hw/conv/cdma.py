@@ -176,7 +176,7 @@ class Cdma(wiring.Component):
             "busy": Out(1),
             # fp16 builds: the fetch is complete (its NaN / Inf counters are final)
             **({"drained": Out(1)} if conv_fp16(cfg) else {}),
-            # builds with batching: the weight copies of a batched layer (see "Batches")
+            # builds with batching: the weight copies of a batched layer (see "Weights")
             **({"wt_copy": Out(wt_copy_layout(cfg))} if cfg.batching else {}),
             # builds with batching and compression: BYTE_PER_KERNEL x kernels (ConvCheck's)
             **({"wt_expanded": In(34)} if cfg.batching and cfg.weight_compression else {}),
@@ -517,6 +517,8 @@ class Cdma(wiring.Component):
             # current copy starts at byte c_base of the stream, from WEIGHT_ADDR again
             refetch = Signal()
             cstride = Signal(35)                         # a copy's bytes (whole ring rows)
+            row_bits = pb + ash                          # log2 of a ring row's bytes
+            over, stride = wbytes > wcap, wbytes
             if comp:
                 # compressed: a copy is the expanded surface (whole atoms), copies start on
                 # whole ring rows; the decompressor runs once per copy
@@ -525,12 +527,9 @@ class Cdma(wiring.Component):
                     m.d.sync += exp_r.eq(self.wt_expanded)
                 exp_atoms = Signal(35)
                 m.d.comb += exp_atoms.eq(((exp_r + ATOM - 1) >> ash) << ash)
-                lbw_ = pb + ash
-                m.d.comb += [
-                    refetch.eq((nb_m1 != 0) & Mux(compressed, exp_atoms > wcap, wbytes > wcap)),
-                    cstride.eq(Mux(compressed, ((exp_r + BW - 1) >> lbw_) << lbw_, wbytes))]
-            else:
-                m.d.comb += [refetch.eq((nb_m1 != 0) & (wbytes > wcap)), cstride.eq(wbytes)]
+                over = Mux(compressed, exp_atoms > wcap, over)
+                stride = Mux(compressed, ((exp_r + BW - 1) >> row_bits) << row_bits, stride)
+            m.d.comb += [refetch.eq((nb_m1 != 0) & over), cstride.eq(stride)]
             c_base = Signal(WB)
             c_left = Signal(6)                           # copies after the current one
             rel = Signal(signed(WB + 2))                 # room from the copy's start
@@ -773,7 +772,7 @@ class Cdma(wiring.Component):
                              wb_base.eq(0), wb_left.eq(ncopy_m1), w_first.eq(1)]
             # the CSC's side of the copies: the stride in bytes and in weight ring rows
             # (WEIGHT_BYTES / bank width modulo the ring's rows, computed once per layer)
-            rows, rows_ok = seq_remainder(m, decide, cstride[pb + ash:], n_wt, "wt_copy_rows")
+            rows, rows_ok = seq_remainder(m, decide, cstride[row_bits:], n_wt, "wt_copy_rows")
             m.d.comb += [self.wt_copy.bytes.eq(Mux(refetch, cstride, 0)),
                          self.wt_copy.rows.eq(rows), self.wt_copy.ok.eq(rows_ok)]
         if comp and bat:

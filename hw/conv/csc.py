@@ -762,15 +762,16 @@ class Csc(wiring.Component):
                                 with m.If(w_kleft <= KG):
                                     with m.If(w_lastb):
                                         m.next = "IDLE"
-                                    with m.Elif(copies):
-                                        ncb = w_cb + cp.bytes
-                                        m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K),
-                                                     w_cb.eq(ncb), w_b.eq(ncb), w_gb.eq(ncb),
-                                                     self.wt_released.eq(ncb),
-                                                     w_cpend.eq(1)]
                                     with m.Else():
-                                        m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K),
-                                                     w_b.eq(0), w_gb.eq(0),
-                                                     w_p.eq(self.wt_base),
-                                                     w_gp.eq(self.wt_base)]
+                                        m.d.sync += [w_bat.eq(w_bat + 1), w_kleft.eq(K)]
+                                        with m.If(copies):
+                                            ncb = w_cb + cp.bytes
+                                            m.d.sync += [w_cb.eq(ncb), w_b.eq(ncb),
+                                                         w_gb.eq(ncb),
+                                                         self.wt_released.eq(ncb),
+                                                         w_cpend.eq(1)]
+                                        with m.Else():
+                                            m.d.sync += [w_b.eq(0), w_gb.eq(0),
+                                                         w_p.eq(self.wt_base),
+                                                         w_gp.eq(self.wt_base)]
         return m
