@@ -184,6 +184,10 @@ class NvdlaConfig:
         unknown = self.image_semi_formats - set(SEMI_PLANAR_IMAGE_FORMATS)
         if unknown:
             err("image_semi_formats", f"unknown formats {sorted(unknown)}")
+        fp_formats = sorted(f for f in self.image_packed_formats if f.endswith("_F"))
+        if fp_formats and "fp16" not in self.data_types:
+            err("image_packed_formats", f"{', '.join(fp_formats)}: fp16 pixels are processed in "
+                "fp16 only (precision conversion, Table 29): need fp16 in data_types")
         for p in ("dbbif_width", "sramif_width"):
             v = getattr(self, p)
             if v not in (32, 64, 128, 256, 512):

@@ -72,6 +72,8 @@ BAD = [
     ("bdma", dict(bdma=True), "bdma=True: BDMA copies between the DBBIF and the SRAMIF"),
     ("image_packed_formats", dict(image_packed_formats={"RGB565"}), "unknown formats"),
     ("image_semi_formats", dict(image_semi_formats={"NV12"}), "unknown formats"),
+    ("image_packed_formats", dict(image_packed_formats={"R8", "R16_F"}),
+     "R16_F: fp16 pixels are processed in fp16 only"),
     ("dbbif_width", dict(dbbif_width=48), "dbbif_width=48: must be 32, 64"),
     ("sramif_width", dict(sramif_width=1024), "sramif_width=1024"),
     ("address_width", dict(address_width=40), "address_width=40: must be 32 or 64"),

@@ -200,7 +200,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     state.stats = {"data": (0, 0), "weight": (0, 0)}
     if p.image is not None:
         # an image layer fetches its whole input (DATA_REUSE is rejected by decode)
-        cube = fetch_image(cfg, p, _memory(core, p.ram_type))
+        cube = fetch_image(cfg, p, _memory(core, p.ram_type), state.stats)
         state.log.append("data: image fetched")
         return _finish(core, cfg, p, state, cube,
                        (0, p.data_bank, p.weight_bank, 1, p.in_width, p.entries, 1))

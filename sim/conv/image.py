@@ -17,9 +17,19 @@ ROI pixel ``i``:
   (``D_MEAN_GLOBAL_*`` MEAN_RY/GU/BV/AX, signed 16 bits) when ``D_MEAN_FORMAT`` is ENABLE and
   ``CVT_OFFSET`` otherwise; without the convertor the container's bits go to the CBUF as they
   are (read as signed) and the mean is not applied;
+* fp16 processing of integer pixels (the convertor is required, Table 29 / Equation 1):
+  the rounded value saturates to 17 signed bits (NVDLA's convertor keeps a 17-bit
+  intermediate, ``cmod/hls/cdma_libs/cdma_cvt.cpp``) and becomes the nearest fp16, ties to
+  even, infinity past 65504 + half an ulp;
+* fp16 pixels (the ``_F`` formats; fp16 processing only, no convertor) go to the CBUF as
+  they are. With ``IN_PRECISION`` FP16 (T_R16_F is INT16 input in Table 33, and NVDLA's CDMA
+  neither counts nor flushes its codes) their NaN and infinity codes are counted into the CDMA's ``D_NAN_INPUT_DATA_NUM`` /
+  ``D_INF_INPUT_DATA_NUM`` over every element NVDLA's CDMA fetches (per line, from the ROI's
+  first pixel to the end of the atom holding its last one), and with ``D_NAN_FLUSH_TO_ZERO``
+  the NaNs become +0;
 * the left and right padding pixels hold CDMA's ``D_ZERO_PADDING_VALUE`` in the processing
-  precision (its low byte for int8), unconverted. Top and bottom padding is the sequencer's
-  (CSC's pad value, :mod:`.csc`).
+  precision (its low byte for int8; the 16 bits as they are for int16 and fp16),
+  unconverted. Top and bottom padding is the sequencer's (CSC's pad value, :mod:`.csc`).
 """
 
 from __future__ import annotations
@@ -30,9 +40,10 @@ from sim.formats.common import round_shift_right, saturate
 from sim.formats.pixel import pixel_to_signed
 from sim.formats.weight import image_weight_offsets
 
-from .program import INT8, ConvProgram, ConvProgramError, uv_x_offset_bytes
+from .program import FP16, INT8, ConvProgram, ConvProgramError, uv_x_offset_bytes
 
-__all__ = ["image_codes", "convert_image", "fetch_image", "image_weight_index"]
+__all__ = ["image_codes", "convert_image", "fetch_image", "fp16_pixel_nan_inf", "image_weight_index",
+           "int_to_fp16"]
 
 
 def _check_space(cfg, base: int, offsets: np.ndarray, where: str):
@@ -77,11 +88,41 @@ def image_codes(cfg, p: ConvProgram, mem) -> np.ndarray:
     return out
 
 
+def _signed16(v: np.ndarray) -> np.ndarray:
+    v = v & 0xFFFF
+    return np.where(v >= 0x8000, v - 0x10000, v)
+
+
+def _is_nan16(v: np.ndarray) -> np.ndarray:
+    return ((v & 0x7C00) == 0x7C00) & ((v & 0x3FF) != 0)
+
+
+def int_to_fp16(x: np.ndarray) -> np.ndarray:
+    """fp16 codes (as signed 16-bit values) of integers within 17 signed bits: round to the
+    nearest, ties to even, infinity when the magnitude rounds past 65504."""
+    with np.errstate(over="ignore"):
+        h = np.asarray(x, dtype=np.int64).astype(np.float64).astype(np.float16)
+    return _signed16(h.view(np.uint16).astype(np.int64))
+
+
 def convert_image(p: ConvProgram, codes: np.ndarray) -> np.ndarray:
     """Component codes [channels, H, W] -> CBUF values int64 [channels, H, W] in the
-    processing precision (sign/zero extension, mean or offset, scale, truncate, saturate)."""
+    processing precision (sign/zero extension, mean or offset, scale, truncate, saturate;
+    fp16: see the module docstring). fp16 values are their codes as signed 16-bit values,
+    as the feature path holds them."""
     img = p.image
     out_bits = 8 if p.precision == INT8 else 16
+    if img.fmt.is_float:
+        v = _signed16(codes)
+        if p.nan_to_zero and p.in_precision == FP16:
+            v = np.where(_is_nan16(v), 0, v)
+        return v
+    if p.precision == FP16:                 # decode requires the convertor here
+        d = pixel_to_signed(codes, img.fmt, sign_override=img.signed)
+        off, scale, trunc = p.cvt
+        offsets = np.array(img.mean[:codes.shape[0]] if img.mean is not None
+                           else [off] * codes.shape[0], dtype=np.int64)[:, None, None]
+        return int_to_fp16(saturate(round_shift_right((d - offsets) * scale, trunc), 17))
     if p.cvt is None:
         # no convertor: the container's bits as they are, read as a signed value
         return pixel_to_signed(codes, img.fmt, sign_override=True)
@@ -101,9 +142,31 @@ def _pad_element(p: ConvProgram) -> int:
     return v - 0x10000 if v & 0x8000 else v
 
 
-def fetch_image(cfg, p: ConvProgram, mem) -> np.ndarray:
-    """The image as the CBUF holds it: int64 [1, H, PAD_LEFT + W + PAD_RIGHT, channels]."""
+def fp16_pixel_nan_inf(cfg, p: ConvProgram, mem) -> tuple[int, int]:
+    """(NaN, infinity) counts of an fp16-pixel image as NVDLA's CDMA counts them: per line,
+    every 16-bit element from the ROI's first pixel to the end of the atom holding the last
+    one (the fetched atoms' tail included, the X offset before the ROI not)."""
     img = p.image
+    atom = cfg.memory_atom
+    bpp = img.fmt.bytes_per_pixel[0]
+    first = img.x_offset * bpp
+    end = -(-(img.x_offset + p.width) * bpp // atom) * atom
+    offs = (np.arange(p.height, dtype=np.int64)[:, None] * p.line_stride
+            + np.arange(first, end, dtype=np.int64)[None, :])
+    _check_space(cfg, p.base, offs, f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}")
+    raw = mem.gather((p.base + offs).reshape(-1)).astype(np.int64)
+    v = raw[0::2] | (raw[1::2] << 8)
+    top = (v & 0x7C00) == 0x7C00
+    mant = (v & 0x3FF) != 0
+    return int((top & mant).sum()), int((top & ~mant).sum())
+
+
+def fetch_image(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
+    """The image as the CBUF holds it: int64 [1, H, PAD_LEFT + W + PAD_RIGHT, channels].
+    fp16 pixels: ``stats["data"]`` = their (NaN, infinity) counts."""
+    img = p.image
+    if img.fmt.is_float and p.in_precision == FP16 and stats is not None:
+        stats["data"] = fp16_pixel_nan_inf(cfg, p, mem)
     vals = convert_image(p, image_codes(cfg, p, mem))          # [C, H, W]
     C, H, W = vals.shape
     line = np.full((1, H, img.pad_left + W + img.pad_right, C), _pad_element(p), np.int64)

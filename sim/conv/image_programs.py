@@ -25,7 +25,8 @@ from .program import image_entries_per_slice, uv_x_offset_bytes
 from .random_programs import (_BASES, _GUARD, _SLOT, CONV_BLOCKS, _addr64, _group_k,
                               _intr_mask, min_banks, output_program)
 
-__all__ = ["image_layer", "random_image_layer", "write_random_image_traces", "image_formats_of"]
+__all__ = ["image_layer", "random_image_layer", "write_random_image_traces", "image_formats_of",
+           "image_formats_for"]
 
 _PREC = {"int8": 0, "int16": 1, "fp16": 2}
 _UV_BASE = 0x8080_0000
@@ -35,19 +36,21 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
                 pad_value=0, csc_pad_value=None, x_offset=0, signed=False, cvt=None,
                 mean=None, post_extension=1, clip=0, prec=0, line_extra=0, uv_extra=0,
                 banks=None, data_ram=1, weight_ram=1, dst_ram=1, slot=0, sdp=None,
-                dst=None) -> dict:
+                dst=None, nan_to_zero=False) -> dict:
     """One image-input layer for ``cfg`` (see the module docstring).
 
     ``pad`` = (left, right, top, bottom); ``pad_value`` is CDMA's D_ZERO_PADDING_VALUE (left /
     right padding), ``csc_pad_value`` CSC's (top / bottom; default the same); ``cvt`` =
     (offset, scale, truncate) enables the input convertor; ``mean`` = (RY, GU, BV, AX)
-    enables D_MEAN_FORMAT; ``post_extension`` is 1, 2 or 4 lines. Returns
+    enables D_MEAN_FORMAT; ``post_extension`` is 1, 2 or 4 lines. ``prec`` is the processing
+    precision (0 int8, 1 int16, 2 fp16: ``weights`` and 16-bit pad values are then fp16
+    codes; ``nan_to_zero`` sets CDMA's D_NAN_FLUSH_TO_ZERO). Returns
     ``{"regs", "images", "window", "info", "intr_mask"}`` like ``conv_layer``.
     """
     f = pixel_format(fmt)
     rmap = register_map(cfg)
     atom = cfg.memory_atom
-    pname = {0: "int8", 1: "int16"}[prec]
+    pname = "int8" if prec == 0 else "int16"      # fp16 codes are laid out as int16 values
     nbytes = 1 if prec == 0 else 2
     codes = np.asarray(image)
     C, H, W = codes.shape
@@ -150,7 +153,7 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
     cdma.set("D_CVT_SCALE", CVT_SCALE=scale & 0xFFFF)
     cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
     cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
-    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=0)
+    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(nan_to_zero))
     cdma.set("D_PERF_ENABLE", DMA_EN=1)
 
     csc.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1)
@@ -186,10 +189,14 @@ def image_formats_of(cfg) -> list:
     return sorted(cfg.image_packed_formats) + sorted(cfg.image_semi_formats)
 
 
-def _estimate_clip(f, codes, weights, signed, cvt, mean):
-    """A CACC truncation that brings typical sums near the int8 output range."""
+def _estimate_clip(f, codes, weights, signed, cvt, mean, prec=0):
+    """A CACC truncation that brings typical sums near the output range (int8 or int16;
+    fp16 layers have no truncation: 0)."""
     from sim.formats.pixel import pixel_to_signed
     from sim.formats.common import round_shift_right, saturate
+    if prec == 2:
+        return 0
+    out_bits = 8 if prec == 0 else 16
     if cvt is None:
         vals = pixel_to_signed(codes, f, sign_override=True)
     else:
@@ -197,20 +204,30 @@ def _estimate_clip(f, codes, weights, signed, cvt, mean):
         off, scale, trunc = cvt
         o = np.array(mean[:codes.shape[0]] if mean is not None else [off] * codes.shape[0],
                      np.int64)[:, None, None]
-        vals = saturate(round_shift_right((d - o) * scale, trunc), 8)
+        vals = saturate(round_shift_right((d - o) * scale, trunc), out_bits)
     K, C, R, S = weights.shape
     est = (np.abs(vals).mean() + 1) * (np.abs(weights).mean() + 0.1) * np.sqrt(C * R * S) * 2
-    return int(min(16, max(0, int(est).bit_length() - 6)))
+    return int(min(16, max(0, int(est).bit_length() - (6 if prec == 0 else 14))))
+
+
+def image_formats_for(cfg, prec: int) -> list:
+    """The build's pixel formats a layer of processing precision ``prec`` can take (Table 29:
+    fp16 pixels go to fp16 only)."""
+    return [n for n in image_formats_of(cfg) if prec == 2 or not pixel_format(n).is_float]
 
 
 def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0,
-                       post=None) -> dict:
+                       post=None, prec: int = 0) -> dict:
     """One random valid-looking image layer (the golden decode has the last word: callers
     redraw what it rejects). Every format of the build, sign override, convertor with or
     without the mean, X offset, line stride slack, CDMA left/right and CSC top/bottom padding
     with their pad values, strides, kernel sizes, kernel counts over several groups,
-    post-extension where the kernel line fits."""
-    f = pixel_format(fmt or str(rng.choice(image_formats_of(cfg))))
+    post-extension where the kernel line fits. ``prec`` is the processing precision (0 int8,
+    1 int16, 2 fp16): int16 and fp16 take the integer pixels through the convertor where
+    Table 29 needs it (fp16 always) and fp16 pixels as they are, with fp16 weights and pad
+    values (zeros, denormals, infinities and NaNs among them) and NaN flushing at random."""
+    from ..sdp.random_programs import fp16_codes
+    f = pixel_format(fmt or str(rng.choice(image_formats_for(cfg, prec))))
     C = f.channels
     AC = cfg.atomic_c
     # a quarter of the layers are drawn for post-extension (kernel line and x stride within
@@ -239,13 +256,27 @@ def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 
         Ho = (H + pt + pb - R) // sy + 1
         if Wo * Ho * K * C * R * S <= max_macs:
             break
-    codes = np.stack([rng.integers(0, 1 << c.width, (H, W)) for c in f.components])
     wide = any(c.width > 8 for c in f.components)
+    if f.is_float:
+        codes = fp16_codes(rng, C * H * W).astype(np.int64).reshape(C, H, W)
+    else:
+        codes = np.stack([rng.integers(0, 1 << c.width, (H, W)) for c in f.components])
     signed = bool(rng.integers(0, 2))
-    use_cvt = wide or not signed or rng.random() < 0.6
+    in_bits = 8 if f.precision == "int8" else 16
+    if f.is_float:
+        use_cvt = False
+    elif prec == 2 or (prec == 1 and in_bits == 8) or (prec == 0 and in_bits == 16):
+        use_cvt = True                      # Table 29: the convertor changes the precision
+    else:
+        use_cvt = not signed or rng.random() < 0.6
     cvt = mean = None
     if use_cvt:
-        trunc = (6 + int(rng.integers(0, 6))) if wide else int(rng.integers(0, 4))
+        if prec == 0:
+            trunc = (6 + int(rng.integers(0, 6))) if wide else int(rng.integers(0, 4))
+        elif prec == 1:
+            trunc = int(rng.integers(0, 5)) if wide else int(rng.integers(0, 3))
+        else:
+            trunc = int(rng.integers(0, 9))
         if rng.random() < 0.1:
             trunc = int(rng.integers(0, 64))
         cvt = (int(rng.integers(-200, 201)),
@@ -259,32 +290,43 @@ def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 
             post = p
             break
     wmode = rng.random()
-    weights = rng.integers(-128, 128, (K, C, R, S)) if wmode < 0.3 else \
-        rng.integers(-4, 5, (K, C, R, S))
-    clip = _estimate_clip(f, codes, weights, signed, cvt, mean)
+    if prec == 2:
+        n = K * C * R * S
+        weights = fp16_codes(rng, n).astype(np.int64).reshape(K, C, R, S)
+        weights = np.where(weights >= 0x8000, weights - 0x10000, weights)
+        pads = [int(fp16_codes(rng, 1)[0]) for _ in range(2)]
+    else:
+        hi = 128 if prec == 0 else 1 << 15
+        weights = rng.integers(-hi, hi, (K, C, R, S)) if wmode < 0.3 else \
+            rng.integers(-4, 5, (K, C, R, S))
+        pads = [int(rng.integers(0, 1 << 16)) for _ in range(2)]
+    clip = _estimate_clip(f, codes, weights, signed, cvt, mean, prec)
     return image_layer(
         cfg, fmt=f.name[2:], image=codes, weights=weights, stride=(sx, sy),
-        pad=(pl, pr, pt, pb), pad_value=int(rng.integers(0, 1 << 16)),
-        csc_pad_value=int(rng.integers(0, 1 << 16)),
+        pad=(pl, pr, pt, pb), pad_value=pads[0], csc_pad_value=pads[1],
         x_offset=int(rng.integers(0, max_x_offset(f, cfg.memory_atom) + 1)),
-        signed=signed, cvt=cvt, mean=mean, post_extension=post, clip=clip,
-        line_extra=int(rng.integers(0, 3)), uv_extra=int(rng.integers(0, 3)), slot=slot)
+        signed=signed, cvt=cvt, mean=mean, post_extension=post, clip=clip, prec=prec,
+        line_extra=int(rng.integers(0, 3)), uv_extra=int(rng.integers(0, 3)), slot=slot,
+        nan_to_zero=prec == 2 and rng.random() < 0.5)
 
 
 def write_random_image_traces(cfg, directory: str, count: int, seed: int = 0,
-                              max_macs: int = 100_000, prefix: str = "img_random") -> list:
-    """``count`` random image layers (formats in turn, so every format of the build comes up)
-    as trace directories with golden CRCs; returns their paths. A layer the golden model
-    rejects is redrawn."""
+                              max_macs: int = 100_000, prefix: str = "img_random",
+                              precs=(0,)) -> list:
+    """``count`` random image layers (formats in turn, so every format of the build comes up;
+    processing precisions ``precs`` in turn, 0 int8 / 1 int16 / 2 fp16) as trace directories
+    with golden CRCs; returns their paths. A layer the golden model rejects is redrawn."""
     from .random_programs import _golden_crcs, write_trace
     import shutil
     rng = np.random.default_rng(seed)
-    fmts = image_formats_of(cfg)
     paths = []
     while len(paths) < count:
-        fmt = fmts[(len(paths) + seed) % len(fmts)]
-        layer = random_image_layer(cfg, rng, max_macs, fmt=fmt)
-        name = f"{prefix}_{seed}_{len(paths):04d}_{fmt}"
+        prec = precs[len(paths) % len(precs)]
+        fmts = image_formats_for(cfg, prec)
+        fmt = fmts[(len(paths) // len(precs) + seed) % len(fmts)]
+        layer = random_image_layer(cfg, rng, max_macs, fmt=fmt, prec=prec)
+        tag = "" if precs == (0,) else ("_i8", "_i16", "_fp16")[prec]
+        name = f"{prefix}_{seed}_{len(paths):04d}_{fmt}{tag}"
         path = write_trace(directory, name, [layer])
         crcs, err = _golden_crcs(cfg, path, 1)
         if crcs is None:

@@ -12,8 +12,9 @@ Image input (``D_DATAIN_FORMAT.DATAIN_FORMAT=PIXEL``, :class:`ImageInput`; the f
 :mod:`.image`): the format must be one the build enables (``image_packed_formats`` /
 ``image_semi_formats``), pitch linear, with Table 33's input precision and channel count and
 Table 29's conversion to the processing precision (the convertor, ``D_CVT_CFG.CVT_EN``, is
-needed whenever they differ and for unsigned pixels); PIXEL_X_OFFSET within the first atom,
-PIXEL_Y_OFFSET 0, line strides covering the ROI, one batch, no data reuse. The CDMA writes
+needed whenever they differ and for unsigned integer pixels; fp16 pixels go to fp16
+processing unconverted, integer pixels to fp16 through the convertor); PIXEL_X_OFFSET
+within the first atom, PIXEL_Y_OFFSET 0, line strides covering the ROI, one batch, no data reuse. The CDMA writes
 each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
 ``PAD_LEFT + width + PAD_RIGHT`` pixels; the CSC takes pre-extended weights
 (``WEIGHT_WIDTH_EXT`` 0, ``WEIGHT_CHANNEL_EXT + 1`` = kernel width x channels), ignores
@@ -289,8 +290,6 @@ def _image_format(cfg, cdma, in_prec: int, prec: int) -> PixelFormat:
         check_precision_conversion("conv", f.name, PRECISIONS[prec])
     except PrecisionConversionError as e:
         _err(f"CDMA.D_MISC_CFG.PROC_PRECISION={PRECISIONS[prec].upper()}", str(e))
-    if f.is_float:
-        _err(where, "fp16 image input is not modelled yet")
     return f
 
 
@@ -331,7 +330,7 @@ def _image_input(cfg, cdma, csc, f: PixelFormat, width: int, channels: int,
             _err(f"CDMA.D_LINE_UV_STRIDE.UV_LINE_STRIDE={uv}",
                  f"a U/V line of {width} pixels of {bpp1} bytes from its offset needs {need1}")
     signed = bool(cdma.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE)
-    if not signed and cvt is None:
+    if not signed and cvt is None and not f.is_float:
         _err("CDMA.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE=UNSIGNED_INT",
              "unsigned pixels reach the MAC only through the input convertor: needs "
              "D_CVT_CFG.CVT_EN=ENABLE (or SIGNED_INT)")
@@ -392,8 +391,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
 
     cvt = None
     if _enum(cdma, D, "D_CVT_CFG", "CVT_EN"):
-        if in_prec == FP16 or prec == FP16:
-            _err("CDMA.D_CVT_CFG.CVT_EN=ENABLE", "the input convertor takes int8/int16 only")
+        if in_prec == FP16 or (pix is not None and pix.is_float):
+            _err("CDMA.D_CVT_CFG.CVT_EN=ENABLE", "the input convertor takes integer input "
+                 "(int8 / int16 features, integer pixels); fp16 features and the _F pixel "
+                 "formats go to the CBUF unconverted")
         off = cdma.D_CVT_OFFSET.CVT_OFFSET
         scale = cdma.D_CVT_SCALE.CVT_SCALE
         cvt = (off - (1 << 16) if off & 0x8000 else off,
@@ -409,7 +410,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
             _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
                  f"must equal PROC_PRECISION={PRECISIONS[prec].upper()} for feature input: "
                  f"{e}")
-    elif in_prec != prec and cvt is None:
+    elif in_prec != prec and cvt is None and not pix.is_float:
+        # (T_R16_F is INT16 input in Table 33 but fp16 codes: they go to fp16 unconverted)
         _err(f"CDMA.D_MISC_CFG.IN_PRECISION={PRECISIONS[in_prec].upper()}",
              f"must equal PROC_PRECISION={PRECISIONS[prec].upper()} unless "
              "D_CVT_CFG.CVT_EN converts it (precision conversion table)")
