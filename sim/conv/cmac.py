@@ -169,6 +169,43 @@ def fp16_psum_value(psum):
     return np.where(e == 0x3F, np.nan, v)
 
 
+def _convolve_fp16_image(p: ConvProgram, padded, weights, atom_c, group_atoms):
+    """:func:`convolve_fp16` of an image layer: the CSC's atoms are the pre-extended kernel
+    line (element ``s*C + c``: pixel ``s`` of the window, channel ``c``), with
+    post-extension the row group's lines one after the other (``ri*S*C + s*C + c``), cut into
+    atoms of ``atom_c`` elements (Atomic-C per channel group); per output, channel groups
+    outermost, then row groups, the group's atoms innermost -- the order and the atoms in
+    which the fp16 cell aligns and sums (the integer layers' order does not matter)."""
+    K, C, S = p.kernels, p.in_channels, p.kw
+    pe = p.image.post_extension
+    w = np.asarray(weights, dtype=np.int64) & 0xFFFF
+    wins = {(ky, kx): win for ky, kx, win in windows(p, padded)}
+    B, Ho, Wo = wins[0, 0].shape[:3]
+    rowgroups = []                                    # (data [B, Ho, Wo, L], weights [K, L])
+    for r0 in range(0, p.kh, pe):
+        ks = range(r0, min(p.kh, r0 + pe))
+        d = np.concatenate([wins[ky, kx] for ky in ks for kx in range(S)], axis=-1)
+        wv = np.concatenate([w[:, :, ky, :].transpose(0, 2, 1).reshape(K, S * C) for ky in ks],
+                            axis=-1)
+        rowgroups.append((d, wv))
+    steps = []                                        # per row group: (psums, nans) [G, ...]
+    for d, wv in rowgroups:
+        L = d.shape[-1]
+        G = -(-L // atom_c)
+        pad_c = G * atom_c - L
+        dd = np.pad(d, ((0, 0), (0, 0), (0, 0), (0, pad_c))).reshape(B, Ho, Wo, 1, G, atom_c)
+        ww = np.pad(wv, ((0, 0), (0, pad_c))).reshape(K, G, atom_c)
+        ps, nan = fp16_mac_cell(ww[None, None, None], dd)          # [B, Ho, Wo, K, G]
+        steps.append((ps.transpose(4, 0, 3, 1, 2), nan.transpose(4, 0, 3, 1, 2)))
+    ga = max(1, group_atoms)
+    gmax = max(st[0].shape[0] for st in steps)
+    order = [(r, g) for q in range(-(-gmax // ga)) for r in range(len(steps))
+             for g in range(q * ga, min(steps[r][0].shape[0], (q + 1) * ga))]
+    psums = np.stack([steps[r][0][g] for r, g in order])
+    nans = np.stack([steps[r][1][g] for r, g in order])
+    return psums, nans
+
+
 def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c: int,
                   group_atoms: int = 1):
     """The CMAC partial sums of an fp16 layer, in the order CACC receives them per output.
@@ -184,6 +221,8 @@ def convolve_fp16(p: ConvProgram, cube: np.ndarray, weights: np.ndarray, atom_c:
     fp16, where this core's CSC sends a group's two entries one after the other for each
     kernel position), the group's atoms innermost."""
     padded = padded_input(p, cube) & 0xFFFF
+    if p.image is not None:
+        return _convolve_fp16_image(p, padded, weights, atom_c, group_atoms)
     B, _, _, C = padded.shape
     G = -(-C // atom_c)
     pad_c = G * atom_c - C
