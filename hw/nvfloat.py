@@ -16,7 +16,7 @@ window). Codes are raw bits: fp16 16 bits, fp17 17 bits (sign, 6-bit exponent wi
 unit to a module and return its output.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -24,7 +24,8 @@ __all__ = ["Fp17Add", "Fp17Mul", "Fp16ToFp17", "Fp17ToFp16", "fp17_add", "fp17_m
            "fp16_to_fp17", "fp17_to_fp16", "FP17_MAX_MAG", "Fp32Add", "Fp32Mul", "Fp32MaxMin",
            "Fp16ToFp32", "Fp32ToFp16", "fp32_add", "fp32_mul", "fp32_max_min", "fp16_to_fp32",
            "fp32_to_fp16", "fp32_is_nan", "FP32_MAX_MAG", "Fp17ToFp32", "Fp32ToFp17",
-           "FractionToFp17", "fp17_to_fp32", "fp32_to_fp17", "fraction_to_fp17", "fp32_sub"]
+           "FractionToFp17", "fp17_to_fp32", "fp32_to_fp17", "fraction_to_fp17", "fp32_sub",
+           "Int17ToFp16", "int17_to_fp16"]
 
 _M = 10
 _MMASK = (1 << _M) - 1
@@ -227,6 +228,39 @@ class Fp17ToFp16(wiring.Component):
             m.d.comb += [oe.eq(e - 16), om.eq(mm)]
         m.d.comb += self.o.eq(Cat(om, oe, s))
         return m
+
+
+class Int17ToFp16(wiring.Component):
+    """A signed 17-bit integer -> fp16 code, as the CDMA's input convertor makes fp16 from
+    integer pixels (NVDLA's ``FpIntToFloat<17, 5, 10>``, ``cmod/hls/cdma_libs/cdma_cvt.cpp``;
+    golden :func:`sim.conv.image.int_to_fp16`): round to nearest, ties to even; unlike the
+    units above, a magnitude that rounds past 65504 gives infinity; 0 gives +0."""
+
+    a: In(signed(17))
+    o: Out(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        a = self.a
+        mag = Signal(17)
+        m.d.comb += mag.eq(Mux(a[16], -a, a))              # 65536 for -65536
+        msb = _msb_index(m, mag, "i2h_msb")
+        norm, lz = Signal(17), Signal(5)
+        m.d.comb += [lz.eq(16 - msb), norm.eq(mag << lz)]   # the leading 1 at bit 16
+        r = _rne(m, norm, 6, "i2h_rne")                     # 11-bit significand, rounded
+        expo = Signal(6)
+        m.d.comb += expo.eq(msb + 15 + r[11])               # carried into the next binade
+        with m.If(mag == 0):
+            m.d.comb += self.o.eq(0)
+        with m.Elif(expo >= 31):
+            m.d.comb += self.o.eq(Cat(Const(0, 10), Const(31, 5), a[16]))
+        with m.Else():
+            m.d.comb += self.o.eq(Cat(Mux(r[11], 0, r[:10]), expo[:5], a[16]))
+        return m
+
+
+def int17_to_fp16(m, a):
+    return _unit(m, Int17ToFp16, a=a)
 
 
 def _unit(m, cls, **ports):

@@ -27,9 +27,21 @@ from sim.conv import random_programs as rp
 from sim.sdp.random_programs import Regs
 
 from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16, assert_all_pass, playback
+from .test_conv_image_fp16 import CFG as IMG_FP16_CFG
 from .test_conv_checks import golden_verdicts, rtl_verdicts
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
+#: int16 and fp16 image processing: nv_small with int16 and fp16 on two-column entries (as
+#: nv_full) and every 16-bit and fp16 pixel format besides nv_small's own (the golden tests'
+#: build), and the same on bank-row entries
+IMG_WIDE = IMG_FP16_CFG.replace(name="nv_small_img_wide")
+IMG_WIDE_ROWS = IMG_WIDE.replace(name="nv_small_img_wide_rows", cbuf_entry_width=0)
+
+
+def image_precs(cfg) -> tuple:
+    """The processing precisions of ``cfg``'s image layers (0 int8, 1 int16, 2 fp16)."""
+    return (0,) + ((1,) if "int16" in cfg.data_types else ()) + \
+        ((2,) if "fp16" in cfg.data_types else ())
 
 
 _rtl = playback
@@ -88,14 +100,21 @@ def _perturb(cfg, layer, rng):
 
 
 def _image_layers(cfg, n, seed):
+    """``n`` random image layers of ``cfg``, its formats and processing precisions in turn."""
     rng = np.random.default_rng(seed)
-    fmts = ip.image_formats_of(cfg)
-    return [ip.random_image_layer(cfg, rng, 20_000, fmt=fmts[i % len(fmts)]) for i in range(n)]
+    precs = image_precs(cfg)
+    out = []
+    for i in range(n):
+        prec = precs[i % len(precs)]
+        fmts = ip.image_formats_for(cfg, prec)
+        out.append(ip.random_image_layer(cfg, rng, 20_000, fmt=fmts[i // len(precs) % len(fmts)],
+                                         prec=prec))
+    return out
 
 
 VERDICT_CASES = [(NV_SMALL, 34, 160), (NvdlaConfig.preset("nv_small_256"), 17, 60),
                  (NvdlaConfig.preset("nv_large"), 17, 60), (NV_SMALL_256_2COL, 17, 60),
-                 (NvdlaConfig.preset("nv_full"), 17, 60)]
+                 (NvdlaConfig.preset("nv_full"), 17, 60), (IMG_WIDE, 24, 90)]
 
 
 @pytest.mark.parametrize("cfg, n_valid, n_perturbed", VERDICT_CASES,
@@ -164,6 +183,29 @@ SHARDS = [_shard(NV_SMALL, seed, 40) for seed in range(8)] + \
 def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
     paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
                                          max_macs=300_000)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)
+
+
+# int16 and fp16 image processing (every precision in turn): IMG_WIDE 60 (its own build);
+# slow: 120 on bank-row entries, 30 on nv_full
+WIDE_SHARDS = [_shard(IMG_WIDE, 120, 60), _shard(IMG_WIDE_ROWS, 121, 120, pytest.mark.slow),
+               _shard(NvdlaConfig.preset("nv_full"), 122, 30, pytest.mark.slow)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", WIDE_SHARDS)
+def test_wide_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """int8, int16 and fp16 processing of random image layers in turn: integer pixels through
+    the convertor into int16 and fp16 (17-bit saturation, nearest fp16), fp16 pixels as they
+    are (NaN flushing at random), 16-bit pad values, int16 halves of a group and of a
+    post-extended row group."""
+    paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
+                                         max_macs=100_000, precs=image_precs(cfg))
+    names = " ".join(paths)
+    assert "_i16" in names and "_fp16" in names
+    if any(f.endswith("_F") for f in cfg.image_packed_formats):
+        assert "_F_fp16" in names
     _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
 
@@ -238,10 +280,13 @@ def test_invalid_image_programs_write_nothing(tmp_path):
 
 
 # -- the CDMA's image path alone (Amaranth simulation) -------------------------------------------
-def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, latency=(0, 8)):
+def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, latency=(0, 8),
+                   counters=None):
     """The Cdma of ``layer`` into a Cbuf through the memory interfaces (random AXI
     back-pressure); returns (CBUF slices as the RTL wrote them [H, E*BW] bytes, the golden
-    CBUF lines [H, Wp*C], cycles to dat_done)."""
+    CBUF lines [H, Wp*C x element bytes], cycles to dat_done). ``counters`` (a dict, builds
+    with fp16): gets the RTL's and the golden model's fp16 data NaN / infinity counts,
+    ``"rtl"`` and ``"golden"``."""
     import random
     import types
 
@@ -260,7 +305,8 @@ def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, late
     for addr, data, _ in layer["images"]:
         mem.write(addr, np.asarray(data, np.uint8))
     p = decode(cfg, *(GroupView(rmap[b], layer["regs"][b]) for b in rp.CONV_BLOCKS))
-    want = fetch_image(cfg, p, types.SimpleNamespace(gather=mem.gather))[0]     # [H, Wp, C]
+    stats = {"data": (0, 0)}
+    want = fetch_image(cfg, p, types.SimpleNamespace(gather=mem.gather), stats)[0]  # [H, Wp, C]
     H, Wp, C = want.shape
     bench = Bench(cfg)
     cdma, cbuf = bench.cdma, bench.cbuf
@@ -268,7 +314,7 @@ def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, late
     axi = AxiMemoryModel(bench.dmaif, "dbb", cfg.dbbif_width, rng=random.Random(seed),
                          latency=latency, backpressure=backpressure,
                          max_burst=cfg.max_burst_length, memory=mem)
-    E = p.entries
+    E = p.entries * (cfg.cbuf_entry_bytes // BW)          # bank rows per slice
     got = np.zeros((H, E * BW), np.uint8)
     cycles = [0]
 
@@ -288,13 +334,22 @@ def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, late
                 flat = y * E + e
                 v = ctx.get(cbuf.banks[flat // DEPTH].data[flat % DEPTH])
                 got[y, e * BW:(e + 1) * BW] = np.frombuffer(v.to_bytes(BW, "little"), np.uint8)
+        if counters is not None:
+            st = cdma.status
+            counters["rtl"] = (ctx.get(st["D_NAN_INPUT_DATA_NUM"]["NAN_DATA_NUM"]),
+                               ctx.get(st["D_INF_INPUT_DATA_NUM"]["INF_DATA_NUM"]))
+            counters["golden"] = stats["data"]
 
     sim = Simulator(bench)
     sim.add_clock(1e-8)
     axi.add_to(sim)
     sim.add_testbench(tb)
     sim.run()
-    return got[:, :Wp * C], (want.reshape(H, Wp * C) & 0xFF).astype(np.uint8), cycles[0]
+    if p.precision == 0:
+        want_b = (want.reshape(H, Wp * C) & 0xFF).astype(np.uint8)
+    else:                                  # int16 / fp16: little-endian byte pairs
+        want_b = (want.reshape(H, Wp * C) & 0xFFFF).astype("<u2").view(np.uint8)
+    return got[:, :want_b.shape[1]], want_b, cycles[0]
 
 
 @pytest.mark.parametrize("fmt", ip.image_formats_of(NV_SMALL))
@@ -304,6 +359,40 @@ def test_cdma_image_lines_match_golden(fmt):
     layer = ip.random_image_layer(cfg, rng, 4_000, fmt=fmt)
     got, want, _ = run_cdma_image(cfg, layer)
     assert np.array_equal(got, want), (got[:2], want[:2])
+
+
+WIDE_CDMA = [("A16B16G16R16_F", 2), ("R16_F", 2), ("A16Y16U16V16_F", 2), ("R16", 2),
+             ("A8B8G8R8", 2), ("Y16___U16V16_N444", 2), ("A2B10G10R10", 1), ("R16_I", 1),
+             ("Y8___U8V8_N444", 1), ("X16B16G16R16", 1)]
+
+
+@pytest.mark.parametrize("fmt, prec", WIDE_CDMA, ids=[f"{f}-{p}" for f, p in WIDE_CDMA])
+def test_cdma_wide_image_lines_match_golden(fmt, prec):
+    """int16 / fp16 processing: 2 bytes per element in the CBUF line (the 16-bit pad value,
+    the convertor's int16 or fp16 result, fp16 pixels as they are, NaN flushing); on fp16
+    pixels CDMA's NaN / infinity data counters count from the line's first ROI pixel to the
+    end of its last atom, as the golden model (and NVDLA's CDMA)."""
+    from sim.sdp.random_programs import fp16_codes
+    cfg = IMG_WIDE
+    rng = np.random.default_rng(sum(map(ord, fmt)) + prec)
+    layer = ip.random_image_layer(cfg, rng, 4_000, fmt=fmt, prec=prec)
+    f = ip.pixel_format(fmt)
+    if f.is_float:
+        # NaNs and infinities in the ROI and in every line's tail atom bytes
+        base, ls = layer["info"]["feature_base"], layer["regs"]["CDMA"]["D_LINE_STRIDE"]
+        for addr, data, ram in layer["images"]:
+            if addr == base:
+                codes = fp16_codes(rng, data.size // 2)
+                special = np.array([0x7C00, 0xFC00, 0x7E00, 0xFD55, 0x7C01])
+                codes = np.where(rng.random(codes.size) < 0.2, rng.choice(special, codes.size),
+                                 codes)
+                data[:] = codes.astype("<u2").view(np.uint8)
+    counters = {}
+    got, want, _ = run_cdma_image(cfg, layer, counters=counters)
+    assert np.array_equal(got, want), (got[:2], want[:2])
+    assert counters["rtl"] == counters["golden"], counters
+    if f.is_float and f.precision == "fp16":
+        assert min(counters["golden"]) > 0
 
 
 # -- the convolution pipeline alone (Amaranth simulation) ----------------------------------------

@@ -10,7 +10,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.nvfloat import (Fp16ToFp17, Fp16ToFp32, Fp17Add, Fp17Mul, Fp17ToFp16, Fp17ToFp32,
-                        Fp32Add, Fp32MaxMin, Fp32Mul, Fp32ToFp16, Fp32ToFp17, FractionToFp17)
+                        Fp32Add, Fp32MaxMin, Fp32Mul, Fp32ToFp16, Fp32ToFp17, FractionToFp17,
+                        Int17ToFp16)
 from sim import nvfloat
 
 from .test_nvfloat import _vectors
@@ -176,3 +177,14 @@ def test_fraction35_to_fp17():
         & ((np.int64(1) << 35) - 1)
     np.testing.assert_array_equal(_run(FractionToFp17(35), {"a": f}),
                                   nvfloat.fraction_to_fp17(f, 35))
+
+
+def test_int17_to_fp16_all_values():
+    """The CDMA convertor's integer -> fp16 step on every 17-bit value against the golden
+    model's (:func:`sim.conv.image.int_to_fp16`: nearest, ties to even, infinity past 65504)."""
+    from sim.conv.image import int_to_fp16
+    v = np.arange(-(1 << 16), 1 << 16)
+    got = _run(Int17ToFp16(), {"a": v})
+    np.testing.assert_array_equal(got, int_to_fp16(v) & 0xFFFF)
+    assert got[(1 << 16) + 65519] == 0x7BFF and got[(1 << 16) + 65520] == 0x7C00
+    assert got[0] == 0xFC00 and got[1 << 16] == 0

@@ -318,12 +318,17 @@ class Cdma(wiring.Component):
         # one Convertor for both paths: a layer is either feature or image input, and both
         # paths are empty (busy_any) when the register group, and so is_img, changes
         lanes = max(g.atom_bits // 8, cfg.cbuf_bank_width)
-        m.submodules.cvt = cvt = Convertor(lanes, int16=conv_int16(cfg))
+        m.submodules.cvt = cvt = Convertor(lanes, int16=conv_int16(cfg), fp16=conv_fp16(cfg))
         m.d.comb += [cvt.cvt_en.eq(R.D_CVT_CFG.CVT_EN),
                      cvt.scale.eq(R.D_CVT_SCALE.CVT_SCALE.as_signed()),
                      cvt.trunc.eq(R.D_CVT_CFG.CVT_TRUNCATE)]
-        if conv_int16(cfg):                              # int16 feature input: byte pairs
-            m.d.comb += cvt.wide.eq(~is_img & (R.D_MISC_CFG.PROC_PRECISION == 1))
+        if conv_wide(cfg):
+            # int16 feature input: byte pairs; image input of int16 / fp16 processing: the
+            # image path's whole elements in lane pairs (fp16: their fp16 codes)
+            proc = R.D_MISC_CFG.PROC_PRECISION
+            m.d.comb += [cvt.wide.eq(Mux(is_img, proc != 0, proc == 1)), cvt.full.eq(is_img)]
+            if conv_fp16(cfg):
+                m.d.comb += cvt.fp16.eq(is_img & (proc == 2))
         for client in (imgf.cvt, dcv.cvt):
             n = len(client.q)
             m.d.comb += client.q.eq(cvt.q.as_value()[:n * 8])
@@ -794,7 +799,9 @@ class Cdma(wiring.Component):
             # NaNs become +0 on the way to the convertor; every fetched weight atom is
             # counted (weights are not flushed). The counts start at 0 with each layer.
             fp_layer = Signal()
-            m.d.comb += fp_layer.eq(R.D_MISC_CFG.PROC_PRECISION == 2)
+            fp_in = Signal()                       # fp16 input: features, the fp16 pixels
+            m.d.comb += [fp_layer.eq(R.D_MISC_CFG.PROC_PRECISION == 2),
+                         fp_in.eq(R.D_MISC_CFG.IN_PRECISION == 2)]
             ntz = R.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO
             lanes16 = ATOM // 2
 
@@ -811,10 +818,16 @@ class Cdma(wiring.Component):
             flushed = Signal.like(d_atom, name="fp_dat_flushed")
             for i in range(lanes16):
                 m.d.comb += flushed[16 * i:16 * i + 16].eq(
-                    Mux(fp_layer & ntz & d_nan[i], 0, d_atom[16 * i:16 * i + 16]))
-            m.d.comb += dcv.i.payload.data.eq(flushed)
+                    Mux(fp_in & ntz & d_nan[i], 0, d_atom[16 * i:16 * i + 16]))
+            m.d.comb += [dcv.i.payload.data.eq(flushed), imgf.atoms.payload.data.eq(flushed)]
             w_nan, w_inf = classify(wt_ser.o.payload.data, "fp_wt")
-            d_take = dcv.i.valid & dcv.i.ready & fp_layer
+            # an image line's first atom: the elements before its first ROI pixel are not
+            # counted (golden sim.conv.image.fp16_pixel_nan_inf)
+            d_take = ((dcv.i.valid & dcv.i.ready) | (imgf.atoms.valid & imgf.atoms.ready)) & fp_in
+            counted = Signal(lanes16, name="fp_dat_counted")
+            for i in range(lanes16):
+                m.d.comb += counted[i].eq(~is_img | (2 * i >= imgf.lead))
+            d_nan, d_inf = d_nan & counted, d_inf & counted
             w_take = wt_ser.o.valid & wt_ser.o.ready & fp_layer
             if bat:                                # a batched layer's copies count once
                 w_take = w_take & w_first

@@ -4,9 +4,15 @@ For every image line ``y`` (one CBUF slice of ``ENTRY_PER_SLICE + 1`` entries fr
 ``y * (ENTRIES + 1)``; with two-column entries, ``cbuf_entry_width`` = 2 x the bank width, the
 slice is twice as many bank rows and the line's bytes run through them in order, as
 :mod:`hw.conv.common` places entry ``e`` in rows ``2e`` and ``2e + 1``) the CDMA writes the
-padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of ``C`` int8 elements back to back: pixel
+padded line ``PAD_LEFT + W + PAD_RIGHT`` pixels of ``C`` elements back to back: pixel
 ``i`` of the padded line at byte ``i * C`` of the slice, the left / right padding pixels
-``D_ZERO_PADDING_VALUE``'s low byte on every channel.
+``D_ZERO_PADDING_VALUE``'s low byte on every channel. int16 and fp16 processing (builds with
+the 2-byte element path, :func:`hw.conv.common.conv_wide`; ``PROC_PRECISION`` != INT8):
+elements of 2 bytes, little endian, pixel ``i`` at byte ``2 * i * C``, the padding pixels
+the whole 16-bit ``PAD_VALUE``; the convertor gives int16 or the fp16 code of its 17-bit
+intermediate (:mod:`hw.conv.convertor`), fp16 pixels (the ``_F`` formats, fp16 processing
+only) pass unconverted (the Cdma flushes their NaNs with ``D_NAN_FLUSH_TO_ZERO`` and counts
+their NaNs and infinities from each line's first ROI pixel on: ``lead``).
 
 A line is one *pass* per plane: plane 0 (and, for semi-planar formats, plane 1 right after it)
 is fetched as one DMA request of whole atoms from the atom holding its first ROI pixel.
@@ -42,6 +48,7 @@ from ..mem import dma_fields
 from ..mem.cube import atom_layout
 from ..mem.dma import DmaGeometry, cube_layout
 from ..regfile import fields_layout
+from .common import conv_fp16, conv_wide
 from .convertor import convertor_port
 from .image import image_formats
 
@@ -76,22 +83,26 @@ class ImageFetch(wiring.Component):
             "busy": Out(1),
             # the CDMA's convertor, shared with the feature path (hw.conv.convertor)
             "cvt": Out(convertor_port(cfg.cbuf_bank_width)),
+            # leading bytes of the atom being taken before the line's first ROI pixel (the
+            # Cdma's fp16 NaN / infinity counters skip them, as NVDLA's CDMA)
+            "lead": Out(range(cfg.memory_atom)),
         })
 
-    # per format and pass: (G, pixels per atom, bytes per pixel, lanes)
-    def _passes(self, f):
+    # per format and pass: (G, pixels per atom, bytes per pixel, lanes); ``es`` the bytes of
+    # an element in the CBUF (2: int16 / fp16 processing, element j in lanes 2j and 2j + 1)
+    def _passes(self, f, es=1):
         cfg = self._cfg
         ATOM, BW = cfg.memory_atom, cfg.cbuf_bank_width
         out = []
         for plane in range(len(f.bpp)):
             bpp = f.bpp[plane]
             ppa = ATOM // bpp
-            G = _pow2_floor(min(ppa, BW // f.channels))
+            G = _pow2_floor(min(ppa, BW // (f.channels * es)))
             lanes = []
             for g in range(G):
                 for k, comp in enumerate(f.fmt.components):
                     if comp.plane == plane:
-                        lanes.append((g * f.channels + k, g, k, comp))
+                        lanes.append(((g * f.channels + k) * es, g, k, comp))
             out.append((G, ppa, bpp, lanes))
         return out
 
@@ -102,7 +113,17 @@ class ImageFetch(wiring.Component):
         aw, ash = g.addr_width, g.atom_shift
         ATOM, BW = cfg.memory_atom, cfg.cbuf_bank_width
         lbw = (BW - 1).bit_length()
-        fmts = [f for f in image_formats(cfg) if f.accepted]
+        # the formats the check lets through, and on builds with fp16 the fp16 pixels
+        fmts = [f for f in image_formats(cfg)
+                if f.accepted or (f.fmt.is_float and conv_fp16(cfg))]
+        # int16 / fp16 processing (builds with the 2-byte element path): 2 bytes per element
+        wide_b = conv_wide(cfg)
+        wide = Signal()
+        if wide_b:
+            m.d.comb += wide.eq(R.D_MISC_CFG.PROC_PRECISION != 0)
+
+        def esz(v):                         # elements -> CBUF bytes
+            return v << wide if wide_b else v
 
         def byte_value(reg, fld):
             return dma_fields.byte_value(R, blk, reg, fld)
@@ -126,6 +147,7 @@ class ImageFetch(wiring.Component):
         m.d.comb += eps.eq(R.D_ENTRY_PER_SLICE.ENTRIES + 1)
         pl, pr = R.D_ZERO_PADDING.PAD_LEFT, R.D_ZERO_PADDING.PAD_RIGHT
         pad = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:8]
+        pad16 = R.D_ZERO_PADDING_VALUE.PAD_VALUE[:16]
         code = R.D_DATAIN_FORMAT.PIXEL_FORMAT
 
         # the format: channels, planes, per pass G / pixels per atom / bytes per pixel
@@ -141,7 +163,11 @@ class ImageFetch(wiring.Component):
                     m.d.comb += [n_ch.eq(f.channels), semi.eq(len(f.bpp) == 2),
                                  uvmask.eq(f.uv_mod - 1)]
                     for p, (G, ppa, bpp, _) in enumerate(self._passes(f)):
-                        m.d.comb += [glog[p].eq(G.bit_length() - 1),
+                        gl = G.bit_length() - 1
+                        if wide_b:
+                            gw = self._passes(f, 2)[p][0]
+                            gl = Mux(wide, gw.bit_length() - 1, gl)
+                        m.d.comb += [glog[p].eq(gl),
                                      plog[p].eq(ppa.bit_length() - 1),
                                      blog[p].eq(bpp.bit_length() - 1)]
         # the first ROI pixel of each plane: atom-aligned request start and slot in the atom
@@ -216,8 +242,14 @@ class ImageFetch(wiring.Component):
         slot0 = [Signal(8, name="slot0_0"), Signal(8, name="slot0_1")]
         m.d.comb += [slot0[0].eq(off[0][:ash] >> blog[0]), slot0[1].eq(off[1][:ash] >> blog[1])]
 
+        first = Signal()                                     # the line's first atom is next
+        m.d.comb += self.lead.eq(Mux(first & ~d_pass, off[0][:ash] if ash else 0, 0))
+        with m.If(at.valid & at.ready):
+            m.d.sync += first.eq(0)
+
         def enter_pixels(p):
-            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0]))]
+            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0])),
+                         first.eq(1)]
 
         def enter_pass(p):
             # a pass starts with the left padding, or with its pixels when there is none
@@ -234,7 +266,7 @@ class ImageFetch(wiring.Component):
                         m.d.sync += phase.eq(phase + 1)
                     with m.Else():
                         m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PAD),
-                                     tok.lo.eq(0), tok.n.eq(times(cnt, n_ch8))]
+                                     tok.lo.eq(0), tok.n.eq(esz(times(cnt, n_ch8)))]
                         m.d.sync += rem.eq(rem - cnt)
                         with m.If(rem == cnt):
                             with m.If(phase == 0):
@@ -245,8 +277,8 @@ class ImageFetch(wiring.Component):
                     with m.If(at.valid):
                         m.d.comb += [tok.v.eq(1), tok.kind.eq(KIND_PIX),
                                      tok.grp.eq(at.payload.data >> Cat(Const(0, 3), gbyte)),
-                                     tok.lo.eq(times(lo_slot, n_ch8)),
-                                     tok.n.eq(times(cnt, n_ch8))]
+                                     tok.lo.eq(esz(times(lo_slot, n_ch8))),
+                                     tok.n.eq(esz(times(cnt, n_ch8)))]
                         m.d.sync += [rem.eq(rem - cnt), slot.eq(slot + cnt)]
                         with m.If((slot + cnt == pix_per_atom) | (rem == cnt)):
                             m.d.comb += at.ready.eq(1)
@@ -287,24 +319,32 @@ class ImageFetch(wiring.Component):
         e1 = Signal(tok_l)
         # per lane, the distinct component fields (bit offset in the group, width) and
         # channels over every (format, pass): one small case list per lane, not one per format
+        # (2-byte elements: lane 2j takes the element, lane 2j + 1 its high byte, for the
+        # convertor's bypass)
         fields = [{} for _ in range(BW)]
         chans = [{} for _ in range(BW)]
+        key = Cat(d_pass, code, wide) if wide_b else Cat(d_pass, code)
         for f in fmts:
-            for p, (_, _, bpp, lanes) in enumerate(self._passes(f)):
-                for lane, gi, k, comp in lanes:
-                    case = p | (f.code << 1)
-                    fields[lane].setdefault((gi * bpp * 8 + comp.lsb, comp.width), []).append(case)
-                    chans[lane].setdefault(k, []).append(case)
+            for es in ((1, 2) if wide_b else (1,)):
+                for p, (_, _, bpp, lanes) in enumerate(self._passes(f, es)):
+                    for lane, gi, k, comp in lanes:
+                        case = p | (f.code << 1) | ((es - 1) << (1 + len(code)))
+                        fld = (gi * bpp * 8 + comp.lsb, comp.width)
+                        fields[lane].setdefault(fld + (0,), []).append(case)
+                        chans[lane].setdefault(k, []).append(case)
+                        if es == 2:
+                            fields[lane + 1].setdefault(fld + (8,), []).append(case)
         for lane in range(BW):
-            with m.Switch(Cat(d_pass, code)):
-                for (lsb, width), cases in fields[lane].items():
+            with m.Switch(key):
+                for (lsb, width, hi), cases in fields[lane].items():
                     with m.Case(*cases):
                         bits = 8 if width == 8 else 16
                         v = tok.grp[lsb:][:width]
                         v = Cat(Const(0, bits - width), v) if bits > width else v
-                        m.d.comb += [lane_d[lane].eq(Mux(sext & v[-1], v.as_signed(), v)),
+                        ext = Mux(sext & v[-1], v.as_signed(), v)
+                        m.d.comb += [lane_d[lane].eq(ext >> hi if hi else ext),
                                      lane_m[lane].eq(1)]
-            with m.Switch(Cat(d_pass, code)):
+            with m.Switch(key):
                 for k, cases in chans[lane].items():
                     with m.Case(*cases):
                         m.d.comb += lane_o[lane].eq(Mux(mean_en, means[k], cvt_off))
@@ -323,7 +363,10 @@ class ImageFetch(wiring.Component):
         e3_m = Signal(BW)
         m.d.sync += [e2.eq(e1), e2_m.eq(e1_m), e3.eq(e2), e3_m.eq(e2_m)]
         e3_b = Signal(BW * 8)
-        m.d.comb += e3_b.eq(Mux(e3.kind == KIND_PAD, Cat(*[pad] * BW), cvt.q.as_value()))
+        pads = Cat(*[pad] * BW)
+        if wide_b:                          # 2-byte elements: the 16-bit pad value
+            pads = Mux(wide, Cat(*[pad16] * (BW // 2)), pads)
+        m.d.comb += e3_b.eq(Mux(e3.kind == KIND_PAD, pads, cvt.q.as_value()))
         # -- E4: the packer -------------------------------------------------------------------
         acc = Signal(BW * 8)
         accm = Signal(BW)

@@ -39,11 +39,13 @@ Rules (any one fails the program)
       :func:`~hw.conv.common.conv_fp16` holds, which take one whose ten fields are all FP16
       (``CVT_EN`` is not a rule for int8: NVDLA's own int8 traces set it; an int16 layer with
       ``CVT_EN``, int16 to int16, runs). fp16 layers (the golden model's rules): no
-      ``CVT_EN`` (the convertor takes integers), and the SDP layer they fly into is FP16 --
-      and an integer layer's is not (on every build with fp16); feature input whose
-      ``IN_PRECISION`` is not ``PROC_PRECISION`` (Table 29: direct convolution converts no
-      precision). RTL restrictions on those builds, where the golden model would run the
-      program: an int16 or fp16 image layer, an
+      ``CVT_EN`` on fp16 input (the convertor takes integers: fp16 features here, fp16
+      pixels in :func:`hw.conv.image.image_rules`; integer pixels convert to fp16), and the
+      SDP layer they fly into is FP16 -- and an integer layer's is not (on every build with
+      fp16); feature input whose ``IN_PRECISION`` is not ``PROC_PRECISION`` (Table 29: direct
+      convolution converts no precision). Image layers take every processing precision of
+      the build (int16 / fp16: 2 bytes per element in the CBUF line). RTL restrictions on
+      those builds, where the golden model would run the program: an
       int16 layer flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc
       delivers the surfaces of its own precision), and ``DATA_REUSE`` of slices (or
       ``WEIGHT_REUSE`` of weights) kept by a layer of another precision;
@@ -182,7 +184,6 @@ class ConvCheck(wiring.Component):
                 errs += [v.D_MISC_CFG.CONV_MODE != 0,
                          v.D_MISC_CFG.PROC_PRECISION != prec]
             errs += [prec == 3,
-                     i16 & img,
                      ~img & (D.D_MISC_CFG.IN_PRECISION != prec),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != prec),
                      self.sdp.int16 != (prec == 1)]
@@ -190,10 +191,12 @@ class ConvCheck(wiring.Component):
                 errs.append(prec == 1)
             if conv_fp16(cfg):
                 # fp16: CACC delivers fp32 into an fp16 SDP layer; the input convertor takes
-                # integers only (the golden model's rules)
+                # integers only (the golden model's rules: fp16 features here, fp16 pixels
+                # in hw.conv.image; integer pixels convert to fp16)
                 fp = Signal()
                 m.d.comb += fp.eq(prec == 2)
-                errs += [self.sdp.fp16 != fp, fp & D.D_CVT_CFG.CVT_EN]
+                errs += [self.sdp.fp16 != fp,
+                         (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN]
             else:
                 errs.append(prec == 2)
                 if "fp16" in cfg.data_types:
@@ -538,7 +541,7 @@ class ConvCheck(wiring.Component):
         _, img_errs, img_late = image_rules(
             m, cfg, D, C, byte_value=byte_value, address=address, misaligned=misaligned,
             product=product, height=height, width=width, p_lines=p_lines, line_stride=ls,
-            eps=eps)
+            eps=eps, wide=i16 if i16b else None)
         errs += img_errs
         late += img_late
 

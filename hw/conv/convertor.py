@@ -10,10 +10,16 @@ int16 processing (``int16=True``, builds where :func:`hw.conv.common.conv_int16`
 ``wide`` port set): a lane pair ``2k, 2k + 1`` holds one int16 element, little endian in the
 two lanes' low bytes; lane ``2k`` computes ``saturate(round((e - o) * CVT_SCALE /
 2^CVT_TRUNCATE), 16)`` and the pair's bytes are the result's (lane ``2k + 1``'s product is
-unused). The widths are NVDLA's (``cmod/hls/cdma_libs/cdma_cvt.h``): a 17-bit element less
-the 16-bit offset in 18 bits, times the 16-bit scale in 34 bits, a 6-bit shift; its 17-bit
+unused; with ``full`` lane ``2k``'s ``d`` is the whole element, up to 17 bits: the image
+path's unsigned 16-bit pixels). The widths are NVDLA's (``cmod/hls/cdma_libs/cdma_cvt.h``):
+a 17-bit element less the 16-bit offset in 18 bits, times the 16-bit scale in 34 bits, a 6-bit shift; its 17-bit
 intermediate saturation is subsumed by the final one. Without ``CVT_EN`` the bytes pass
 unchanged, as for int8.
+
+fp16 processing of integers (``fp16=True``, builds with fp16; ``fp16`` port, with ``wide``):
+lane ``2k``'s element becomes ``int_to_fp16(saturate(round((e - o) * CVT_SCALE /
+2^CVT_TRUNCATE), 17))`` (:class:`hw.nvfloat.Int17ToFp16`; golden
+:func:`sim.conv.image.int_to_fp16`), the pair's bytes its fp16 code.
 
 :class:`Convertor` is the arithmetic: ``LATENCY`` = 2 register stages ((d - o) x scale, then
 round and saturate), advanced when ``en``. :class:`AtomConvertor` wraps it for a stream of
@@ -28,29 +34,33 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith import round_shift_right, saturate
+from ..nvfloat import int17_to_fp16
 from ..mem.cube import atom_layout
 
 __all__ = ["Convertor", "AtomConvertor", "convertor_port"]
 
 
 class Convertor(wiring.Component):
-    """``Convertor(lanes, d_width=18, o_width=16, int16=False)``: ``lanes`` lanes of the input
-    convertor.
+    """``Convertor(lanes, d_width=18, o_width=16, int16=False, fp16=False)``: ``lanes`` lanes
+    of the input convertor.
 
     Ports: ``en`` (advance the pipeline; 1 unless driven), ``cvt_en``, ``scale`` (signed
     ``CVT_SCALE``), ``trunc`` (``CVT_TRUNCATE``), per lane ``d`` (the element, signed) and
     ``o`` (its offset, signed); ``q`` the lanes' bytes ``LATENCY`` advancing cycles later.
-    ``int16=True`` adds ``wide``: int16 elements in lane pairs (the module docstring; lane
-    ``2k``'s offset is the element's). ``cvt_en`` / ``scale`` / ``trunc`` / ``wide`` are read
-    in the stages that use them (hold them while data is in flight)."""
+    ``int16=True`` or ``fp16=True`` adds ``wide`` (2-byte elements in lane pairs, the module
+    docstring; lane ``2k``'s offset is the element's) and ``full`` (lane ``2k``'s ``d`` is the
+    element); ``fp16=True`` adds ``fp16`` (the pair's result is the fp16 code). ``cvt_en`` /
+    ``scale`` / ``trunc`` / ``wide`` / ``full`` / ``fp16`` are read in the stages that use
+    them (hold them while data is in flight)."""
 
     LATENCY = 2
 
-    def __init__(self, lanes, *, d_width=18, o_width=16, int16=False):
-        assert not int16 or lanes % 2 == 0
+    def __init__(self, lanes, *, d_width=18, o_width=16, int16=False, fp16=False):
+        assert not (int16 or fp16) or lanes % 2 == 0
         self._lanes = lanes
         self._dw, self._ow = d_width, o_width
-        self._int16 = int16
+        self._int16 = int16 or fp16
+        self._fp16 = fp16
         members = {
             "en": In(1, init=1),
             "cvt_en": In(1),
@@ -60,8 +70,11 @@ class Convertor(wiring.Component):
             "o": In(data.ArrayLayout(signed(o_width), lanes)),
             "q": Out(data.ArrayLayout(8, lanes)),
         }
-        if int16:
+        if int16 or fp16:
             members["wide"] = In(1)
+            members["full"] = In(1)
+        if fp16:
+            members["fp16"] = In(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -72,8 +85,9 @@ class Convertor(wiring.Component):
         for i in range(self._lanes):
             # stage 1: (d - o) x scale, and d's low byte for the bypass
             d = self.d[i]
-            if i16 and i % 2 == 0:                       # the pair's int16 element
-                d = Mux(self.wide, Cat(self.d[i][:8], self.d[i + 1][:8]).as_signed(), d)
+            if i16 and i % 2 == 0:                       # the pair's 2-byte element
+                pair = Cat(self.d[i][:8], self.d[i + 1][:8]).as_signed()
+                d = Mux(self.wide, Mux(self.full, self.d[i], pair), d)
             p = Signal(signed(pw), name=f"prod{i}")
             low = Signal(8, name=f"low{i}")
             with m.If(self.en):
@@ -82,7 +96,16 @@ class Convertor(wiring.Component):
             # stage 2: round by the truncate shift (ties away from zero), saturate to int8
             # (hw.arith: the lanes share the shift's rounding constant and range mask); an
             # int16 pair's first lane saturates to int16 (int8 is that clamped to int8)
-            if i16 and i % 2 == 0:
+            if i16 and i % 2 == 0 and self._fp16:
+                # fp16: the 17-bit intermediate as the nearest fp16 (int16 is it saturated)
+                s17, _ = round_shift_right(m, p, self.trunc, 17, 64, f"rsr{i}")
+                s16 = Signal(signed(16), name=f"s16_{i}")
+                m.d.comb += s16.eq(saturate(s17, 16))
+                pair = Signal(16, name=f"pair{i}")
+                m.d.comb += pair.eq(Mux(self.fp16, int17_to_fp16(m, s17), s16.as_unsigned()))
+                sats.append(pair)
+                sat = Mux(self.wide, pair[:8], saturate(s16, 8).as_unsigned())
+            elif i16 and i % 2 == 0:
                 s16, _ = round_shift_right(m, p, self.trunc, 16, 64, f"rsr{i}")
                 sats.append(s16)
                 sat = Mux(self.wide, s16[:8], saturate(s16, 8).as_unsigned())

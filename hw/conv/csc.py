@@ -73,7 +73,12 @@ bytes (``2 x C``, groups of ``2 x AC`` bytes), kernel groups are ``AK / 2`` kern
 output position of a block is one atom per half of the channel group (``half`` 0 / 1, one
 entry each), the pad value is all 16 bits of ``PAD_VALUE`` (low byte on even lanes, high byte
 on odd ones), and a weight load's rows are the kernels' halves (row ``2*kk + h``: kernel
-``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group).
+``kk``'s bytes ``h*AC .. h*AC + AC - 1`` of the block, fewer for a short group). An int16 or
+fp16 image layer counts the kernel line, its x step and its parts in bytes (2 per element);
+half ``h`` is bytes ``[h*AC, h*AC + AC)`` of the group's vector (the post-extended parts one
+after the other, or the group's bytes of the line), so each part contributes the overlap of
+its bytes with the half (a part may straddle the two halves; one with no bytes in the half
+reads nothing), and half 1 is sent when the vector is longer than ``AC`` bytes.
 
 Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 and int16 feature
 input, int8 image input): slices, ``ENTRIES`` and the data ring count register entries of two
@@ -214,14 +219,18 @@ class Csc(wiring.Component):
         # loop runs over the pre-extended kernel line (WEIGHT_CHANNEL_EXT + 1 = S x C bytes), x
         # steps by stride x C bytes from byte 0 (the CDMA wrote the left padding), no dilation;
         # post-extension (p = 2 / 4 lines) puts p kernel lines in one atom
+        # int16 / fp16 image layers (i16): every count in bytes, 2 per element
         img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
         WC = R.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT + 1
+        WCb = Signal(16)                            # the kernel line in CBUF bytes
+        m.d.comb += WCb.eq(WC << i16 if i16b else WC)
         pe = Signal(2)
         m.d.comb += pe.eq(Mux(img, R.D_POST_Y_EXTENSION.Y_EXTENSION, 0))
         post = pe != 0
         Rk = R_m1 + 1
-        C_seq = Mux(img, WC, C)                     # channels of the sequence's atoms
-        xstep = Mux(img, times_small(sx, C), sx)
+        C_seq = Mux(img, WCb, C)                    # channels (bytes) of the sequence's atoms
+        Cpix = R.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
+        xstep = Mux(img, times_small(sx, Cpix) << i16 if i16b else times_small(sx, Cpix), sx)
         pl = Mux(img, 0, pl)
         dy = Mux(img, Const(1, 3) << pe, dy)
         R_m1 = Mux(img, R_m1 >> pe, R_m1)           # kernel rows (row groups) - 1
@@ -297,7 +306,10 @@ class Csc(wiring.Component):
             blk_first = blk_first & ~d_jh
         last_j = d_cleft <= G
         if i16b:
-            h_last = ~(i16 & (d_cleft > AC)) | d_h      # the position's final atom
+            # the position's final atom: half 1, or a group vector of at most AC bytes (a
+            # post-extended image: its parts' bytes)
+            vec_gt = Signal()
+            h_last = ~(i16 & vec_gt) | d_h
         else:
             h_last = Const(1)
         blk_last = last_j & (d_r == R_m1) & (d_s == S_m1)
@@ -325,15 +337,36 @@ class Csc(wiring.Component):
                      rows.eq(Mux(post, Mux(rk_left < (Const(1, 3) << pe), rk_left,
                                            Const(1, 3) << pe), 1))]
         iy_p = Signal(signed(cw))
-        bx = Signal(cw)                     # byte of the part in the line
+        # The atom is bytes [hs, hs + AC) of the group's vector (the concatenated parts; hs =
+        # AC x the int16 half, else 0); part k is vector bytes [k x L, k x L + L) (L: the
+        # kernel line with post-extension, else the group's bytes), the line's bytes from
+        # ixb + goff on: the micro-op takes its [a, b) overlap, ``cnt`` bytes from line byte
+        # ``bx`` to atom lane ``lane`` (int8: the whole part at lane k x L)
+        L = Signal(range(2 * AC + 1))
+        ps = Signal(range(8 * AC + 1))
+        m.d.comb += [L.eq(Mux(post, WCb, Mux(last_j, d_cleft, G))), ps.eq(times_small(L, part))]
+        if i16b:
+            hs = Mux(d_h, AC, 0)
+            a_ = Mux(ps > hs, ps, hs)
+            b_ = Mux(ps + L < hs + AC, ps + L, hs + AC)
+        else:
+            hs, a_, b_ = 0, ps, ps + L
+        cnt = Signal(range(AC + 1))
+        lane = Signal(range(AC + 1))
+        m.d.comb += [cnt.eq(Mux(b_ > a_, b_ - a_, 0)), lane.eq(a_ - hs)]
+        if i16b:
+            m.d.comb += vec_gt.eq(Mux(img & post, times_small(WCb, rows), d_cleft) > AC)
+        bx = Signal(cw)                     # line byte of the micro-op's first byte
         e0 = Signal(16)
-        m.d.comb += [iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff), e0.eq(bx >> lbw)]
+        m.d.comb += [iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff + (a_ - ps)),
+                     e0.eq(bx >> lbw)]
         pad_line = (iy_p < 0) | (iy_p >= H)
+        skip = pad_line | (cnt == 0)        # no read (an int16 half past the part: no bytes)
         hit0 = sh_v & (sh_iy == iy_p) & (sh_e == e0)
         hit1 = sh_v & (sh_iy == iy_p) & (sh_e + 1 == e0)
         two = Signal()                      # this micro-op is the first of two reads
         atom_done = Signal()
-        m.d.comb += [two.eq(img & ~pad_line & ~hit0 & ~hit1 & ~sub),
+        m.d.comb += [two.eq(img & ~skip & ~hit0 & ~hit1 & ~sub),
                      atom_done.eq(~img | (~two & (part == rows - 1)))]
 
         outstanding = Signal(range(FIFO_DEPTH + 1))
@@ -356,7 +389,7 @@ class Csc(wiring.Component):
                 m.d.sync += sub.eq(1)
             with m.Else():
                 m.d.sync += [sub.eq(0), part.eq(Mux(atom_done, 0, part + 1))]
-                with m.If(~pad_line):
+                with m.If(~skip):
                     m.d.sync += [sh_v.eq(1), sh_iy.eq(iy_p), sh_e.eq(e0)]
 
         # stepping one output position in raster order
@@ -397,7 +430,7 @@ class Csc(wiring.Component):
             # (two-column entries: half d_h is the entry's row d_h, s1_jh below)
             seq = [s1_goff.eq(d_goff if twocol else d_goff + Mux(d_h, W, 0)),
                    s1_crip.eq(Mux(last_j & h_last & ~img, crip, 0)),
-                   s1_cj.eq(Mux(post, WC, Mux(rem_b <= AC, rem_b, AC))),
+                   s1_cj.eq(Mux(img, cnt, Mux(rem_b <= AC, rem_b, AC))),
                    s1_tag.swap.eq((pos == 0) & ~d_h), s1_tag.first.eq(blk_first & ~d_h),
                    s1_tag.last.eq(blk_last & h_last), s1_tag.half.eq(d_h), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag & h_last)]
@@ -406,7 +439,7 @@ class Csc(wiring.Component):
         else:
             seq = [s1_goff.eq(d_goff),
                    s1_crip.eq(Mux(last_j & ~img, crip, 0)),
-                   s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
+                   s1_cj.eq(Mux(img, cnt, Mux(last_j, d_cleft, AC))),
                    s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
                    s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag)]
@@ -419,8 +452,8 @@ class Csc(wiring.Component):
         with m.If(issue):
             m.d.sync += [
                 s1_iy.eq(Mux(img, iy_p, iy0)), s1_ix.eq(ix0), *seq,
-                s1_u.rd.eq(~pad_line & ~hit0), s1_u.e.eq(Mux(two, e0, e0 + 1)),
-                s1_u.off.eq(bx[:lbw]), s1_u.pshift.eq(times_small(WC, part)),
+                s1_u.rd.eq(~skip & ~hit0), s1_u.e.eq(Mux(two, e0, e0 + 1)),
+                s1_u.off.eq(bx[:lbw]), s1_u.pshift.eq(lane),
                 s1_u.pad.eq(pad_line), s1_u.pdone.eq(~two), s1_u.adone.eq(atom_done),
             ]
         with m.If(go):
@@ -458,13 +491,13 @@ class Csc(wiring.Component):
                             m.d.sync += d_cleft.eq(d_cleft - G)
                             if twocol:          # the row pair's second row, then the next
                                 with m.If(img):
-                                    m.d.sync += d_goff.eq(d_goff + AC)
+                                    m.d.sync += d_goff.eq(d_goff + G)
                                 with m.Elif(i16 | d_jh):    # (int16: a group = an entry)
                                     m.d.sync += [d_goff.eq(d_goff + W), d_jh.eq(0)]
                                 with m.Else():
                                     m.d.sync += d_jh.eq(1)
                             else:
-                                m.d.sync += d_goff.eq(d_goff + Mux(img, AC,
+                                m.d.sync += d_goff.eq(d_goff + Mux(img, G,
                                                                    Mux(i16, W << 1, W) if i16b
                                                                    else W))
                         with m.Else():
@@ -570,8 +603,11 @@ class Csc(wiring.Component):
         m.d.comb += part_b.eq(Cat(n_lo, n_hi).bit_select(Cat(Const(0, 3), s3_u.off), AC * 8))
         part_m = Signal(AC * 8)
         for c in range(AC):
+            pad_b = pad                     # (int16 / fp16: lane pairs of the 16-bit value)
+            if i16b and c % 2:
+                pad_b = Mux(i16, R.D_ZERO_PADDING_VALUE.PAD_VALUE[8:16], pad)
             m.d.comb += part_m[c * 8:(c + 1) * 8].eq(
-                Mux(c < s3_cj, Mux(s3_u.pad, pad, part_b[c * 8:(c + 1) * 8]), 0))
+                Mux(c < s3_cj, Mux(s3_u.pad, pad_b, part_b[c * 8:(c + 1) * 8]), 0))
         img_acc = Signal(AC * 8)
         img_atom = Signal(AC * 8)
         m.d.comb += img_atom.eq(img_acc | (part_m << Cat(Const(0, 3), s3_u.pshift)))
@@ -642,7 +678,7 @@ class Csc(wiring.Component):
         m.d.comb += w_rows.eq(Rk - w_ry)
         rows_w = Mux(w_rows < (Const(1, 3) << pe), w_rows, Const(1, 3) << pe)[:3]
         m.d.comb += [kg.eq(Mux(w_kleft < KG, w_kleft, KG)),
-                     cj.eq(Mux(post, times_small(WC, rows_w),
+                     cj.eq(Mux(post, times_small(WCb, rows_w),
                                Mux(w_cleft < G, w_cleft, G))),
                      w_len.eq(stripe_len(w_rem))]
         # May the next block start? Its weights (bytes w_b .. w_b + kg x cj) must be written.

@@ -2,10 +2,11 @@
 build and the layer-start rules of :func:`sim.conv.program.decode` for images.
 
 The formats come from the build (``cfg.image_packed_formats`` / ``cfg.image_semi_formats``,
-Table 33 through :mod:`sim.formats.pixel`); a format is *accepted* when the golden decode
-takes it for this int8 RTL: pitch linear, its Table 29 conversion to int8 exists and it is not
-an fp16 format. Everything is computed at elaboration, so a build carries only the formats it
-enables (a ``Switch`` on ``PIXEL_FORMAT``).
+Table 33 through :mod:`sim.formats.pixel`); an integer format is *accepted* for every
+processing precision (Table 29: integer pixels convert to int8, int16 and fp16), an fp16 one
+(the ``_F`` formats) for fp16 processing only, on builds with fp16. Everything is computed at
+elaboration, so a build carries only the formats it enables (a ``Switch`` on
+``PIXEL_FORMAT``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class ImageFormat:
     xmax: int                #: largest PIXEL_X_OFFSET (first pixel in the first atom)
     bpp: tuple               #: bytes per pixel of each plane
     uv_mod: int              #: the U/V X offset is taken modulo this many bytes
-    accepted: bool           #: the golden decode takes it (int8 processing)
+    accepted: bool           #: the golden decode takes it into int8 processing (an integer one)
+    is_float: bool           #: fp16 pixels: fp16 processing only
 
 
 def image_formats(cfg) -> list:
@@ -49,7 +51,7 @@ def image_formats(cfg) -> list:
         esize = 1 if f.bytes_per_pixel[0] == 1 else 2
         out.append(ImageFormat(f, f.code, f.channels, _PREC_CODE[f.precision],
                                max_x_offset(f, cfg.memory_atom), tuple(f.bytes_per_pixel),
-                               cfg.memory_atom * esize, ok))
+                               cfg.memory_atom * esize, ok, f.is_float))
     return sorted(out, key=lambda x: x.code)
 
 
@@ -66,11 +68,13 @@ def _mod3(v):
 
 
 def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, height, width,
-                p_lines, line_stride, eps):
+                p_lines, line_stride, eps, wide=None):
     """The image-only rules (an image layer fails when any is true): returns
     ``(img, errs, late)``: ``img`` (the layer takes image input; the feature-only rules are
     gated with it), ``errs`` valid from the registers, ``late`` once the products are
-    (``product`` is the check's shift-and-add multiplier)."""
+    (``product`` is the check's shift-and-add multiplier). ``wide``: the layer processes
+    2-byte elements (int16 / fp16; builds with them), so the CBUF line holds 2 bytes per
+    element."""
     aw = cfg.address_width
     AC = cfg.atomic_c
     fmts = image_formats(cfg)
@@ -85,10 +89,15 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     f_b0, f_semi, f_b1 = Signal(2, name="img_f_b0"), Signal(name="img_f_semi"), \
         Signal(2, name="img_f_b1")
     f_uvmask = Signal(8, name="img_f_uvmask")
+    f_float = Signal(name="img_f_float")
     with m.Switch(dfmt.PIXEL_FORMAT):
         for f in fmts:
             with m.Case(f.code):
-                m.d.comb += [fmt_ok.eq(int(f.accepted)), f_ch.eq(f.channels),
+                # (an fp16 format: on builds with fp16, for fp16 processing only)
+                ok = int(f.accepted)
+                if f.is_float and "fp16" in cfg.data_types:
+                    ok = D.D_MISC_CFG.PROC_PRECISION == 2
+                m.d.comb += [fmt_ok.eq(ok), f_float.eq(int(f.is_float)), f_ch.eq(f.channels),
                              f_prec.eq(f.in_prec), f_xmax.eq(f.xmax),
                              f_b0.eq(f.bpp[0].bit_length() - 1),
                              f_semi.eq(len(f.bpp) == 2),
@@ -106,8 +115,10 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     pl, pr = D.D_ZERO_PADDING.PAD_LEFT, D.D_ZERO_PADDING.PAD_RIGHT
     seq_w = Signal(15, name="img_seq_w")            # the padded line in pixels
     m.d.comb += seq_w.eq(pl + width + pr)
-    line_bytes = Signal(18, name="img_line_bytes")  # ... in CBUF bytes (int8)
-    m.d.comb += line_bytes.eq(times_small(seq_w, in_c))
+    line_elems = Signal(18, name="img_line_elems")  # ... in elements
+    m.d.comb += line_elems.eq(times_small(seq_w, in_c))
+    line_bytes = Signal(19, name="img_line_bytes")  # ... in CBUF bytes
+    m.d.comb += line_bytes.eq(line_elems if wide is None else line_elems << wide)
     img_eps = Signal(16, name="img_eps")            # register entries (two-column: 2 x BW)
     EB = cfg.cbuf_entry_bytes
     lb = (EB - 1).bit_length()
@@ -142,13 +153,14 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & dfmt.PIXEL_MAPPING,
         img & (misc.IN_PRECISION != f_prec),
         img & (C.D_MISC_CFG.IN_PRECISION != misc.IN_PRECISION),
-        img & ~cvt_en & (misc.IN_PRECISION != misc.PROC_PRECISION),
+        img & ~cvt_en & ~f_float & (misc.IN_PRECISION != misc.PROC_PRECISION),
+        img & f_float & cvt_en,
         img & (in_c != f_ch),
         img & (xo > f_xmax),
         img & (D.D_PIXEL_OFFSET.PIXEL_Y_OFFSET != 0),
         img & (line_stride < need0),
         img & f_semi & (misaligned(base1) | misaligned(uv) | (uv < need1)),
-        img & ~dfmt.PIXEL_SIGN_OVERRIDE & ~cvt_en,
+        img & ~dfmt.PIXEL_SIGN_OVERRIDE & ~cvt_en & ~f_float,
         img & (C.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT
                != D.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
         img & (img_eps != eps),
@@ -156,8 +168,8 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & (C.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT != 0),
         img & ~wc_mult,
         img & (y_ext != 0) & ((wc > lanes) | (times_small(sx, in_c) > lanes)),
-        img & (wc > line_bytes),
-        img & (reach > line_bytes),
+        img & (wc > line_elems),
+        img & (reach > line_elems),
         img & misc.DATA_REUSE,
     ]
     # the surfaces inside the address space (plane 0 from the line products of the check)
