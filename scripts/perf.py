@@ -31,14 +31,14 @@ def add_arguments(parser):
     parser.add_argument("--measured", metavar="TSV",
                         help="measured layer cycles to compare with (e.g. "
                              "bench/perf_calibration.tsv)")
-    parser.add_argument("--memory", choices=("harness", "config"), default="harness",
+    parser.add_argument("--memory", choices=("harness", "playback", "config"), default="harness",
                         help="memory behind the DBBIF (default harness: the calibration's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def read_measured(path, config=None) -> dict:
     """``{trace: layer cycles}`` from ``bench/perf_calibration.tsv`` (trace, config, memory,
-    cycles; rows of other configs than ``config`` left out) or from a reference TSV (trace,
+    cycles[, geometry]; rows of other configs than ``config`` left out) or from a reference TSV (trace,
     passed, cycles; rows that did not pass left out). ``#`` lines and a header are skipped."""
     out = {}
     with open(path) as f:
@@ -47,17 +47,15 @@ def read_measured(path, config=None) -> dict:
             if not text or text.startswith("#"):
                 continue
             cols = text.split("\t")
-            if len(cols) < 3 or not cols[-1].isdigit():
-                if n > 1 and len(cols) >= 3 and cols[0] != "trace":
-                    raise ValueError(f"{path}:{n}: expected tab-separated columns ending in "
-                                     "layer cycles")
-                continue
-            if len(cols) >= 4:
-                if config is not None and cols[1] != config:
-                    continue
-            elif cols[1].lower() != "true":
-                continue
-            out[cols[0]] = int(cols[-1])
+            if len(cols) >= 4 and cols[3].isdigit():         # calibration: trace config memory
+                if config is None or cols[1] == config:
+                    out[cols[0]] = int(cols[3])
+            elif len(cols) == 3 and cols[2].isdigit():       # reference: trace passed cycles
+                if cols[1].lower() == "true":
+                    out[cols[0]] = int(cols[2])
+            elif cols[0] != "trace":
+                raise ValueError(f"{path}:{n}: expected tab-separated trace, config, memory, "
+                                 "layer cycles (or trace, passed, layer cycles)")
     return out
 
 

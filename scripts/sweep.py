@@ -33,7 +33,7 @@ def add_arguments(parser):
                         help="base build: a preset name or a TOML file (default nv_small)")
     parser.add_argument("--set", action="append", default=[], metavar="PARAM=V1,V2,...",
                         dest="sets", help="a build parameter and its values (repeatable)")
-    parser.add_argument("--memory", choices=("harness", "config"), default="harness",
+    parser.add_argument("--memory", choices=("harness", "playback", "config"), default="harness",
                         help="memory behind the DBBIF (default harness: the calibration's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -6,6 +6,8 @@ Two settings:
   ``nvdla trace --engine rtl`` (``tb/trace_rtl.py`` defaults): every AXI channel stalls at
   random with probability 0.3 (so a read or write stream moves 0.7 beats per cycle) and data
   comes 1-16 cycles after its address (mean 8.5).
+- ``playback``: the playback harness without back-pressure and with 1-8 cycles of latency
+  (mean 4.5), the conditions of ``bench/conv_utilization.py``.
 - ``config``: the build's own ``cfg.dbbif_latency`` (NVDLA's expected primary memory latency,
   50 cycles on nv_small, 1200 on nv_large) and no stalls: what a real memory system at full
   bus rate would give. Not measured here: the latency only adds to each layer's start and
@@ -26,13 +28,15 @@ class Memory:
     efficiency: float       #: beats per cycle a read or write stream sustains (0..1]
 
 
-MEMORIES = ("harness", "config")
+MEMORIES = ("harness", "playback", "config")
 
 
 def memory_for(name: str, cfg) -> Memory:
     """The memory setting ``name`` (:data:`MEMORIES`) for build ``cfg``."""
     if name == "harness":
         return Memory("harness", 8.5, 0.7)
+    if name == "playback":
+        return Memory("playback", 4.5, 1.0)
     if name == "config":
         return Memory("config", float(cfg.dbbif_latency), 1.0)
     raise ValueError(f"unknown memory setting {name!r}; choose one of {', '.join(MEMORIES)}")
