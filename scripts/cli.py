@@ -16,6 +16,8 @@ COMMANDS = {
     "generate": "write the Verilog of a build, its file list and a report",
     "smoke": "generate a build and run a register-level smoke test on its Verilog",
     "trace": "run NVDLA trace directories on the golden model or the RTL",
+    "perf": "estimated layer cycles of traces on a build (analytic model, no RTL)",
+    "sweep": "sweep build parameters: estimated cycles, MACs, CBUF and area per build",
     "regs": "write the register documentation of a build",
     "synth": "Yosys synthesis of a build's core: LUTs, FFs, block RAM, DSPs per unit and total",
     "board": "write (and with --build, run) an FPGA board build of the core",

@@ -1,0 +1,211 @@
+"""Cycles of a direct-convolution layer on this core: a stripe-level timeline of CDMA, CSC/CMAC
+and CACC -> SDP, vectorised over the stripes of each kernel group.
+
+What it follows (this core's RTL, ``hw/conv``; contract in ``hw/conv/common.py``):
+
+- CDMA (``hw/conv/cdma.py``): input lines in order, one CBUF slice per line (a slice is
+  usable once its last atom is written), and the weight surface as one byte stream, both
+  through ONE CBUF write port (one memory atom per cycle, data and weights alternating when
+  both have an atom). The read rate is ``min(1, dbbif bytes x efficiency / atom)`` atoms per
+  cycle. Weights larger than the weight banks stream through a ring: a byte is fetched only
+  when the CSC has released the bytes one ring before it (released a kernel group at a time).
+- CSC (``hw/conv/csc.py``): for kernel group g, stripe, channel group j, kernel position
+  (r, s): one weight load (Atomic-K + 2 cycles, prepared while the previous block streams),
+  then one atom per output position of the stripe. Stripes are ``max(16, 2 x Atomic-K)``
+  positions (the last 1.5 stripes split in halves). A block therefore takes
+  ``max(stripe length, Atomic-K + 2 + BLOCK_EXTRA)`` cycles; a stripe waits for the input
+  lines its outputs read (``dat_slices``), and a kernel group's first stripe for the group's
+  weights.
+- CACC (``hw/conv/cacc.py``): an assembly buffer plus a one-stripe FIFO (double buffer): a
+  stripe drains to SDP, ``Atomic-K / T`` transfers per position (``T = sdp_bs_throughput``),
+  while the next accumulates. Per stripe the pipeline moves at ``max(compute, delivery)``.
+- SDP writes the output (Ho x Wo x ceil(K / atom) atoms) through the DBBIF write channel.
+
+The atomic-operation count (the MAC bound) is ``Wo x Ho x R x S x ceil(C / Atomic-C) x
+ceil(K / Atomic-K)`` (per batch): one atom of Atomic-C channels against Atomic-K kernels per
+cycle. Constants fitted on the measured layer cycles of ``bench/perf_calibration.tsv``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sim.formats.common import ceil_div
+
+__all__ = ["ConvShape", "estimate_conv", "mac_ops", "stripes", "OVERHEAD", "BLOCK_EXTRA"]
+
+#: cycles from the final D_OP_ENABLE write to the interrupt that no rate hides: the register
+#: copy, the first request, the CSC/CMAC/CACC pipeline depth, SDP's write-back and the
+#: interrupt (fitted on dc_1x1x8_1x1x8x1_int8_0 and the others, harness memory; the memory
+#: latency is added on top)
+OVERHEAD = 70
+#: cycles a weight load takes beyond Atomic-K + 2 when it cannot hide behind a short stripe
+BLOCK_EXTRA = 0
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """The geometry of a convolution layer, independent of the register encoding (so a layer
+    decoded on one build can be evaluated on another, as a compiler would re-program it)."""
+    width: int
+    height: int
+    channels: int              #: CSC channels (image input: the pre-extended kernel line)
+    batches: int
+    kernels: int
+    kh: int
+    kw: int
+    stride_y: int
+    dil_y: int
+    pad_top: int
+    out_width: int
+    out_height: int
+    element_bytes: int         #: 1 (int8) or 2 (int16 / fp16)
+    line_bytes: int            #: bytes the CDMA fetches per input line (whole atoms)
+    weight_bytes: int          #: bytes of the weight stream (WEIGHT_BYTES)
+    data_fetched: bool = True  #: False when the layer fully reuses the kept slices
+    weights_fetched: bool = True
+    weight_banks: int = 0      #: the layer's weight banks (0: whatever the data leaves)
+
+    @classmethod
+    def from_program(cls, p, cfg) -> "ConvShape":
+        """From a :class:`sim.conv.program.ConvProgram` decoded on ``cfg``."""
+        eb = p.element_bytes
+        if p.image is not None:
+            line = ceil_div(p.width * p.in_channels // max(p.kw, 1) * eb, cfg.memory_atom) \
+                * cfg.memory_atom
+            channels, kw = p.in_channels, 1
+        else:
+            line = p.width * ceil_div(p.channels * eb, cfg.memory_atom) * cfg.memory_atom
+            channels, kw = p.in_channels, p.kw
+        return cls(width=p.in_width, height=p.in_height, channels=channels, batches=p.batches,
+                   kernels=p.kernels, kh=p.kh, kw=kw, stride_y=p.stride_y, dil_y=p.dil_y,
+                   pad_top=p.pad_top, out_width=p.out_width, out_height=p.out_height,
+                   element_bytes=eb, line_bytes=line, weight_bytes=p.weight_bytes,
+                   data_fetched=not p.data_reuse, weights_fetched=not p.weight_reuse,
+                   weight_banks=p.weight_bank)
+
+    def retarget(self, cfg) -> "ConvShape":
+        """The same layer as it would be programmed on ``cfg``: whole atoms of that build's
+        memory atom, the weight banks whatever the input lines leave free."""
+        atom = cfg.memory_atom
+        per_line = ceil_div(self.channels * self.element_bytes, atom) * atom
+        return replace(self, line_bytes=self.width * per_line, weight_banks=0)
+
+
+def kernel_group(cfg, shape) -> int:
+    """Kernels per group: Atomic-K int8 kernels, half as many 16-bit ones."""
+    return max(cfg.atomic_k // shape.element_bytes, 1)
+
+
+def channel_groups(cfg, shape) -> int:
+    """Atomic-C-wide channel groups of the CSC's channel loop (bytes for 16-bit layers)."""
+    return ceil_div(shape.channels * shape.element_bytes, cfg.atomic_c)
+
+
+def mac_ops(cfg, shape) -> int:
+    """Atomic operations of the layer: Wo x Ho x R x S x channel groups x kernel groups x
+    batches (16-bit layers: two atoms per position and half the kernels per group)."""
+    return (shape.out_width * shape.out_height * shape.kh * shape.kw
+            * channel_groups(cfg, shape) * ceil_div(shape.kernels, kernel_group(cfg, shape))
+            * shape.batches)
+
+
+def stripes(cfg, positions: int) -> np.ndarray:
+    """Stripe lengths of one kernel group, as ``hw.conv.csc.stripe_length`` cuts them:
+    ``ms = max(16, 2 x Atomic-K)`` positions while at least 1.5 ms remain, then the rest in
+    one stripe (at most ms) or two halves."""
+    ms = max(16, 2 * cfg.atomic_k)
+    if positions <= ms:
+        return np.array([positions] if positions else [], dtype=np.int64)
+    full = (positions - (ms + ms // 2)) // ms + 1 if positions >= ms + ms // 2 else 0
+    rest = positions - full * ms
+    tail = [rest >> 1, rest - (rest >> 1)] if rest > ms else [rest]
+    return np.array([ms] * full + tail, dtype=np.int64)
+
+
+def _arrival(n, first, other, rate):
+    """Cycle at which atom ``n`` (1-based, array) of a stream arrives, when it shares the
+    write port 1:1 with a stream of ``other`` atoms; ``first`` is the stream's start."""
+    both = min(first, other)
+    n = np.asarray(n, dtype=np.float64)
+    return np.where(n <= both, 2 * n, n + both) / rate
+
+
+def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
+    """Cycles and bounds of one convolution layer (see the module docstring).
+
+    Returns ``{"cycles", "bounds": {name: cycles}, "macs", "mac_ops"}``; bounds are
+    ``mac`` (atomic operations, weight loads of short stripes included), ``fetch`` (CBUF
+    write port / DBBIF read: atoms over the fetch rate), ``sdp`` (CACC -> SDP delivery),
+    ``write`` (output bytes over the DBBIF write rate) and ``fixed`` (overhead + latency)."""
+    atom = cfg.memory_atom
+    ak = kernel_group(cfg, shape)
+    cg = channel_groups(cfg, shape)
+    groups = ceil_div(shape.kernels, ak)
+    rs = shape.kh * shape.kw
+    T = cfg.sdp_bs_throughput or 1
+    positions = shape.out_width * shape.out_height
+    rate = min(1.0, cfg.dbbif_bytes * memory.efficiency / atom)
+
+    line_atoms = shape.line_bytes // atom if shape.data_fetched else 0
+    slices = shape.height * shape.batches
+    data_atoms = line_atoms * slices
+    wt_atoms = ceil_div(shape.weight_bytes, atom) if shape.weights_fetched else 0
+    # a stripe's positions, its last output row and so its last input line
+    lens = stripes(cfg, positions)
+    ends = np.cumsum(lens)
+    last_row = (ends - 1) // shape.out_width
+    need = np.clip(last_row * shape.stride_y + (shape.kh - 1) * shape.dil_y - shape.pad_top,
+                   0, shape.height - 1)
+    blk_min = cfg.atomic_k // shape.element_bytes + 2 + BLOCK_EXTRA
+    blk = np.maximum(lens * shape.element_bytes, blk_min)        # 16-bit: two atoms per pos
+    dur = blk * cg * rs
+    deliver = lens * (cfg.atomic_k // shape.element_bytes) / T
+    eff = np.maximum(dur, deliver)
+
+    # weights: group g's bytes end at its share of the stream; the ring bounds the lead
+    group_end = np.minimum(np.arange(1, groups + 1) * ak * cg * rs * cfg.atomic_c,
+                           shape.weight_bytes)
+    w_free = _arrival(-(-group_end // atom), wt_atoms, data_atoms, rate) \
+        if wt_atoms else np.zeros(groups)
+    bank_bytes = cfg.cbuf_bank_width * cfg.cbuf_bank_depth
+    ring = (shape.weight_banks or max(cfg.cbuf_banks - ceil_div(
+        slices * max(line_atoms, 1) * atom, bank_bytes), 1)) * bank_bytes
+
+    t = 0.0
+    group_done = np.zeros(groups)
+    for b in range(shape.batches):
+        d_ready = _arrival((need * shape.batches + b + 1) * line_atoms, data_atoms, wt_atoms,
+                           rate) if line_atoms else np.zeros(len(lens))
+        for g in range(groups):
+            w_ready = w_free[g]
+            if b == 0 and wt_atoms and group_end[g] > ring:
+                h = int(np.searchsorted(group_end, group_end[g] - ring))
+                if h < g:                           # waits for group h's release
+                    w_ready = max(w_ready, group_done[h] + (group_end[g] - group_end[h])
+                                  / atom / rate)
+            ready = np.maximum(d_ready, w_ready - dur + blk)
+            ready[0] = max(ready[0], t)
+            # E_i = max(E_{i-1}, ready_i) + eff_i, as a running maximum over cumulative sums
+            c = np.cumsum(eff)
+            t = float(np.max(ready - (c - eff)) + c[-1]) if len(c) else t
+            group_done[g] = t
+    tail = float(min(dur[-1], deliver[-1])) if len(lens) else 0.0
+    out_bytes = positions * shape.batches * ceil_div(shape.kernels * shape.element_bytes,
+                                                     atom) * atom
+    write = out_bytes / (cfg.dbbif_bytes * memory.efficiency)
+    fixed = OVERHEAD + 2 * memory.latency
+    cycles = max(t + tail, write) + fixed
+    ops = mac_ops(cfg, shape)
+    bounds = {
+        "mac": float(groups * shape.batches * dur.sum()),
+        "fetch": (data_atoms + wt_atoms) / rate,
+        "sdp": float(groups * shape.batches * deliver.sum()),
+        "write": write,
+        "fixed": fixed,
+    }
+    macs = positions * shape.batches * shape.kernels * shape.channels * rs
+    return {"cycles": cycles, "bounds": bounds, "mac_ops": ops, "macs": macs,
+            "bytes": data_atoms * atom + wt_atoms * atom + out_bytes}
