@@ -83,9 +83,9 @@ class ImageFetch(wiring.Component):
             "busy": Out(1),
             # the CDMA's convertor, shared with the feature path (hw.conv.convertor)
             "cvt": Out(convertor_port(cfg.cbuf_bank_width)),
-            # leading bytes of the atom being taken before the line's first ROI pixel (the
-            # Cdma's fp16 NaN / infinity counters skip them, as NVDLA's CDMA)
-            "lead": Out(range(cfg.memory_atom)),
+            # builds with fp16: leading bytes of the atom being taken before the line's
+            # first ROI pixel (the Cdma's fp16 NaN / infinity counters skip them, as NVDLA's)
+            **({"lead": Out(range(cfg.memory_atom))} if conv_fp16(cfg) else {}),
         })
 
     # per format and pass: (G, pixels per atom, bytes per pixel, lanes); ``es`` the bytes of
@@ -243,13 +243,15 @@ class ImageFetch(wiring.Component):
         m.d.comb += [slot0[0].eq(off[0][:ash] >> blog[0]), slot0[1].eq(off[1][:ash] >> blog[1])]
 
         first = Signal()                                     # the line's first atom is next
-        m.d.comb += self.lead.eq(Mux(first & ~d_pass, off[0][:ash] if ash else 0, 0))
-        with m.If(at.valid & at.ready):
-            m.d.sync += first.eq(0)
+        if conv_fp16(cfg):
+            m.d.comb += self.lead.eq(Mux(first & ~d_pass, off[0][:ash] if ash else 0, 0))
+            with m.If(at.valid & at.ready):
+                m.d.sync += first.eq(0)
 
         def enter_pixels(p):
-            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0])),
-                         first.eq(1)]
+            m.d.sync += [phase.eq(1), rem.eq(width), slot.eq(Mux(p, slot0[1], slot0[0]))]
+            if conv_fp16(cfg):
+                m.d.sync += first.eq(1)
 
         def enter_pass(p):
             # a pass starts with the left padding, or with its pixels when there is none
@@ -324,8 +326,9 @@ class ImageFetch(wiring.Component):
         fields = [{} for _ in range(BW)]
         chans = [{} for _ in range(BW)]
         key = Cat(d_pass, code, wide) if wide_b else Cat(d_pass, code)
+        wides = (1, 2) if wide_b else (1,)
         for f in fmts:
-            for es in ((1, 2) if wide_b else (1,)):
+            for es in wides:
                 for p, (_, _, bpp, lanes) in enumerate(self._passes(f, es)):
                     for lane, gi, k, comp in lanes:
                         case = p | (f.code << 1) | ((es - 1) << (1 + len(code)))

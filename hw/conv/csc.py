@@ -222,15 +222,20 @@ class Csc(wiring.Component):
         # int16 / fp16 image layers (i16): every count in bytes, 2 per element
         img = R.D_DATAIN_FORMAT.DATAIN_FORMAT
         WC = R.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT + 1
-        WCb = Signal(16)                            # the kernel line in CBUF bytes
-        m.d.comb += WCb.eq(WC << i16 if i16b else WC)
+        WCb = WC                                    # the kernel line in CBUF bytes
+        if i16b:
+            WCb = Signal(16)
+            m.d.comb += WCb.eq(WC << i16)
         pe = Signal(2)
         m.d.comb += pe.eq(Mux(img, R.D_POST_Y_EXTENSION.Y_EXTENSION, 0))
         post = pe != 0
         Rk = R_m1 + 1
         C_seq = Mux(img, WCb, C)                    # channels (bytes) of the sequence's atoms
-        Cpix = R.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
-        xstep = Mux(img, times_small(sx, Cpix) << i16 if i16b else times_small(sx, Cpix), sx)
+        if i16b:                                    # (C counts bytes there: the pixel's C)
+            Cpix = R.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
+            xstep = Mux(img, times_small(sx, Cpix) << i16, sx)
+        else:
+            xstep = Mux(img, times_small(sx, C), sx)
         pl = Mux(img, 0, pl)
         dy = Mux(img, Const(1, 3) << pe, dy)
         R_m1 = Mux(img, R_m1 >> pe, R_m1)           # kernel rows (row groups) - 1
@@ -342,26 +347,30 @@ class Csc(wiring.Component):
         # kernel line with post-extension, else the group's bytes), the line's bytes from
         # ixb + goff on: the micro-op takes its [a, b) overlap, ``cnt`` bytes from line byte
         # ``bx`` to atom lane ``lane`` (int8: the whole part at lane k x L)
-        L = Signal(range(2 * AC + 1))
-        ps = Signal(range(8 * AC + 1))
-        m.d.comb += [L.eq(Mux(post, WCb, Mux(last_j, d_cleft, G))), ps.eq(times_small(L, part))]
+        bx = Signal(cw)                     # line byte of the micro-op's first byte
+        e0 = Signal(16)
         if i16b:
+            L = Signal(range(2 * AC + 1))
+            ps = Signal(range(8 * AC + 1))
+            m.d.comb += [L.eq(Mux(post, WCb, Mux(last_j, d_cleft, G))),
+                         ps.eq(times_small(L, part))]
             hs = Mux(d_h, AC, 0)
             a_ = Mux(ps > hs, ps, hs)
             b_ = Mux(ps + L < hs + AC, ps + L, hs + AC)
-        else:
-            hs, a_, b_ = 0, ps, ps + L
-        cnt = Signal(range(AC + 1))
-        lane = Signal(range(AC + 1))
-        m.d.comb += [cnt.eq(Mux(b_ > a_, b_ - a_, 0)), lane.eq(a_ - hs)]
-        if i16b:
-            m.d.comb += vec_gt.eq(Mux(img & post, times_small(WCb, rows), d_cleft) > AC)
-        bx = Signal(cw)                     # line byte of the micro-op's first byte
-        e0 = Signal(16)
-        m.d.comb += [iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff + (a_ - ps)),
-                     e0.eq(bx >> lbw)]
-        pad_line = (iy_p < 0) | (iy_p >= H)
-        skip = pad_line | (cnt == 0)        # no read (an int16 half past the part: no bytes)
+            cnt = Signal(range(AC + 1))
+            lane = Signal(range(AC + 1))
+            m.d.comb += [cnt.eq(Mux(b_ > a_, b_ - a_, 0)), lane.eq(a_ - hs),
+                         vec_gt.eq(Mux(img & post, times_small(WCb, rows), d_cleft) > AC),
+                         iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff + (a_ - ps)),
+                         e0.eq(bx >> lbw)]
+            pad_line = (iy_p < 0) | (iy_p >= H)
+            skip = pad_line | (cnt == 0)    # no read (an int16 half past the part: no bytes)
+        else:                               # int8: the whole part at lane k x WC
+            m.d.comb += [iy_p.eq(iy0 + part), bx.eq(ixb.as_unsigned() + d_goff),
+                         e0.eq(bx >> lbw)]
+            cnt, lane = Mux(post, WC, Mux(last_j, d_cleft, AC)), times_small(WC, part)
+            pad_line = (iy_p < 0) | (iy_p >= H)
+            skip = pad_line
         hit0 = sh_v & (sh_iy == iy_p) & (sh_e == e0)
         hit1 = sh_v & (sh_iy == iy_p) & (sh_e + 1 == e0)
         two = Signal()                      # this micro-op is the first of two reads
@@ -439,7 +448,7 @@ class Csc(wiring.Component):
         else:
             seq = [s1_goff.eq(d_goff),
                    s1_crip.eq(Mux(last_j & ~img, crip, 0)),
-                   s1_cj.eq(Mux(img, cnt, Mux(last_j, d_cleft, AC))),
+                   s1_cj.eq(Mux(post, WC, Mux(last_j, d_cleft, AC))),
                    s1_tag.swap.eq(pos == 0), s1_tag.first.eq(blk_first),
                    s1_tag.last.eq(blk_last), s1_tag.pos.eq(pos),
                    s1_tag.end.eq(end_tag)]

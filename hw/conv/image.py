@@ -89,7 +89,11 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     f_b0, f_semi, f_b1 = Signal(2, name="img_f_b0"), Signal(name="img_f_semi"), \
         Signal(2, name="img_f_b1")
     f_uvmask = Signal(8, name="img_f_uvmask")
+    has_float = any(f.is_float for f in fmts)
     f_float = Signal(name="img_f_float")
+
+    def int_only(e):                                # a rule for integer pixels only
+        return e & ~f_float if has_float else e
     with m.Switch(dfmt.PIXEL_FORMAT):
         for f in fmts:
             with m.Case(f.code):
@@ -97,7 +101,9 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
                 ok = int(f.accepted)
                 if f.is_float and "fp16" in cfg.data_types:
                     ok = D.D_MISC_CFG.PROC_PRECISION == 2
-                m.d.comb += [fmt_ok.eq(ok), f_float.eq(int(f.is_float)), f_ch.eq(f.channels),
+                if has_float:
+                    m.d.comb += f_float.eq(int(f.is_float))
+                m.d.comb += [fmt_ok.eq(ok), f_ch.eq(f.channels),
                              f_prec.eq(f.in_prec), f_xmax.eq(f.xmax),
                              f_b0.eq(f.bpp[0].bit_length() - 1),
                              f_semi.eq(len(f.bpp) == 2),
@@ -115,10 +121,15 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     pl, pr = D.D_ZERO_PADDING.PAD_LEFT, D.D_ZERO_PADDING.PAD_RIGHT
     seq_w = Signal(15, name="img_seq_w")            # the padded line in pixels
     m.d.comb += seq_w.eq(pl + width + pr)
-    line_elems = Signal(18, name="img_line_elems")  # ... in elements
-    m.d.comb += line_elems.eq(times_small(seq_w, in_c))
-    line_bytes = Signal(19, name="img_line_bytes")  # ... in CBUF bytes
-    m.d.comb += line_bytes.eq(line_elems if wide is None else line_elems << wide)
+    if wide is None:
+        line_bytes = Signal(18, name="img_line_bytes")  # ... in CBUF bytes (int8)
+        m.d.comb += line_bytes.eq(times_small(seq_w, in_c))
+        line_elems = line_bytes
+    else:
+        line_elems = Signal(18, name="img_line_elems")  # ... in elements
+        m.d.comb += line_elems.eq(times_small(seq_w, in_c))
+        line_bytes = Signal(19, name="img_line_bytes")  # ... in CBUF bytes (2 per element)
+        m.d.comb += line_bytes.eq(line_elems << wide)
     img_eps = Signal(16, name="img_eps")            # register entries (two-column: 2 x BW)
     EB = cfg.cbuf_entry_bytes
     lb = (EB - 1).bit_length()
@@ -153,14 +164,13 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & dfmt.PIXEL_MAPPING,
         img & (misc.IN_PRECISION != f_prec),
         img & (C.D_MISC_CFG.IN_PRECISION != misc.IN_PRECISION),
-        img & ~cvt_en & ~f_float & (misc.IN_PRECISION != misc.PROC_PRECISION),
-        img & f_float & cvt_en,
+        int_only(img & ~cvt_en) & (misc.IN_PRECISION != misc.PROC_PRECISION),
         img & (in_c != f_ch),
         img & (xo > f_xmax),
         img & (D.D_PIXEL_OFFSET.PIXEL_Y_OFFSET != 0),
         img & (line_stride < need0),
         img & f_semi & (misaligned(base1) | misaligned(uv) | (uv < need1)),
-        img & ~dfmt.PIXEL_SIGN_OVERRIDE & ~cvt_en & ~f_float,
+        int_only(img & ~dfmt.PIXEL_SIGN_OVERRIDE & ~cvt_en),
         img & (C.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT
                != D.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
         img & (img_eps != eps),
@@ -172,6 +182,8 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & (reach > line_elems),
         img & misc.DATA_REUSE,
     ]
+    if has_float:
+        errs.append(img & f_float & cvt_en)
     # the surfaces inside the address space (plane 0 from the line products of the check)
     p_uv = product("p_uv_h", height, uv, 32)        # UV_LINE_STRIDE x H
     end0 = Signal(aw + 20, name="img_end0")
