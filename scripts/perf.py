@@ -143,21 +143,3 @@ def run(args) -> int:
             print(f"  {k:<8} {s['traces']:>3} traces  mean {100 * s['mean_abs_error']:5.1f} %"
                   f"  max {100 * s['max_abs_error']:5.1f} %")
     return 0
-
-
-def main(argv=None) -> int:
-    """``python -m scripts.perf ...`` (the same as ``nvdla perf ...``)."""
-    import argparse
-    from arch.config import ConfigError
-    parser = argparse.ArgumentParser(prog="nvdla perf", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except ConfigError as e:
-        print(f"nvdla perf: invalid configuration: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

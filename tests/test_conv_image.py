@@ -100,11 +100,9 @@ def _formats(cfg):
     return sorted(cfg.image_packed_formats) + sorted(cfg.image_semi_formats)
 
 
-def _draw(cfg, fmt, seed):
-    """A random valid image layer spec for ``fmt`` on ``cfg``."""
-    rng = np.random.default_rng(seed)
-    f = pixel_format(fmt)
-    C = f.channels
+def draw_geometry(rng):
+    """A small random image layer geometry: (W, H, S, R, sx, sy, (pl, pr, pt, pb), K), the
+    kernel within the padded input."""
     W, H = int(rng.integers(3, 10)), int(rng.integers(2, 7))
     S, R = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     sx, sy = int(rng.integers(1, 3)), int(rng.integers(1, 3))
@@ -114,7 +112,15 @@ def _draw(cfg, fmt, seed):
         pr = S - W - pl
     if H + pt + pb < R:
         pb = R - H - pt
-    K = int(rng.integers(1, 7))
+    return W, H, S, R, sx, sy, (pl, pr, pt, pb), int(rng.integers(1, 7))
+
+
+def _draw(cfg, fmt, seed):
+    """A random valid image layer spec for ``fmt`` on ``cfg``."""
+    rng = np.random.default_rng(seed)
+    f = pixel_format(fmt)
+    C = f.channels
+    W, H, S, R, sx, sy, (pl, pr, pt, pb), K = draw_geometry(rng)
     codes = np.stack([rng.integers(0, 1 << c.width, (H, W)) for c in f.components])
     wide = any(c.width > 8 for c in f.components)
     signed = bool(rng.integers(0, 2))

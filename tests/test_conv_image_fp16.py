@@ -27,7 +27,7 @@ from sim.trace import parse_trace
 from sim.trace_run import run_golden
 
 from .conftest import NV_SMALL_FP16
-from .test_conv_image import _round_half_away, _s8  # noqa: F401  (the shared naive helpers)
+from .test_conv_image import _round_half_away, draw_geometry
 
 #: nv_small with fp16 and int16 and every 16-bit and fp16 pixel format besides its own
 CFG = NV_SMALL_FP16.replace(
@@ -85,16 +85,7 @@ def _draw(fmt, seed, tame=True):
     rng = np.random.default_rng(seed)
     f = pixel_format(fmt)
     C = f.channels
-    W, H = int(rng.integers(3, 10)), int(rng.integers(2, 7))
-    S, R = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    sx, sy = int(rng.integers(1, 3)), int(rng.integers(1, 3))
-    pl, pr = int(rng.integers(0, S)), int(rng.integers(0, S))
-    pt, pb = int(rng.integers(0, R)), int(rng.integers(0, R))
-    if W + pl + pr < S:
-        pr = S - W - pl
-    if H + pt + pb < R:
-        pb = R - H - pt
-    K = int(rng.integers(1, 7))
+    W, H, S, R, sx, sy, (pl, pr, pt, pb), K = draw_geometry(rng)
     if f.is_float:
         codes = np.asarray(rng.standard_normal((C, H, W)) * 4, np.float16).view(
             np.uint16).astype(np.int64)
