@@ -313,3 +313,10 @@ def test_random_image_layers_in_every_precision(tmp_path):
     for path in paths:
         res = run_golden(parse_trace(path, CFG), CFG, core=rp.golden_core(CFG))
         assert res.passed, res.message
+
+
+def test_random_image_precisions_must_be_the_builds():
+    """Asking for a precision the build lacks is an error naming it, not an endless redraw."""
+    from tests.conftest import NV_SMALL_FP16 as FP16_ONLY
+    with pytest.raises(ValueError, match="has no int16"):
+        write_random_image_traces(FP16_ONLY, "/nonexistent", 1, precs=(0, 1))

@@ -318,6 +318,10 @@ def write_random_image_traces(cfg, directory: str, count: int, seed: int = 0,
     with golden CRCs; returns their paths. A layer the golden model rejects is redrawn."""
     from .random_programs import _golden_crcs, write_trace
     import shutil
+    for prec in precs:
+        if ("int8", "int16", "fp16")[prec] not in cfg.data_types:
+            raise ValueError(f"precs: {cfg.name} has no {('int8', 'int16', 'fp16')[prec]} "
+                             f"(data_types: {', '.join(sorted(cfg.data_types))})")
     rng = np.random.default_rng(seed)
     paths = []
     while len(paths) < count:
