@@ -13,7 +13,8 @@ the layer's) records what the CBUF keeps for the next layer, as Cdma does.
 Rules (any one fails the program)
     * two-column CBUF entries (``cbuf_entry_width`` = 2 x ``cbuf_bank_width``: NVDLA v1's
       nv_full): the registers count entries of two bank rows (entries per slice, data bank
-      capacity) and the RTL runs int8, int16 and fp16 feature input and int8 image input;
+      capacity) and the RTL runs int8, int16 and fp16 feature input and image input of
+      every precision the build has;
     * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
       CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without

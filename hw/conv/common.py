@@ -29,7 +29,7 @@ CBUF layout (the contract between Cdma and Csc)
     entry (or the ``BW // share`` lanes of the shared one), channels past the input's C read 0.
 
     Two-column entries (``cfg.cbuf_entry_bytes`` = 2 x BW: NVDLA v1's nv_full; int8, int16
-    and fp16 feature input and int8 image input): the registers count
+    and fp16 feature and image input): the registers count
     entries of ``EB = cbuf_entry_bytes`` bytes, register entry ``e`` being bank rows ``2e``
     and ``2e + 1`` (byte ``b < EB`` of it at row ``2e + b // BW``, lane ``b % BW``). The data
     layout above holds with entries, ``P``, the data region size and ``dat_base`` counted in

@@ -80,8 +80,8 @@ after the other, or the group's bytes of the line), so each part contributes the
 its bytes with the half (a part may straddle the two halves; one with no bytes in the half
 reads nothing), and half 1 is sent when the vector is longer than ``AC`` bytes.
 
-Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8 and int16 feature
-input, int8 image input): slices, ``ENTRIES`` and the data ring count register entries of two
+Two-column CBUF entries (``cbuf_entry_width`` = 2 x the bank width, int8, int16 and fp16
+feature and image input): slices, ``ENTRIES`` and the data ring count register entries of two
 bank rows; channel group ``j`` of position ``x`` is row ``2*((j // 2)*W + x) + j % 2`` of the
 slice (a shared cripple entry: a row, or half a row, per position; :mod:`hw.conv.common`); an
 int16 channel group ``j`` (``2 x AC`` bytes) is entry ``j*W + x``, its half ``h`` the entry's
