@@ -27,6 +27,8 @@ from sim.trace import parse_trace
 from sim.trace_run import run_golden
 
 from .conftest import NV_SMALL_FP16
+from .test_conv_fp16 import _Core
+from .test_conv_fp16 import _signed16 as _s16
 from .test_conv_image import _round_half_away, draw_geometry
 
 #: nv_small with fp16 and int16 and every 16-bit and fp16 pixel format besides its own
@@ -48,11 +50,6 @@ def _fp16(v: float) -> int:
         return struct.unpack("<H", struct.pack("<e", float(v)))[0]
     except OverflowError:
         return 0xFC00 if v < 0 else 0x7C00
-
-
-def _s16(c):
-    c = np.asarray(c, np.int64) & 0xFFFF
-    return np.where(c >= 0x8000, c - 0x10000, c)
 
 
 def _to_float(codes):
@@ -111,24 +108,6 @@ def _draw(fmt, seed, tame=True):
                 x_offset=int(rng.integers(0, max_x_offset(f, CFG.memory_atom) + 1)),
                 signed=bool(rng.integers(0, 2)), cvt=cvt, mean=mean, post_extension=post,
                 line_extra=int(rng.integers(0, 2)), uv_extra=int(rng.integers(0, 2)))
-
-
-class _Core:
-    """The memories and register views decode / load_cbuf need, from a layer's images."""
-
-    def __init__(self, cfg, layer):
-        from sim.memory import SparseMemory
-        from sim.regs import GroupView
-        from arch.registers import register_map
-        self.cfg = cfg
-        self.dbb, self.sram = SparseMemory(), SparseMemory()
-        for addr, data, ram in layer["images"]:
-            (self.dbb if ram == 1 else self.sram).write(addr, np.asarray(data, np.uint8))
-        rmap = register_map(cfg)
-        self._views = {b: GroupView(rmap[b], layer["regs"][b]) for b in BLOCKS}
-
-    def view(self, block):
-        return self._views[block]
 
 
 def _program(layer):

@@ -39,6 +39,7 @@ import numpy as np
 from sim.formats.common import round_shift_right, saturate
 from sim.formats.pixel import pixel_to_signed
 from sim.formats.weight import image_weight_offsets
+from sim.nvfloat import fp16_is_inf, fp16_is_nan
 
 from .program import FP16, INT8, ConvProgram, ConvProgramError, uv_x_offset_bytes
 
@@ -93,10 +94,6 @@ def _signed16(v: np.ndarray) -> np.ndarray:
     return np.where(v >= 0x8000, v - 0x10000, v)
 
 
-def _is_nan16(v: np.ndarray) -> np.ndarray:
-    return ((v & 0x7C00) == 0x7C00) & ((v & 0x3FF) != 0)
-
-
 def int_to_fp16(x: np.ndarray) -> np.ndarray:
     """fp16 codes (as signed 16-bit values) of integers within 17 signed bits: round to the
     nearest, ties to even, infinity when the magnitude rounds past 65504."""
@@ -115,14 +112,8 @@ def convert_image(p: ConvProgram, codes: np.ndarray) -> np.ndarray:
     if img.fmt.is_float:
         v = _signed16(codes)
         if p.nan_to_zero and p.in_precision == FP16:
-            v = np.where(_is_nan16(v), 0, v)
+            v = np.where(fp16_is_nan(v & 0xFFFF), 0, v)
         return v
-    if p.precision == FP16:                 # decode requires the convertor here
-        d = pixel_to_signed(codes, img.fmt, sign_override=img.signed)
-        off, scale, trunc = p.cvt
-        offsets = np.array(img.mean[:codes.shape[0]] if img.mean is not None
-                           else [off] * codes.shape[0], dtype=np.int64)[:, None, None]
-        return int_to_fp16(saturate(round_shift_right((d - offsets) * scale, trunc), 17))
     if p.cvt is None:
         # no convertor: the container's bits as they are, read as a signed value
         return pixel_to_signed(codes, img.fmt, sign_override=True)
@@ -130,6 +121,8 @@ def convert_image(p: ConvProgram, codes: np.ndarray) -> np.ndarray:
     off, scale, trunc = p.cvt
     offsets = np.array(img.mean[:codes.shape[0]] if img.mean is not None
                        else [off] * codes.shape[0], dtype=np.int64)[:, None, None]
+    if p.precision == FP16:                 # (decode requires the convertor here)
+        return int_to_fp16(saturate(round_shift_right((d - offsets) * scale, trunc), 17))
     return saturate(round_shift_right((d - offsets) * scale, trunc), out_bits)
 
 
@@ -156,9 +149,7 @@ def fp16_pixel_nan_inf(cfg, p: ConvProgram, mem) -> tuple[int, int]:
     _check_space(cfg, p.base, offs, f"CDMA.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0={p.base:#x}")
     raw = mem.gather((p.base + offs).reshape(-1)).astype(np.int64)
     v = raw[0::2] | (raw[1::2] << 8)
-    top = (v & 0x7C00) == 0x7C00
-    mant = (v & 0x3FF) != 0
-    return int((top & mant).sum()), int((top & ~mant).sum())
+    return int(fp16_is_nan(v).sum()), int(fp16_is_inf(v).sum())
 
 
 def fetch_image(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
