@@ -291,7 +291,12 @@ def _presets():
         cbuf_bank_width=64, cbuf_bank_depth=512, cbuf_entry_width=128, sdp_bs_throughput=16,
         sdp_bn_throughput=16, sdp_ew_throughput=4, pdp_throughput=8, cdp_throughput=8,
         dbbif_width=512, sramif_width=512, address_width=64, dbbif_latency=1200,
-        register_layout="full")
+        register_layout="full",
+        # NVDLA v1's nv_full CDMA takes every pixel format 0x00..0x23 of the data-format
+        # spec (its image controller asserts on larger codes only); the int8 builds'
+        # CFGROM lists the 8- and 10-bit ones
+        image_packed_formats=frozenset(PACKED_IMAGE_FORMATS),
+        image_semi_formats=frozenset(SEMI_PLANAR_IMAGE_FORMATS))
     return {c.name: c for c in (small, small256, large, full)}
 
 

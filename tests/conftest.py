@@ -55,7 +55,10 @@ NV_FULL_LAYOUT = NvdlaConfig.preset("nv_full").replace(
     name="nv_full_layout", data_types=frozenset({"int8"}), atomic_c=32, atomic_k=32,
     cbuf_bank_width=32, cbuf_bank_depth=128, cbuf_entry_width=0, sdp_bs_throughput=1,
     sdp_bn_throughput=1, sdp_ew_throughput=1, pdp_throughput=1, cdp_throughput=1,
-    dbbif_width=256, sramif_width=256, winograd=False, max_batch=8)
+    dbbif_width=256, sramif_width=256, winograd=False, max_batch=8,
+    # int8 only: the int8 builds' pixel formats (nv_full's own include 16-bit and fp16 ones)
+    image_packed_formats=NvdlaConfig.preset("nv_large").image_packed_formats,
+    image_semi_formats=NvdlaConfig.preset("nv_large").image_semi_formats)
 #: nv_large's register map (the small layout with every optional unit: CVIF, BDMA, Rubik, SDP
 #: EW + LUT, batching, Winograd and weight compression in CFGROM) on nv_small's datapath: its
 #: register plane at a quarter of nv_large's elaboration time (the default suite's). Only the

@@ -34,6 +34,14 @@ def test_presets_match_reference_builds():
     assert (s.cbuf_entry_bytes, s.cbuf_entry_depth) == (8, 512)
     assert (full.pdp_throughput, full.cdp_throughput, full.register_layout) == (8, 8, "full")
     assert s.register_layout == "small"
+    # nv_full's CDMA takes every pixel format of the data-format spec (codes 0x00..0x23);
+    # the int8 builds the 8- and 10-bit ones their CFGROM lists
+    from arch.config import PACKED_IMAGE_FORMATS, SEMI_PLANAR_IMAGE_FORMATS
+    assert len(full.image_packed_formats) + len(full.image_semi_formats) == 36
+    assert full.image_packed_formats == set(PACKED_IMAGE_FORMATS)
+    assert full.image_semi_formats == set(SEMI_PLANAR_IMAGE_FORMATS)
+    assert "R16_F" not in lg.image_packed_formats and lg.image_packed_formats == \
+        s.image_packed_formats and len(s.image_packed_formats) + len(s.image_semi_formats) == 17
 
 
 BAD = [
