@@ -172,7 +172,12 @@ def _memory_report(log: str):
 
 
 def _strip_to_json(text):
-    return text[text.index("{"):]
+    """The JSON object of a ``stat -json`` output: from its first brace, without the lines of
+    module names and instance counts that older Yosys versions (Debian's 0.23) print inside it
+    for a design with more than two levels of hierarchy (``   sub    2``: no quotes, not JSON)."""
+    text = text[text.index("{"):]
+    return "\n".join(ln for ln in text.splitlines()
+                     if '"' in ln or not ln.strip() or set(ln.strip()) <= set("{}[],"))
 
 
 def _memories(mem_stat: dict, prefix="$mem") -> dict:

@@ -139,3 +139,38 @@ def test_failure_reason_names_the_error_or_the_trap(monkeypatch):
     assert yosys_command() == ["/opt/yosys/bin/yosys"]
     monkeypatch.delenv("YOSYS")
     assert yosys_command()[0] != "/opt/yosys/bin/yosys"
+
+
+def test_stat_json_of_older_yosys():
+    """Debian's Yosys 0.23 prints, for a design of three hierarchy levels, the lower modules'
+    instance counts as bare text inside ``stat -json``'s object (as below, from a real run of
+    a top -> mid -> 2 x sub design); the parser drops those lines and keeps every number."""
+    from scripts.synth import _strip_to_json
+    text = """
+{
+   "creator": "Yosys 0.23 (git sha1 7ce5011c24b)",
+   "modules": {
+      "\\\\top": {
+         "num_cells":         17,
+         "num_cells_by_type": {
+            "$_DFF_P_": 16,
+            "mid": 1
+         }
+      }
+   },
+       sub                           2
+      "design": {
+         "num_cells":         740,
+         "num_cells_by_type": {
+            "$_ANDNOT_": 194,
+            "$_DFF_P_": 16
+         }
+      }
+}
+"""
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text[text.index("{"):])
+    stat = json.loads(_strip_to_json("log line before it\n" + text))
+    assert stat["modules"]["\\top"]["num_cells_by_type"] == {"$_DFF_P_": 16, "mid": 1}
+    assert stat["design"]["num_cells"] == 740
+    assert stat["design"]["num_cells_by_type"]["$_ANDNOT_"] == 194
