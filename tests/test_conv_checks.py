@@ -43,6 +43,7 @@ from hw.conv.check import CHECK_CYCLES, ConvCheck
 from sim.conv import random_programs as rp
 from sim.conv.cdma import CbufState, load_cbuf
 from sim.conv.core_limits import check_core_limits
+from sim.conv.unit import check_sdp_precision
 from sim.conv.program import ConvProgramError, check_batch_delivery, decode
 from sim.memory import SparseMemory
 from sim.random_traces import MEM
@@ -73,8 +74,9 @@ def golden_verdicts(cfg, layers):
         views = [GroupView(rmap[b], layer["regs"][b]) for b in BLOCKS]
         try:
             p = decode(cfg, *views)
-            check_core_limits(cfg, p, sdp_int16="SDP" in layer["regs"] and flying_cube(
-                rmap["SDP"], layer["regs"]["SDP"], cfg)["int16"])
+            if "SDP" in layer["regs"]:
+                check_sdp_precision(p, GroupView(rmap["SDP"], layer["regs"]["SDP"]))
+            check_core_limits(cfg, p)
             if p.batches > 1 and "SDP" in layer["regs"]:
                 check_batch_delivery(cfg, p, views[-1],
                                      GroupView(rmap["SDP"], layer["regs"]["SDP"]))

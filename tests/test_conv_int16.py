@@ -229,3 +229,30 @@ def test_pipeline_int16_shared_entries(monkeypatch):
             continue
     assert [la["info"]["C"] for la in layers if la["info"]["prec"]] == [8, 3, 4, 7]
     tp.run_layers(cfg, layers, seed=4)
+
+
+@pytest.mark.parametrize("conv_prec,sdp_prec", [(0, 1), (1, 0)])
+def test_golden_rejects_integer_precision_mismatch_into_sdp(tmp_path, conv_prec, sdp_prec):
+    """An int8 convolution flying into an int16 SDP layer (or the reverse) is a golden-model
+    rule naming SDP's PROC_PRECISION: CACC delivers atoms of the layer's precision and SDP
+    groups them by its own (NVDLA's SdpDataOperationDC), so NVDLA would scramble the
+    channels. The layer with matching precisions runs."""
+    from arch.registers import register_map
+    from sim.conv import random_programs as rp
+    from sim.sdp.random_programs import Regs
+    cfg = NV_SMALL_INT16
+    rng = np.random.default_rng(5)
+    data = rng.integers(-100, 100, (10, 3, 4))
+    weights = rng.integers(-100, 100, (4, 10, 1, 1))
+    layer = rp.conv_layer(cfg, W=4, H=3, C=10, K=4, prec=conv_prec, data=data, weights=weights)
+    ok = rp.write_trace(str(tmp_path), "matching", [layer])
+    crcs, why = rp._golden_crcs(cfg, ok, 1)
+    assert why is None and len(crcs) == 1
+    sdp = Regs(register_map(cfg)["SDP"])
+    sdp.words = layer["regs"]["SDP"]
+    sdp.set("D_DATA_FORMAT", PROC_PRECISION=sdp_prec, OUT_PRECISION=sdp_prec)
+    bad = rp.write_trace(str(tmp_path), "mismatch", [layer])
+    crcs, why = rp._golden_crcs(cfg, bad, 1)
+    name = ("INT8", "INT16")[sdp_prec]
+    assert crcs is None and f"SDP.D_DATA_FORMAT.PROC_PRECISION={name}" in why
+    assert f"must be {('INT8', 'INT16')[conv_prec]}" in why

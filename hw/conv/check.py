@@ -43,13 +43,14 @@ Rules (any one fails the program)
       ``CVT_EN`` on fp16 input (the convertor takes integers: fp16 features here, fp16
       pixels in :func:`hw.conv.image.image_rules`; integer pixels convert to fp16), and the
       SDP layer they fly into is FP16 -- and an integer layer's is not (on every build with
-      fp16); feature input whose ``IN_PRECISION`` is not ``PROC_PRECISION`` (Table 29: direct
-      convolution converts no precision). Image layers take every processing precision of
-      the build (int16 / fp16: 2 bytes per element in the CBUF line). RTL restrictions on
-      those builds, where the golden model would run the program: an
-      int16 layer flying into an int8 SDP layer or an int8 layer into an int16 one (Cacc
-      delivers the surfaces of its own precision), and ``DATA_REUSE`` of slices (or
-      ``WEIGHT_REUSE`` of weights) kept by a layer of another precision;
+      fp16), nor an int16 layer flying into an int8 SDP layer or an int8 layer into an
+      int16 one (CACC delivers atoms of its own precision, SDP groups them by its own:
+      :func:`sim.conv.unit.check_sdp_precision`); feature input whose ``IN_PRECISION`` is
+      not ``PROC_PRECISION`` (Table 29: direct convolution converts no precision). Image
+      layers take every processing precision of the build (int16 / fp16: 2 bytes per
+      element in the CBUF line). RTL restriction on those builds, where the golden model
+      would run the program: ``DATA_REUSE`` of slices (or ``WEIGHT_REUSE`` of weights) kept
+      by a layer of another precision;
     * input cube: atom-aligned base, line and surface stride; ``LINE_PACKED`` exactly when
       ``LINE_STRIDE = W x atom``; ``GRAINS = 0`` unless lines are packed, grain <= height;
       lines that overlap (``LINE_STRIDE < W x atom``) and surfaces that overlap (``S > 1``

@@ -10,7 +10,7 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
-from .program import INT8, INT16, ConvProgram, ConvProgramError
+from .program import INT8, ConvProgram, ConvProgramError
 
 __all__ = ["check_core_limits"]
 
@@ -19,12 +19,8 @@ def _err(where: str, rule: str):
     raise ConvProgramError(f"{where}: {rule} (a limit of this core's RTL; NVDLA v1 runs it)")
 
 
-def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
-    """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL
-    (``sdp_int16``: the SDP layer it flies into is an int16 one).
-
-    * An integer layer on a build with int16 flies into an SDP layer of its own precision
-      (no int8 layer into an int16 SDP layer, no int16 one into an int8 SDP layer).
+def check_core_limits(cfg, p: ConvProgram) -> None:
+    """Raise :class:`ConvProgramError` when the decoded layer ``p`` is beyond this core's RTL.
 
     * Compressed weights: this core's CDMA expands them as it fetches (:mod:`hw.conv.wdecomp`),
       so the CBUF holds the uncompressed surface. One uncompressed kernel group must fit the
@@ -36,11 +32,6 @@ def check_core_limits(cfg, p: ConvProgram, sdp_int16: bool = False) -> None:
     fp16 layers run as int16 ones (NVDLA's fp16 MAC cells and 48-bit float accumulator,
     :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`), on bank-row and two-column entries.
     """
-    if "int16" in cfg.data_types and p.precision in (INT8, INT16) \
-            and sdp_int16 != (p.precision == INT16):
-        _err("SDP.D_DATA_FORMAT.PROC_PRECISION",
-             f"an {'int16' if p.precision == INT16 else 'int8'} layer flies into SDP layers "
-             f"of its precision (CACC delivers the surfaces of its own precision)")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)

@@ -14,24 +14,42 @@ from sim.core import Launch, UnitModel, Wait
 from .cacc import accumulate_fp16, deliver
 from .cdma import CbufState, load_cbuf
 from .cmac import convolve, convolve_fp16
-from .program import FP16, ConvProgramError, check_batch_delivery, decode
+from .program import FP16, INT8, ConvProgramError, check_batch_delivery, decode
 
 __all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc", "check_sdp_precision"]
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
+_PREC_NAMES = ("INT8", "INT16", "FP16")
+
+
 def check_sdp_precision(p, sdp) -> None:
-    """CACC delivers int32 sums of an integer layer and fp32 values of an fp16 one: the SDP
-    layer they fly into must process that kind (``sdp``: SDP's register view)."""
-    sdp_fp16 = sdp.D_DATA_FORMAT.PROC_PRECISION == FP16
-    if (p.precision == FP16) != sdp_fp16:
+    """The SDP layer a convolution flies into must process the convolution's precision
+    (``sdp``: SDP's register view).
+
+    CACC delivers int32 sums of an integer layer and fp32 values of an fp16 one, in atoms of
+    the layer's precision: an int8 layer's 32-channel atom as two 16-element payloads, an
+    int16 layer's 16-channel atom as one. SDP groups the payloads by its own
+    ``PROC_PRECISION`` (NVDLA's C model, ``SdpDataOperationDC``: 32 elements per atom for INT8,
+    16 otherwise), so an int8 layer into an int16 SDP layer (or the reverse) would put the
+    channels in the wrong atoms: NVDLA runs no such program meaningfully, and this model
+    rejects it rather than compute a result NVDLA would not produce."""
+    sdp_prec = sdp.D_DATA_FORMAT.PROC_PRECISION
+    if sdp_prec == p.precision:
+        return
+    if p.precision == FP16 or sdp_prec == FP16:
         kind = "an fp16 convolution delivers fp32" if p.precision == FP16 else \
             "an integer convolution delivers int32 sums"
-        raise ConvProgramError(
-            f"SDP.D_DATA_FORMAT.PROC_PRECISION={'FP16' if sdp_fp16 else 'INT8/INT16'}: "
-            f"{kind}; SDP's processing precision must be "
-            f"{'FP16' if p.precision == FP16 else 'INT8 or INT16'}")
+        rule = "FP16" if p.precision == FP16 else "INT8 or INT16"
+    else:
+        kind = (f"an {_PREC_NAMES[p.precision].lower()} convolution delivers atoms of "
+                f"{32 if p.precision == INT8 else 16} channels, SDP groups them by its own "
+                f"precision")
+        rule = _PREC_NAMES[p.precision]
+    name = _PREC_NAMES[sdp_prec] if sdp_prec < 3 else str(sdp_prec)
+    raise ConvProgramError(f"SDP.D_DATA_FORMAT.PROC_PRECISION={name}: {kind}; SDP's "
+                           f"processing precision must be {rule}")
 
 
 def run_conv(core, state: CbufState):
