@@ -36,8 +36,10 @@ public nv_small traces uses it):
   NVDLA's memory model does; without a pattern it fills zeros (NVDLA's model leaves its fill
   byte at 0 when the pattern is missing);
 - ``intr_notify`` with one argument waits for the next interrupt of any source (the pin) and
-  clears every pending unmasked source (NVDLA's handler writes back ``S_INTR_STATUS &
-  ~S_INTR_MASK``);
+  clears every pending unmasked source, as NVDLA's handler clears an interrupt (it writes
+  back ``S_INTR_STATUS & ~S_INTR_MASK``). NVDLA's parser accepts this single shot, but its
+  handler files it under no unit and stops at the first interrupt finding no expected one
+  for that unit: the semantics here are ours;
 - ``check_file`` compares the region with the image's bytes at offsets ``0 .. size - 1``
   (the image must have all of them; NVDLA's player leaves this check unimplemented);
 - ``check_nothing`` may carry the four arguments of a check (ignored), as NVDLA's parser
