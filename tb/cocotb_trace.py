@@ -149,8 +149,9 @@ class _TraceExec:
                     cmd.image.write_to(self.mem(cmd), cmd.addr)
                 elif isinstance(cmd, MemInit):
                     cmd.apply(self.mem(cmd))
-                elif isinstance(cmd, RegRead):
-                    await self.tb.csb.read(cmd.addr)
+                elif isinstance(cmd, RegRead):       # as the playback harness's read_reg
+                    await (self.read_status() if cmd.addr == self.glb_status
+                           else self.tb.csb.read(cmd.addr))
                 elif isinstance(cmd, RegReadCheck):
                     value = await (self.read_status() if cmd.addr == self.glb_status
                                    else self.tb.csb.read(cmd.addr))
