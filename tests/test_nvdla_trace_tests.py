@@ -44,7 +44,9 @@ Y_STAGE = {"nv_small": NV_SMALL_EXT,
            "nv_small_256": NvdlaConfig.preset("nv_small_256").replace(
                name="nv_small_256_ew_lut", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)}
 RTL_MAX_CYCLES = 2_000_000
-RTL_JOBS = 2
+#: harness processes side by side per build: 2 (the machine's cores), 1 when pytest-xdist
+#: already runs two tests at a time
+RTL_JOBS = 1 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 else 2
 
 
 def _git(*args, **kw):
