@@ -8,7 +8,10 @@
 written word by word into the board's DBBIF memory (addresses modulo ``mem_bytes``, as the
 board's block RAM decodes them), registers through CSB writes, ``poll_reg_equal`` and
 ``intr_notify`` by polling (``intr_notify`` clears the GLB status bit as NVDLA's test bench
-does), ``check_crc`` by reading the range back and computing ``zlib.crc32``. The cocotb bench
+does; the single-shot ``intr_notify(id)`` takes any unmasked source and clears every pending
+one), ``reg_read`` / ``reg_read_check`` as one CSB read (the check compares the whole word),
+``mem_init`` with the pattern's bytes, ``check_crc`` by reading the range back and computing
+``zlib.crc32``, ``check_file`` by reading it back and comparing it with the image's bytes. The cocotb bench
 ``tb/cocotb_board_uart.py`` drives the same player through the board top's UART pin in
 simulation; this command drives it through pyserial.
 """
@@ -19,6 +22,8 @@ import asyncio
 import sys
 import time
 import zlib
+
+import numpy as np
 
 __all__ = ["add_arguments", "run", "TracePlayer", "TraceDoesNotFit"]
 
@@ -34,6 +39,7 @@ class TracePlayer:
         self.max_polls = max_polls
         self.rmap = register_map(cfg)
         self.glb_status = self.rmap.address("GLB.S_INTR_STATUS")
+        self.glb_mask = self.rmap.address("GLB.S_INTR_MASK")
         self.transactions = 0
 
     async def _t(self, cmd, addr=0, data=0):
@@ -86,12 +92,13 @@ class TracePlayer:
     async def run(self, trace):
         """(passed, [messages]) of one parsed trace."""
         from hw.bridge.serial_host import Command
-        from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad,
-                               OrderingPoint, PollRegEqual, RegWrite)
+        from sim.trace import (CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit,
+                               MemLoad, OrderingPoint, PollRegEqual, RegRead, RegReadCheck,
+                               RegWrite)
         msgs = []
         for cmd in trace.commands:
             if isinstance(cmd, MemInit):
-                await self.write_bytes(cmd.addr, bytes([cmd.fill & 0xFF]) * cmd.size)
+                await self.write_bytes(cmd.addr, cmd.data().tobytes())
             elif isinstance(cmd, MemLoad):
                 img = cmd.image
                 lo, hi = int(img.offsets.min()), int(img.offsets.max()) + 1
@@ -107,19 +114,37 @@ class TracePlayer:
                         break
                 else:
                     return False, msgs + [f"{cmd.where}: poll_reg_equal timed out"]
+            elif isinstance(cmd, RegRead):
+                await self._t(Command.CSB_READ, cmd.addr << 2)
+            elif isinstance(cmd, RegReadCheck):
+                got = await self._t(Command.CSB_READ, cmd.addr << 2)
+                if got != cmd.value:
+                    return False, msgs + [cmd.mismatch(got)]
             elif isinstance(cmd, IntrNotify):
+                # a single shot waits for any unmasked source and clears every pending one
+                masked = (await self._t(Command.CSB_READ, self.glb_mask)) if cmd.single else 0
                 for _ in range(self.max_polls):
-                    if await self._t(Command.CSB_READ, self.glb_status) & cmd.mask:
-                        await self._t(Command.CSB_WRITE, self.glb_status, cmd.mask)
+                    status = await self._t(Command.CSB_READ, self.glb_status)
+                    if status & cmd.mask & ~masked:
+                        clear = status & cmd.mask & ~masked if cmd.single else cmd.mask
+                        await self._t(Command.CSB_WRITE, self.glb_status, clear)
                         break
                 else:
-                    return False, msgs + [f"{cmd.where}: intr_notify({cmd.source}) timed out"]
+                    return False, msgs + [f"{cmd.where}: {cmd.what} timed out"]
             elif isinstance(cmd, CheckCrc):
                 crc = zlib.crc32(await self.read_bytes(cmd.addr, cmd.size)) & 0xFFFFFFFF
                 ok = crc == cmd.crc
                 msgs.append(f"{cmd.where}: check_crc {cmd.addr:#x}+{cmd.size:#x}: "
                             f"{crc:#010x} {'==' if ok else '!='} {cmd.crc:#010x}")
                 if not ok:
+                    return False, msgs
+            elif isinstance(cmd, CheckFile):
+                got = np.frombuffer(await self.read_bytes(cmd.addr, cmd.size), np.uint8)
+                diff = np.flatnonzero(got != cmd.expected)
+                msgs.append(f"{cmd.where}: check_file {cmd.addr:#x}+{cmd.size:#x}: "
+                            + (f"{diff.size} bytes differ, first at {cmd.addr + int(diff[0]):#x}"
+                               if diff.size else "equal"))
+                if diff.size:
                     return False, msgs
             elif isinstance(cmd, (CheckNothing, OrderingPoint)):
                 pass                      # nothing to check / ordering only: played in order

@@ -17,6 +17,37 @@ units (NVDLA's trace generator writes them, e.g. the CSC programming waits until
 written). A player that runs the file in order already meets them, so the engines treat them
 as no-ops; a ``sync_wait`` on an id no ``sync_notify`` before it notified is an error.
 
+The rest of the language NVDLA's trace player accepts (its parser and test bench; none of the
+public nv_small traces uses it):
+
+    mem_init(pri_mem, 0x80000000, 0x100, ADDR);       // fill patterns: PATTERNS
+    mem_init(pri_mem, 0x80000000, "image.dat");       // over the image's extent, ALL_ZERO
+    mem_init(pri_mem, 0x80000000, "image.dat", ONES); // ... or a pattern
+    reg_read(NVDLA_SDP.S_STATUS_0, status);           // one read, the value is not used
+    reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1);       // one read, the whole word compared
+    intr_notify(sync_id_0);                           // single shot: the next interrupt
+    check_file(sync_id_0, pri_mem, 0x80001000, 0x40, "expected.dat");
+
+- fill patterns (NVDLA's memory model): ``ALL_ZERO`` 0x00, ``ONES`` 0xff, ``AFIVE`` 0xa5,
+  ``FIVEA`` 0x5a, ``ADDR`` the low byte of each byte's address; ``RANDOM`` and ``X`` (NVDLA:
+  ``$urandom`` / unknown bits) are one pseudo-random byte sequence fixed by the address and
+  size (:func:`pattern_bytes`), so every engine fills the same bytes;
+- ``mem_init`` over an image covers ``[addr, addr + last offset + 1)`` of the image, as
+  NVDLA's memory model does; without a pattern it fills zeros (NVDLA's model leaves its fill
+  byte at 0 when the pattern is missing);
+- ``intr_notify`` with one argument waits for the next interrupt of any source (the pin) and
+  clears every pending unmasked source, as NVDLA's handler clears an interrupt (it writes
+  back ``S_INTR_STATUS & ~S_INTR_MASK``). NVDLA's parser accepts this single shot, but its
+  handler files it under no unit and stops at the first interrupt finding no expected one
+  for that unit: the semantics here are ours;
+- ``check_file`` compares the region with the image's bytes at offsets ``0 .. size - 1``
+  (the image must have all of them; NVDLA's player leaves this check unimplemented);
+- ``check_nothing`` may carry the four arguments of a check (ignored), as NVDLA's parser
+  allows.
+
+Unit, block and register names (and memory names) are taken in any case: NVDLA's player
+upper-cases them before looking them up.
+
 ``//`` starts a comment. Register names resolve through the build's register map, so a
 trace naming a register (or block) the build does not have is an error. A ``.dat`` image is
 a list of ``{offset:0x.., size:N, payload:0x.. 0x.. ...}`` records (byte payloads, offsets
@@ -42,6 +73,7 @@ from arch.registers import RegisterError, register_map
 
 __all__ = ["TraceError", "Command", "MemInit", "MemLoad", "RegWrite", "PollRegEqual",
            "IntrNotify", "CheckCrc", "CheckNothing", "SyncNotify", "SyncWait", "OrderingPoint",
+           "RegRead", "RegReadCheck", "CheckFile", "PATTERNS", "pattern_bytes",
            "DatImage", "Trace", "parse_trace",
            "parse_trace_text", "load_dat", "parse_dat", "find_trace_cfg", "is_trace_dir",
            "expand_trace_dirs", "MEMORIES", "INTR_SOURCES"]
@@ -74,16 +106,64 @@ class Command:
         return f"{self.file}:{self.line}"
 
 
+#: mem_init fill patterns of NVDLA's memory model: the byte of a constant fill, or None for
+#: those computed per byte (pattern_bytes)
+PATTERNS = {"ALL_ZERO": 0x00, "ONES": 0xFF, "AFIVE": 0xA5, "FIVEA": 0x5A, "ADDR": None,
+            "RANDOM": None, "X": None}
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix64(z):
+    """splitmix64's finalizer on uint64 arrays (wrapping arithmetic)."""
+    z = np.asarray(z, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def pattern_bytes(pattern: str, addr: int, size: int) -> np.ndarray:
+    """The ``size`` bytes ``mem_init`` writes at ``addr`` with ``pattern`` (uint8).
+
+    ``RANDOM`` / ``X``: byte i is the top byte of splitmix64's finalizer of ``seed + (i + 1)
+    * 0x9E3779B97F4A7C15`` (mod 2**64), with ``seed`` that finalizer of ``addr ^ (size <<
+    32)`` -- a fixed function of address and size, so every engine gets the same bytes."""
+    const = PATTERNS[pattern]
+    if const is not None:
+        return np.full(size, const, dtype=np.uint8)
+    if pattern == "ADDR":
+        return ((np.arange(size, dtype=np.uint64) + np.uint64(addr & 0xFFFFFFFFFFFFFFFF))
+                & np.uint64(0xFF)).astype(np.uint8)
+    seed = _mix64(np.uint64((addr ^ (size << 32)) & 0xFFFFFFFFFFFFFFFF))
+    with np.errstate(over="ignore"):
+        z = seed + (np.arange(1, size + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    return (_mix64(z) >> np.uint64(56)).astype(np.uint8)
+
+
 @dataclass(frozen=True)
 class MemInit(Command):
     mem: str                         #: "dbb" or "sram"
     addr: int
     size: int
-    pattern: str                     #: "ALL_ZERO"
+    pattern: str                     #: a key of PATTERNS
+    path: str = ""                   #: the image whose extent gave the size ("" if none)
 
     @property
-    def fill(self) -> int:
-        return 0
+    def fill(self):
+        """The byte of a constant fill, or None when the bytes vary (:meth:`data`)."""
+        return PATTERNS[self.pattern]
+
+    def data(self) -> np.ndarray:
+        """The bytes the command writes (uint8, ``size`` of them)."""
+        return pattern_bytes(self.pattern, self.addr, self.size)
+
+    def apply(self, mem) -> None:
+        """Fill a SparseMemory."""
+        if self.fill is not None:
+            mem.fill(self.addr, self.size, self.fill)
+        else:
+            mem.write(self.addr, self.data())
 
 
 @dataclass(frozen=True)
@@ -140,10 +220,51 @@ class PollRegEqual(Command):
 
 @dataclass(frozen=True)
 class IntrNotify(Command):
-    source: str                      #: as written (SDP_0)
+    source: str                      #: as written (SDP_0); "" for a single shot
     sync_id: str
-    status_field: str                #: GLB S_INTR_STATUS field (SDP_DONE_STATUS0)
-    mask: int                        #: that field's bit in S_INTR_STATUS
+    status_field: str                #: GLB S_INTR_STATUS field (SDP_DONE_STATUS0); "" single
+    mask: int                        #: that field's bit; single shot: every field's bits
+    #: ``intr_notify(sync_id)``: the next interrupt of any unmasked source; every pending
+    #: unmasked source is cleared
+    single: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"intr_notify({self.sync_id})" if self.single else f"intr_notify({self.source})"
+
+
+@dataclass(frozen=True)
+class RegRead(Command):
+    """``reg_read(NAME, var)``: one CSB read; the value is not checked."""
+    name: str
+    block: str
+    register: str
+    addr: int
+    var: str
+
+
+@dataclass(frozen=True)
+class RegReadCheck(Command):
+    """``reg_read_check(NAME, VALUE)``: one CSB read, the whole word must equal VALUE."""
+    name: str
+    block: str
+    register: str
+    addr: int
+    value: int
+
+    def mismatch(self, got: int) -> str:
+        return (f"{self.where}: reg_read_check({self.name}, {self.value:#x}): read {got:#x}")
+
+
+@dataclass(frozen=True)
+class CheckFile(Command):
+    """``check_file``: after the sync point, the region must equal the image's bytes."""
+    sync_id: str
+    mem: str
+    addr: int
+    size: int
+    path: str
+    expected: np.ndarray = field(repr=False)     #: uint8, ``size`` bytes (offsets 0..size-1)
 
 
 @dataclass(frozen=True)
@@ -275,10 +396,12 @@ def load_dat(path: str) -> DatImage:
 # .cfg traces
 # --------------------------------------------------------------------------------------------
 _STMT = re.compile(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;\s*$")
-_COMMANDS = ("mem_init", "mem_load", "reg_write", "poll_reg_equal", "intr_notify", "check_crc",
-             "check_nothing", "sync_notify", "sync_wait")
-_ARITY = {"mem_init": (4,), "mem_load": (3,), "reg_write": (2,), "poll_reg_equal": (2,),
-          "intr_notify": (2,), "check_crc": (5,), "check_nothing": (1,), "sync_notify": (2,),
+_COMMANDS = ("mem_init", "mem_load", "reg_write", "reg_read", "reg_read_check", "poll_reg_equal",
+             "intr_notify", "check_crc", "check_file", "check_nothing", "sync_notify",
+             "sync_wait")
+_ARITY = {"mem_init": (3, 4), "mem_load": (3,), "reg_write": (2,), "reg_read": (2,),
+          "reg_read_check": (2,), "poll_reg_equal": (2,), "intr_notify": (1, 2),
+          "check_crc": (5,), "check_file": (5,), "check_nothing": (1, 5), "sync_notify": (2,),
           "sync_wait": (2,)}
 
 
@@ -339,15 +462,27 @@ class _Parser:
 
     def memory(self, line, text):
         try:
-            return MEMORIES[text]
+            return MEMORIES[text.lower()]
         except KeyError:
             self.err(line, f"unknown memory {text!r} (expected pri_mem, sec_mem or 1)")
 
     def register(self, line, name):
-        try:
-            return _lookup(self.rmap, name)
+        try:                          # NVDLA's player upper-cases block and register names
+            return _lookup(self.rmap, name.upper())
         except RegisterError as e:
             self.err(line, f"unknown register {name}: {e}")
+
+    def image(self, line, cmd, fname):
+        """(path, DatImage or None) of a quoted image name, resolved against the trace."""
+        if not (len(fname) >= 2 and fname[0] == fname[-1] == '"'):
+            self.err(line, f"{cmd}: file name must be quoted, got {fname!r}")
+        p = os.path.join(self.base_dir, fname[1:-1])
+        if not os.path.isfile(p):
+            self.err(line, f"{cmd}: image {fname} not found in {self.base_dir}")
+        img = self.images.get(p)
+        if img is None:
+            img = self.images[p] = load_dat(p)
+        return p, img
 
     def sync(self, line, text):
         if not re.fullmatch(r"[A-Za-z_]\w*", text):
@@ -367,29 +502,33 @@ class _Parser:
             if name not in _COMMANDS:
                 self.err(ln, f"unknown command {name!r} (known: {', '.join(_COMMANDS)})")
             if len(args) not in _ARITY[name]:
-                self.err(ln, f"{name} takes {_ARITY[name][0]} arguments, got {len(args)}")
+                n = " or ".join(map(str, _ARITY[name]))
+                self.err(ln, f"{name} takes {n} arguments, got {len(args)}")
             cmds.append(getattr(self, "c_" + name)(ln, *args))
         return cmds
 
-    def c_mem_init(self, ln, mem, addr, size, pattern):
-        if pattern != "ALL_ZERO":
-            self.err(ln, f"mem_init: unknown fill pattern {pattern!r} (expected ALL_ZERO)")
-        return MemInit(self.path, ln, self.memory(ln, mem),
-                       self.number(ln, "address", addr, 64), self.number(ln, "size", size, 40),
-                       pattern)
+    def c_mem_init(self, ln, mem, addr, what, pattern="ALL_ZERO"):
+        key = pattern.upper()
+        if key not in PATTERNS:
+            self.err(ln, f"mem_init: unknown fill pattern {pattern!r} (expected "
+                     f"{', '.join(PATTERNS)})")
+        memory, base = self.memory(ln, mem), self.number(ln, "address", addr, 64)
+        if what.startswith('"'):              # over an image's extent
+            p, img = self.image(ln, "mem_init", what)
+            if not img.size:
+                self.err(ln, f"mem_init: image {what} has no bytes: no extent to fill")
+            return MemInit(self.path, ln, memory, base, int(img.offsets.max()) + 1, key, p)
+        return MemInit(self.path, ln, memory, base, self.number(ln, "size", what, 40), key)
 
     def c_mem_load(self, ln, mem, addr, fname):
-        if not (len(fname) >= 2 and fname[0] == fname[-1] == '"'):
-            self.err(ln, f"mem_load: file name must be quoted, got {fname!r}")
-        p = os.path.join(self.base_dir, fname[1:-1])
-        if not os.path.isfile(p):
-            self.err(ln, f"mem_load: image {fname} not found in {self.base_dir}")
         if self.load_images:
-            img = self.images.get(p)
-            if img is None:
-                img = self.images[p] = load_dat(p)
+            p, img = self.image(ln, "mem_load", fname)
         else:
-            img = None
+            if not (len(fname) >= 2 and fname[0] == fname[-1] == '"'):
+                self.err(ln, f"mem_load: file name must be quoted, got {fname!r}")
+            p, img = os.path.join(self.base_dir, fname[1:-1]), None
+            if not os.path.isfile(p):
+                self.err(ln, f"mem_load: image {fname} not found in {self.base_dir}")
         return MemLoad(self.path, ln, self.memory(ln, mem), self.number(ln, "address", addr, 64),
                        p, img)
 
@@ -404,7 +543,26 @@ class _Parser:
     def c_poll_reg_equal(self, ln, name, value):
         return self._reg_cmd(PollRegEqual, ln, name, value)
 
-    def c_intr_notify(self, ln, source, sync_id):
+    def c_reg_read_check(self, ln, name, value):
+        return self._reg_cmd(RegReadCheck, ln, name, value)
+
+    def c_reg_read(self, ln, name, var):
+        if not re.fullmatch(r"\w+", var):
+            self.err(ln, f"reg_read: expected a variable name, got {var!r}")
+        block, reg = self.register(ln, name)
+        return RegRead(self.path, ln, name, block.name, reg.name,
+                       (block.base + reg.offset) >> 2, var)
+
+    def c_intr_notify(self, ln, source, sync_id=None):
+        if sync_id is None:                   # single shot: the next interrupt of any source
+            sid = self.sync(ln, source)
+            self.syncs.add(sid)
+            try:
+                status = self.rmap["GLB"]["S_INTR_STATUS"]
+            except RegisterError as e:
+                self.err(ln, f"intr_notify: {e}")
+            return IntrNotify(self.path, ln, "", sid, "", status.mask(), True)
+        source = source.upper()               # NVDLA's player upper-cases the source
         m = re.fullmatch(r"([A-Z_]+?)_([01])", source)
         if not m or m.group(1) not in INTR_SOURCES:
             self.err(ln, f"intr_notify: unknown interrupt source {source!r} (expected "
@@ -429,11 +587,27 @@ class _Parser:
                         self.memory(ln, mem), self.number(ln, "address", addr, 64),
                         self.number(ln, "size", size, 40), self.number(ln, "CRC", crc, 32))
 
-    def c_check_nothing(self, ln, sync_id):
+    def c_check_file(self, ln, sync_id, mem, addr, size, fname):
+        sid = self._known_sync(ln, "check_file", sync_id)
+        memory, base = self.memory(ln, mem), self.number(ln, "address", addr, 64)
+        n = self.number(ln, "size", size, 40)
+        p, img = self.image(ln, "check_file", fname)
+        expected = np.zeros(n, dtype=np.uint8)
+        have = np.zeros(n, dtype=bool)
+        sel = (img.offsets >= 0) & (img.offsets < n)
+        expected[img.offsets[sel]] = img.data[sel]
+        have[img.offsets[sel]] = True
+        if not have.all():
+            gap = int(np.flatnonzero(~have)[0])
+            self.err(ln, f"check_file: image {fname} does not cover the region {base:#x}+{n:#x}"
+                     f" (no byte at offset {gap:#x})")
+        return CheckFile(self.path, ln, sid, memory, base, n, p, expected)
+
+    def c_check_nothing(self, ln, sync_id, *_check):
         return CheckNothing(self.path, ln, self._known_sync(ln, "check_nothing", sync_id))
 
     def _unit(self, ln, cmd, unit):
-        m = re.fullmatch(r"NVDLA_([A-Z][A-Z0-9_]*)", unit)
+        m = re.fullmatch(r"NVDLA_([A-Z][A-Z0-9_]*)", unit.upper())
         if not m:
             self.err(ln, f"{cmd}: expected NVDLA_<BLOCK>, got {unit!r}")
         if m.group(1) not in self.rmap:

@@ -17,7 +17,12 @@ executes the commands in order on a :class:`sim.core.GoldenCore`:
 - ``check_crc`` compares ``zlib.crc32`` of the memory range (after that sync point, i.e.
   after its ``intr_notify`` returned) with the expected value; ``check_nothing`` checks
   nothing;
-- ``sync_notify`` / ``sync_wait`` are ordering points, met by running the file in order.
+- ``sync_notify`` / ``sync_wait`` are ordering points, met by running the file in order;
+- ``mem_init`` with a pattern writes :meth:`sim.trace.MemInit.data`; ``reg_read`` reads once,
+  ``reg_read_check`` reads once and fails the trace (which goes on) on a different word;
+  a single-shot ``intr_notify(id)`` waits for the interrupt pin, then clears every pending
+  unmasked source; ``check_file`` compares the region with its image byte for byte (a
+  :class:`DumpCheck`).
 
 NVDLA's traceplayer tests (:mod:`sim.txn`, ``Trace.deferred``) run with the model's
 instantaneous layers spread out the way hardware time would spread them, so that what the
@@ -50,8 +55,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
-                    PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
+from .trace import (CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit, MemLoad,
+                    OrderingPoint, PollRegEqual, RegRead, RegReadCheck, RegWrite, Trace,
+                    TraceError, parse_trace)
 from .txn import DumpMem, ReadReg, WaitIntr
 
 __all__ = ["CheckResult", "DumpCheck", "TraceResult", "EngineUnavailable", "ENGINES", "register_engine",
@@ -83,7 +89,8 @@ class CheckResult:
 
 @dataclass
 class DumpCheck:
-    """A traceplayer ``dump_mem``: the region against the expected file, byte for byte."""
+    """A traceplayer ``dump_mem`` or a ``check_file``: the region against the expected
+    file, byte for byte."""
     where: str
     mem: str
     addr: int
@@ -95,24 +102,34 @@ class DumpCheck:
     first_expected: int = 0
     first_actual: int = 0
     sync_id: str = "dump_mem"
+    command: str = "dump_mem"            #: "dump_mem" or "check_file"
 
     @property
     def passed(self) -> bool:
         return self.mismatches == 0
 
     @classmethod
-    def compare(cls, where, mem, addr, expected, actual):
+    def compare(cls, where, mem, addr, expected, actual, **kw):
         diff = np.flatnonzero(expected != actual)
         chk = cls(where, mem, addr, int(expected.size), zlib.crc32(expected.tobytes()),
-                  zlib.crc32(actual.tobytes()), int(diff.size))
+                  zlib.crc32(actual.tobytes()), int(diff.size), **kw)
         if diff.size:
             i = int(diff[0])
             chk.first, chk.first_expected, chk.first_actual = addr + i, int(expected[i]), \
                 int(actual[i])
         return chk
 
+    @staticmethod
+    def labels(cmd) -> dict:
+        """The sync_id / command fields of a check of ``cmd`` (a DumpMem or a CheckFile)."""
+        if isinstance(cmd, CheckFile):
+            return {"sync_id": cmd.sync_id, "command": "check_file"}
+        return {}
+
     def describe(self) -> str:
-        return (f"{self.where}: dump_mem {self.mem} {self.addr:#x}+{self.size:#x}: "
+        what = (f"check_file({self.sync_id})" if self.command == "check_file"
+                else "dump_mem")
+        return (f"{self.where}: {what} {self.mem} {self.addr:#x}+{self.size:#x}: "
                 f"{self.mismatches} bytes differ, first at {self.first:#x} (expected "
                 f"{self.first_expected:#04x}, actual {self.first_actual:#04x})")
 
@@ -194,9 +211,10 @@ def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) ->
     if core is None:
         core = GoldenCore(cfg)
     res = TraceResult(trace.name, "golden", cycle_unit="layer-steps")
-    glb_status = None
+    glb_status = glb_mask = None
     if core.rmap is not None and "GLB" in core.rmap:
         glb_status = core.rmap.address("GLB.S_INTR_STATUS") >> 2
+        glb_mask = core.rmap.address("GLB.S_INTR_MASK") >> 2
     failures = []
 
     def stuck(what, cmd):
@@ -238,16 +256,23 @@ def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) ->
                         raise _Stop(stuck("wait: no interrupt came", cmd))
                 else:
                     raise _Stop(f"{cmd.where}: wait: no interrupt after {max_steps} steps")
-            elif isinstance(cmd, DumpMem):
+            elif isinstance(cmd, (DumpMem, CheckFile)):
                 chk = DumpCheck.compare(cmd.where, cmd.mem, cmd.addr, cmd.expected,
-                                        core.mem(cmd.mem).read(cmd.addr, cmd.size))
+                                        core.mem(cmd.mem).read(cmd.addr, cmd.size),
+                                        **DumpCheck.labels(cmd))
                 res.checks.append(chk)
                 if not chk.passed:
                     failures.append(chk.describe())
             elif isinstance(cmd, MemLoad):
                 cmd.image.write_to(core.mem(cmd.mem), cmd.addr)
             elif isinstance(cmd, MemInit):
-                core.mem(cmd.mem).fill(cmd.addr, cmd.size, cmd.fill)
+                cmd.apply(core.mem(cmd.mem))
+            elif isinstance(cmd, RegRead):
+                core.csb_read(cmd.addr)
+            elif isinstance(cmd, RegReadCheck):
+                got = core.csb_read(cmd.addr)
+                if got != cmd.value:
+                    failures.append(cmd.mismatch(got))
             elif isinstance(cmd, PollRegEqual):
                 for _ in range(max_steps + 1):
                     if core.csb_read(cmd.addr) == cmd.value:
@@ -258,6 +283,17 @@ def run_golden(trace: Trace, cfg, max_steps: int = 64, core=None, **_options) ->
                 else:
                     raise _Stop(f"{cmd.where}: poll_reg_equal({cmd.name}, {cmd.value:#x}): "
                                 f"still {core.csb_read(cmd.addr):#x} after {max_steps} steps")
+            elif isinstance(cmd, IntrNotify) and cmd.single:
+                for _ in range(max_steps + 1):
+                    if core.interrupt:            # the pin: a pending unmasked source
+                        pending = core.intr_status & cmd.mask & ~core.csb_read(glb_mask)
+                        core.csb_write(glb_status, pending)
+                        break
+                    if not core.step():
+                        raise _Stop(stuck(f"{cmd.what}: no interrupt came", cmd))
+                else:
+                    raise _Stop(f"{cmd.where}: {cmd.what}: no interrupt after {max_steps} "
+                                "steps")
             elif isinstance(cmd, IntrNotify):
                 for _ in range(max_steps + 1):
                     if core.intr_status & cmd.mask:

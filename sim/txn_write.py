@@ -15,7 +15,13 @@ The ``.cfg`` commands become traceplayer commands:
 - ``check_crc``: ``dump_mem`` of the region widened to whole 32-byte lines, whose expected
   file is the golden model's memory at that point (the region's CRC must be the check's,
   else :class:`~sim.trace.TraceError`);
-- ``check_nothing``, ``sync_notify``, ``sync_wait``: comments.
+- ``check_nothing``, ``sync_notify``, ``sync_wait``: comments;
+- ``reg_read``: ``read_reg`` under mask 0 (any value); ``reg_read_check``: ``read_reg`` under a
+  full mask (the traceplayer reads again on a mismatch; a settled register reads the same);
+- a single-shot ``intr_notify(id)``: ``wait``, then ``read_reg`` / ``write_reg`` of the
+  sources pending at that point on the golden model (what the single shot clears);
+- ``check_file``: ``dump_mem`` as ``check_crc``'s (the golden model's memory must equal the
+  image there, else :class:`~sim.trace.TraceError`).
 
 Register addresses are written in the nv_full layout, whatever the build's layout (as the
 format has them). Memory addresses must be traceplayer ones (DBBIF 0x8xxxxxxx, SRAMIF 0x5xxxxxxx). Used by the
@@ -28,9 +34,12 @@ from __future__ import annotations
 import os
 import zlib
 
+import numpy as np
+
 from .memory import SparseMemory
-from .trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
-                    PollRegEqual, RegWrite, Trace, TraceError)
+from .trace import (CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit, MemLoad,
+                    OrderingPoint, PollRegEqual, RegRead, RegReadCheck, RegWrite, Trace,
+                    TraceError)
 from .txn import DAT_LINE_BYTES, TXN_FILE, full_layout_word, txn_memory
 
 __all__ = ["write_txn", "txn_dat_text"]
@@ -84,12 +93,17 @@ def write_txn(trace: Trace, cfg, directory: str, readback: bool = True) -> str:
             raise TraceError(f"{c.where}: {c.mem} {addr:#x}+{size:#x} is not a traceplayer "
                              "address (DBBIF 0x8xxxxxxx, SRAMIF 0x5xxxxxxx)")
 
+    glb_mask = core.rmap.address("GLB.S_INTR_MASK") >> 2
     for c in trace.commands:
+        if isinstance(c, IntrNotify) and c.single:   # the sources the single shot clears
+            while not core.interrupt and core.step():
+                pass
+            pending = core.intr_status & c.mask & ~core.csb_read(glb_mask)
         run_golden(Trace(trace.name, trace.path, [c]), cfg, core=core)
         if isinstance(c, (MemInit, MemLoad)):
             mem = pre[c.mem]
             if isinstance(c, MemInit):
-                mem.fill(c.addr, c.size, c.fill)
+                c.apply(mem)
                 lo, n = _span(c.addr, c.size)
             else:
                 c.image.write_to(mem, c.addr)
@@ -108,13 +122,24 @@ def write_txn(trace: Trace, cfg, directory: str, readback: bool = True) -> str:
                                  f"{c.value & mask:#010x} # {c.name}")
         elif isinstance(c, PollRegEqual):
             lines.append(f"read_reg 0xffff{full(c):04x} 0xffffffff {c.value:#x} # {c.name}")
+        elif isinstance(c, RegRead):
+            lines.append(f"read_reg 0xffff{full(c):04x} 0x00000000 0x0 # {c.name}")
+        elif isinstance(c, RegReadCheck):
+            lines.append(f"read_reg 0xffff{full(c):04x} 0xffffffff {c.value:#x} # {c.name}")
+        elif isinstance(c, IntrNotify) and c.single:
+            lines += ["wait",
+                      f"read_reg 0xffff{glb:04x} {pending:#010x} {pending:#010x} # {c.what}",
+                      f"write_reg 0xffff{glb:04x} {pending:#x} # clear {c.what}"]
         elif isinstance(c, IntrNotify):
             lines += ["wait",
                       f"read_reg 0xffff{glb:04x} {c.mask:#010x} {c.mask:#010x} # {c.source}",
                       f"write_reg 0xffff{glb:04x} {c.mask:#x} # clear {c.source}"]
-        elif isinstance(c, CheckCrc):
+        elif isinstance(c, (CheckCrc, CheckFile)):
             data = core.mem(c.mem).read(c.addr, c.size)
-            if zlib.crc32(data.tobytes()) != c.crc:
+            if isinstance(c, CheckFile) and not np.array_equal(data, c.expected):
+                raise TraceError(f"{c.where}: the golden model's memory does not match the "
+                                 f"check's image {os.path.basename(c.path)}")
+            if isinstance(c, CheckCrc) and zlib.crc32(data.tobytes()) != c.crc:
                 raise TraceError(f"{c.where}: the golden model's memory does not match the "
                                  f"check's CRC {c.crc:#010x}: no expected file to write")
             lo, n = _span(c.addr, c.size)            # whole lines: the golden bytes around

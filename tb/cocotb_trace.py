@@ -17,6 +17,11 @@ Command semantics mirror the golden engine (:func:`sim.trace_run.run_golden`):
   GLB ``S_INTR_STATUS`` every ``status_interval`` cycles) until the source's bit is set, then
   writes that bit to ``S_INTR_STATUS`` (write-1-to-clear);
 - ``check_crc``: ``zlib.crc32`` of the range read through the backdoor;
+- ``mem_init`` with a pattern: the pattern's bytes (:meth:`sim.trace.MemInit.data`);
+  ``reg_read``: one CSB read; ``reg_read_check``: one read, a different word fails the trace
+  (which goes on); a single-shot ``intr_notify(id)``: as above for any unmasked source,
+  clearing every pending unmasked one; ``check_file``: the range against the image's bytes,
+  byte for byte;
 - NVDLA traceplayer tests (:mod:`sim.txn`): ``read_reg`` reads every ``poll_interval`` cycles
   until equal under its mask, at most its tries (a read still wrong fails the trace, which
   goes on); ``wait`` waits for ``nvdla2core_interrupt`` (clearing nothing); ``dump_mem``
@@ -51,8 +56,9 @@ from cocotb.triggers import First, RisingEdge, Timer
 
 import numpy as np
 
-from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
-                       PollRegEqual, RegWrite)
+from sim.trace import (CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit, MemLoad,
+                       OrderingPoint, PollRegEqual, RegRead, RegReadCheck, RegWrite)
+from sim.trace_run import DumpCheck
 from sim.txn import DumpMem, ReadReg, WaitIntr
 
 from .harness import CoreBench
@@ -142,7 +148,15 @@ class _TraceExec:
                 if isinstance(cmd, MemLoad):
                     cmd.image.write_to(self.mem(cmd), cmd.addr)
                 elif isinstance(cmd, MemInit):
-                    self.mem(cmd).fill(cmd.addr, cmd.size, cmd.fill)
+                    cmd.apply(self.mem(cmd))
+                elif isinstance(cmd, RegRead):       # as the playback harness's read_reg
+                    await (self.read_status() if cmd.addr == self.glb_status
+                           else self.tb.csb.read(cmd.addr))
+                elif isinstance(cmd, RegReadCheck):
+                    value = await (self.read_status() if cmd.addr == self.glb_status
+                                   else self.tb.csb.read(cmd.addr))
+                    if value != cmd.value:
+                        self.failures.append(cmd.mismatch(value))
                 elif isinstance(cmd, PollRegEqual):
                     await self.poll(cmd)
                 elif isinstance(cmd, IntrNotify):
@@ -161,7 +175,7 @@ class _TraceExec:
                     await self.read_masked(cmd)
                 elif isinstance(cmd, WaitIntr):
                     await self.wait_pin(cmd)
-                elif isinstance(cmd, DumpMem):
+                elif isinstance(cmd, (DumpMem, CheckFile)):
                     self.dump(cmd)
                 elif isinstance(cmd, (CheckNothing, OrderingPoint)):
                     pass                         # sync_notify / sync_wait: ordering only
@@ -212,15 +226,13 @@ class _TraceExec:
         diff = np.flatnonzero(data != cmd.expected)
         chk = dict(kind="dump", where=cmd.where, mem=cmd.mem, addr=cmd.addr, size=cmd.size,
                    expected=zlib.crc32(cmd.expected.tobytes()), actual=zlib.crc32(data.tobytes()),
-                   mismatches=int(diff.size))
+                   mismatches=int(diff.size), **DumpCheck.labels(cmd))
         if diff.size:
             i = int(diff[0])
             chk.update(first=cmd.addr + i, first_expected=int(cmd.expected[i]),
                        first_actual=int(data[i]))
-            self.failures.append(
-                f"{cmd.where}: dump_mem {cmd.mem} {cmd.addr:#x}+{cmd.size:#x}: {diff.size} bytes "
-                f"differ, first at {cmd.addr + i:#x} (expected {chk['first_expected']:#04x}, "
-                f"actual {chk['first_actual']:#04x})")
+            self.failures.append(DumpCheck(**{k: v for k, v in chk.items()
+                                              if k != "kind"}).describe())
         self.checks.append(chk)
 
     async def intr(self, cmd):
@@ -230,16 +242,19 @@ class _TraceExec:
         status = 0
         while True:
             status = await self.read_status()
-            if status & cmd.mask:
-                came = [self.bit_set.pop(b) for b in list(self.bit_set) if b & cmd.mask]
+            # a single shot: any unmasked source (the pin); it clears every pending one
+            mask = cmd.mask & ~self.intr_mask if cmd.single else cmd.mask
+            if status & mask:
+                clear = status & mask if cmd.single else mask
+                came = [self.bit_set.pop(b) for b in list(self.bit_set) if b & clear]
                 self._layer_end(min(came, default=self.last_status_read))
-                await csb.burst([(self.wkind, self.glb_status, cmd.mask)])
+                await csb.burst([(self.wkind, self.glb_status, clear)])
                 return
             waited = csb.cycle - start
             if waited >= self.max_cycles:
                 traffic = ", ".join(f"{m.prefix[11:].upper()}IF {m.reads} read / {m.writes} "
                                     f"write bursts" for m in _memories(tb))
-                raise _Stop(f"{cmd.where}: timeout waiting for intr_notify({cmd.source}) after "
+                raise _Stop(f"{cmd.where}: timeout waiting for {cmd.what} after "
                             f"{waited} cycles (GLB.S_INTR_STATUS={status:#x}, interrupt pin "
                             f"{int(pin.value)}; {traffic})")
             left = self.max_cycles - waited

@@ -18,6 +18,7 @@ from sim.trace_run import ENGINES, EngineUnavailable
 from tb import trace_rtl
 
 from .conftest import NV_SMALL_EXT, TRACES
+from .test_trace import FILLS, rewrite_pass_through
 from .test_trace_rtl import _check_synthetic, _make, _synthetic
 
 CFG = NvdlaConfig.preset("nv_small")
@@ -89,7 +90,8 @@ def test_same_results_as_the_cocotb_engine(tmp_path, sim):
     cocotb build of the core takes minutes) public SDP and convolution layers too."""
     synthetic, _ = _synthetic(tmp_path)
     public = EQUIV_TRACES if sim == "verilator" else EQUIV_TRACES_ICARUS
-    paths = [str(p) for p in synthetic + _public(public)]
+    # and NVDLA's SDP pass-through rewritten with every command of the language
+    paths = [str(p) for p in synthetic + _public(public) + [rewrite_pass_through(tmp_path)]]
     fast = _playback(paths, backpressure=False, max_cycles=300_000)
     try:
         slow = trace_rtl.run_rtl_batch(paths, CFG, sim=sim, backpressure=False,
@@ -112,6 +114,53 @@ def test_synthetic_batch_under_backpressure(tmp_path):
     results = _playback(traces, max_cycles=5000, on_result=seen.append)
     _check_synthetic(results, crc_bad)
     assert sorted(r.name for r in seen) == sorted(r.name for r in results)
+
+
+def _every_command(tmp_path):
+    """NVDLA's SDP pass-through rewritten with every command (tests/test_trace.py), that
+    trace with a wrong reg_read_check and a wrong check_file, and a single shot among a
+    masked and two unmasked sources."""
+    good = rewrite_pass_through(tmp_path / "good")
+    if good is None:
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    bad_dir = tmp_path / "bad" / good.name
+    bad_dir.mkdir(parents=True)
+    for f in good.iterdir():
+        text = f.read_text()
+        if f.suffix == ".cfg":
+            text = text.replace("reg_read_check(NVDLA_SDP.S_POINTER_0, 0x0);",
+                                "reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1);")
+            text = text.replace(f"{FILLS[1][1]:#x}, {FILLS[1][2]:#x}, \"fill_ones.dat\"",
+                                f"{FILLS[1][1]:#x}, {FILLS[1][2]:#x}, \"fill_all_zero.dat\"")
+        (bad_dir / f.name).write_text(text)
+    single = _make(tmp_path, "single_shot", """reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x10);
+reg_write(NVDLA_GLB.S_INTR_SET_0, 0x13);
+intr_notify(s);
+reg_read_check(NVDLA_GLB.S_INTR_STATUS_0, 0x10);
+reg_read(NVDLA_GLB.S_INTR_STATUS_0, status);
+check_nothing(s);
+""")
+    return good, bad_dir, single
+
+
+def test_every_command_under_backpressure(tmp_path):
+    """The rest of NVDLA's trace language on the RTL with random AXI back-pressure: the
+    rewritten pass-through passes with every check, its broken copy fails on exactly the
+    broken reg_read_check and check_file (and goes on), the single shot clears the two
+    unmasked sources and leaves the masked one."""
+    good, bad, single = _every_command(tmp_path)
+    rg, rb, rs = _playback([good, bad, single], max_cycles=300_000)
+    assert rg.passed, rg.message
+    assert len(rg.checks) == 2 + len(FILLS) and all(c.passed for c in rg.checks)
+    assert rg.layers and rg.layer_cycles > 0
+    assert not rb.passed
+    msgs = rb.message.split("; ")
+    assert len(msgs) == 2, msgs
+    assert "check_file(SDP_0_SDP_0_interrupt) dbb 0x80100040+0x28: 40 bytes differ, first at " \
+        "0x80100040 (expected 0x00, actual 0xff)" in msgs[0]
+    assert msgs[1].endswith("reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1): read 0x0")
+    assert [c.passed for c in rb.checks].count(False) == 1
+    assert rs.passed, rs.message
 
 
 def test_latency_and_backpressure_delay_completion():

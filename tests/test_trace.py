@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import zlib
 
+import numpy as np
 import pytest
 
 from arch.config import NvdlaConfig
@@ -12,9 +13,10 @@ from arch.registers import register_map
 from sim import trace_run
 from sim.core import GoldenCore, Launch, UnitModel
 from sim.memory import SparseMemory
-from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
-                       PollRegEqual, RegWrite, SyncNotify, SyncWait, TraceError,
-                       expand_trace_dirs, find_trace_cfg, load_dat, parse_dat, parse_trace)
+from sim.trace import (PATTERNS, CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit,
+                       MemLoad, OrderingPoint, PollRegEqual, RegRead, RegReadCheck, RegWrite,
+                       SyncNotify, SyncWait, TraceError, expand_trace_dirs, find_trace_cfg,
+                       load_dat, parse_dat, parse_trace, pattern_bytes)
 from sim.trace_run import EngineUnavailable, run_golden, run_trace
 from sim.units import default_units, missing_models
 
@@ -36,6 +38,10 @@ def make_trace(tmp_path, text, name="t", dats=None):
         (d / fname).write_text(content)
     return d
 
+
+#: the first bytes of pattern_bytes("RANDOM", 0x80000000, 0x1000): a change would change
+#: what every engine fills
+PINNED_RANDOM = [199, 82, 224, 140, 125, 89, 78, 32]
 
 DAT = """{
 {offset:0x0, size:4, payload:0x01 0x02 0x03 0x04} ,
@@ -142,7 +148,19 @@ def test_load_dat_missing_file(tmp_path):
     ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, one);", "must be a number"),
     ("reg_write(NVDLA_SDP.D_OP_ENABLE_0);", "reg_write takes 2 arguments, got 1"),
     ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1)", "expected 'command"),
-    ("reg_read(NVDLA_SDP.D_OP_ENABLE_0, 0x1);", "unknown command 'reg_read'"),
+    ("reg_peek(NVDLA_SDP.D_OP_ENABLE_0, 0x1);", "unknown command 'reg_peek'"),
+    ("reg_read(NVDLA_SDP.D_NO_SUCH_0, v);", r"unknown register NVDLA_SDP\.D_NO_SUCH_0"),
+    ("reg_read(NVDLA_SDP.S_POINTER_0, 1+);", "reg_read: expected a variable name"),
+    ("reg_read_check(NVDLA_SDP.S_POINTER_0);", "reg_read_check takes 2 arguments, got 1"),
+    ("reg_read_check(NVDLA_SDP.S_POINTER_0, zero);", "must be a number"),
+    ('mem_init(pri_mem, 0x0, "missing.dat", ONES);', "image \"missing.dat\" not found"),
+    ('mem_init(pri_mem, 0x0, "empty.dat");', "has no bytes"),
+    ("mem_init(pri_mem, 0x0, 0x10, ALL_ONES, 1);", "mem_init takes 3 or 4 arguments, got 5"),
+    ("intr_notify(1x);", "bad sync id"),
+    ("intr_notify(SDP_0, s, t);", "intr_notify takes 1 or 2 arguments, got 3"),
+    ('check_file(never, pri_mem, 0x0, 0x4, "img.dat");', "check_file: sync id 'never'"),
+    ("check_nothing(never, 1, 0x0, 0x10, 0x0);", "sync id 'never' has no intr_notify"),
+    ("check_nothing(s, 1);", "check_nothing takes 1 or 5 arguments, got 2"),
     ("mem_init(pri_mem, 0x0, 0x10, ALL_ONES);", "unknown fill pattern"),
     ("mem_init(fast_mem, 0x0, 0x10, ALL_ZERO);", "unknown memory 'fast_mem'"),
     ('mem_load(pri_mem, 0x0, "missing.dat");', "image \"missing.dat\" not found"),
@@ -159,9 +177,203 @@ def test_load_dat_missing_file(tmp_path):
     ("sync_notify(NVDLA_CACC, 1x);", "bad sync id"),
 ])
 def test_errors_name_file_and_line(tmp_path, stmt, message):
-    d = make_trace(tmp_path, f"// header\nmem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n\n{stmt}\n")
+    d = make_trace(tmp_path, f"// header\nmem_init(pri_mem, 0x0, 0x10, ALL_ZERO);\n\n{stmt}\n",
+                   dats={"img.dat": DAT, "empty.dat": "{\n}\n"})
     with pytest.raises(TraceError, match=rf"t\.cfg:4: .*(?:{message})"):
         parse_trace(str(d), CFG)
+
+
+def test_the_rest_of_nvdlas_language(tmp_path):
+    """mem_init patterns and over an image, reg_read, reg_read_check, the single-shot
+    intr_notify, check_file, check_nothing with a check's arguments, names in any case."""
+    d = make_trace(tmp_path, """mem_init(PRI_MEM, 0x80000000, 0x10, ADDR);
+mem_init(pri_mem, 0x80000100, "img.dat");
+mem_init(sec_mem, 0x50000000, "img.dat", fivea);
+mem_init(pri_mem, 0x80000200, 0x8);
+reg_read(nvdla_sdp.s_pointer_0, value);
+reg_read_check(NVDLA_Sdp.S_Pointer_0, 0x1);
+reg_write(nvdla_sdp.d_op_enable_0, 0x1);
+poll_reg_equal(nvdla_glb.s_intr_status_0, 0x0);
+intr_notify(sync_a);
+intr_notify(cdma_dat_0, sync_b);
+check_file(sync_a, pri_mem, 0x80000100, 0x4, "img.dat");
+check_nothing(sync_b, pri_mem, 0x80000000, 0x10, 0x0);
+sync_notify(nvdla_cacc, s);
+sync_wait(Nvdla_Csc, s);
+""", dats={"img.dat": DAT})
+    c = parse_trace(str(d), CFG).commands
+    assert [type(x) for x in c] == [MemInit, MemInit, MemInit, MemInit, RegRead, RegReadCheck,
+                                   RegWrite, PollRegEqual, IntrNotify, IntrNotify, CheckFile,
+                                   CheckNothing, SyncNotify, SyncWait]
+    assert (c[0].pattern, c[0].size, c[0].fill, c[0].path) == ("ADDR", 0x10, None, "")
+    assert c[0].data().tolist() == list(range(0x10))
+    # over the image: offsets 0 .. 0x11 (the last record ends at 0x12), zeros by default
+    assert (c[1].addr, c[1].size, c[1].pattern, c[1].fill) == (0x80000100, 0x12, "ALL_ZERO", 0)
+    assert c[1].path.endswith("img.dat")
+    assert (c[2].mem, c[2].size, c[2].pattern, c[2].fill) == ("sram", 0x12, "FIVEA", 0x5A)
+    assert (c[3].size, c[3].pattern) == (8, "ALL_ZERO")
+    sp = RMAP.address("SDP.S_POINTER") >> 2
+    assert (c[4].block, c[4].register, c[4].addr, c[4].var) == ("SDP", "S_POINTER", sp, "value")
+    assert (c[5].addr, c[5].value, c[5].name) == (sp, 1, "NVDLA_Sdp.S_Pointer_0")
+    assert (c[6].block, c[6].register) == ("SDP", "D_OP_ENABLE")
+    status = RMAP["GLB"]["S_INTR_STATUS"]
+    assert c[8].single and c[8].sync_id == "sync_a" and c[8].mask == status.mask()
+    assert c[8].what == "intr_notify(sync_a)"
+    assert not c[9].single and c[9].source == "CDMA_DAT_0" and \
+        c[9].mask == status["CDMA_DAT_DONE_STATUS0"].mask
+    assert (c[10].sync_id, c[10].addr, c[10].size) == ("sync_a", 0x80000100, 4)
+    assert c[10].expected.tolist() == [1, 2, 3, 4]
+    assert c[11].sync_id == "sync_b"
+    assert (c[12].block, c[13].block) == ("CACC", "CSC")
+
+
+def test_check_file_image_must_cover_the_region(tmp_path):
+    d = make_trace(tmp_path, """intr_notify(s);
+check_file(s, pri_mem, 0x80000000, 0x4, "img.dat");
+check_file(s, pri_mem, 0x80000000, 0x6, "img.dat");
+""", dats={"img.dat": DAT})
+    with pytest.raises(TraceError, match=r"t\.cfg:3: check_file: image \"img\.dat\" does not "
+                       r"cover the region 0x80000000\+0x6 \(no byte at offset 0x4\)"):
+        parse_trace(str(d), CFG)
+
+
+def test_pattern_bytes():
+    for name, byte in (("ALL_ZERO", 0), ("ONES", 0xFF), ("AFIVE", 0xA5), ("FIVEA", 0x5A)):
+        assert PATTERNS[name] == byte and pattern_bytes(name, 0x123, 5).tolist() == [byte] * 5
+    assert pattern_bytes("ADDR", 0x800000FE, 4).tolist() == [0xFE, 0xFF, 0x00, 0x01]
+    r = pattern_bytes("RANDOM", 0x80000000, 0x1000)
+    assert r.dtype == np.uint8 and r.size == 0x1000
+    # fixed by address and size (every engine gets these bytes), the same for X
+    assert np.array_equal(r, pattern_bytes("RANDOM", 0x80000000, 0x1000))
+    assert np.array_equal(r, pattern_bytes("X", 0x80000000, 0x1000))
+    assert r[:8].tolist() == PINNED_RANDOM
+    assert not np.array_equal(r[:16], pattern_bytes("RANDOM", 0x80000008, 0x1000)[:16])
+    assert not np.array_equal(r[:16], pattern_bytes("RANDOM", 0x80000000, 0x800)[:16])
+    assert 100 < len(set(r.tolist())) and abs(float(r.mean()) - 127.5) < 10
+
+
+def test_golden_runs_the_rest_of_the_language(tmp_path):
+    """reg_read_check fails on a different word (the trace goes on), check_file fails on a
+    different byte, the single-shot intr_notify clears every pending unmasked source."""
+    d = make_trace(tmp_path, """mem_init(pri_mem, 0x80000000, 0x40, ONES);
+mem_init(pri_mem, 0x80000100, "img.dat", AFIVE);
+mem_load(pri_mem, 0x80000100, "img.dat");
+reg_read(NVDLA_GLB.S_INTR_STATUS_0, before);
+reg_read_check(NVDLA_SDP.S_POINTER_0, 0x0);
+reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1);
+reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x10);
+reg_write(NVDLA_GLB.S_INTR_SET_0, 0x13);
+intr_notify(s);
+reg_read_check(NVDLA_GLB.S_INTR_STATUS_0, 0x10);
+check_file(s, pri_mem, 0x80000100, 0x4, "img.dat");
+check_file(s, pri_mem, 0x80000100, 0x12, "ones.dat");
+check_file(s, pri_mem, 0x80000000, 0x40, "ones.dat");
+""", dats={"img.dat": DAT, "ones.dat": _dat_text(b"\xff" * 0x40),
+           })
+    r = run_golden(parse_trace(str(d), CFG), CFG, core=GoldenCore(CFG, units={}))
+    assert not r.passed
+    msgs = r.message.split("; ")
+    assert msgs[0] == f"{d}/t.cfg:6: reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1): read 0x0"
+    # the image: 1 2 3 4 at 0..3, 0xa5 in the hole 4..0xf, 0xab 0xcd at 0x10
+    assert msgs[1].startswith(f"{d}/t.cfg:12: check_file(s) dbb 0x80000100+0x12: 18 bytes "
+                              "differ, first at 0x80000100 (expected 0xff, actual 0x01)"), msgs
+    assert len(msgs) == 2 and [c.passed for c in r.checks] == [True, False, True]
+
+
+def _dat_text(data: bytes, offset=0) -> str:
+    return "{offset:%#x, size:%d, payload:%s}\n" % (offset, len(data),
+                                                      " ".join(f"0x{b:02x}" for b in data))
+
+
+# -- NVDLA's SDP pass-through trace rewritten with every command of the language ----------------
+PASS_THROUGH = "sdp_8x8x32_bypass_int8_1"
+#: the fill of each pattern: (pattern, address, size), each compared with check_file
+FILLS = (("ALL_ZERO", 0x80100000, 0x30), ("ONES", 0x80100040, 0x28), ("AFIVE", 0x80100080, 0x20),
+         ("FIVEA", 0x801000c0, 0x18), ("ADDR", 0x801000f0, 0x20), ("RANDOM", 0x80100200, 0x100),
+         ("X", 0x80100400, 0x44))
+
+
+def rewrite_pass_through(dst, src=None):
+    """NVDLA's SDP pass-through trace (``PASS_THROUGH``) copied into ``dst`` and rewritten
+    with every command NVDLA's player takes; returns the trace directory, or None when the
+    public traces are absent. It must still pass: the output region is filled with RANDOM
+    over its image's extent before the layer overwrites it, the input region with X before
+    its image is loaded; each pattern fills its own region, compared with ``check_file``
+    against an image the test writes; registers are read (``reg_read``) and checked
+    (``reg_read_check``), some names are in lower case, the interrupt is a single shot, and
+    the output is compared with the input (a pass-through) by ``check_file``."""
+    src = src or (NV_SMALL / PASS_THROUGH)
+    if not src.is_dir():
+        return None
+    out = dst / f"{PASS_THROUGH}_every_command"
+    out.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.suffix == ".dat":
+            (out / f.name).write_text(f.read_text())
+    text = (src / f"{PASS_THROUGH}.cfg").read_text()
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith('mem_load(pri_mem, 0x80000000, "SDP_0_input.dat")'):
+            lines.append("mem_init(pri_mem, 0x80000000, 0x800, X);")
+            lines.append(line)
+            lines.append('mem_init(pri_mem, 0x80080000, "SDP_0_output.dat", RANDOM);')
+            for pattern, addr, size in FILLS:
+                lines.append(f"mem_init(pri_mem, {addr:#x}, {size:#x}, {pattern});")
+                data = pattern_bytes(pattern, addr, size).tobytes()
+                (out / f"fill_{pattern.lower()}.dat").write_text(_dat_text(data))
+            lines.append("reg_read_check(NVDLA_SDP.S_POINTER_0, 0x0);")
+            lines.append("reg_read(nvdla_sdp.s_status_0, sdp_status);")
+            lines.append("sync_notify(nvdla_sdp_rdma, rdma_programmed);")
+        elif s.startswith("reg_write(NVDLA_SDP_RDMA."):
+            lines.append(line.replace("NVDLA_SDP_RDMA.", "nvdla_sdp_rdma.").replace(
+                s[s.index(".") + 1:s.index(",")], s[s.index(".") + 1:s.index(",")].lower()))
+        elif s.startswith("reg_write(NVDLA_SDP.D_OP_ENABLE_0"):
+            lines.append("sync_wait(NVDLA_Sdp, rdma_programmed);")
+            lines.append(line)
+        elif s.startswith("intr_notify(SDP_0, "):
+            lines.append("intr_notify(SDP_0_SDP_0_interrupt);")
+            lines.append("reg_read_check(NVDLA_GLB.S_INTR_STATUS_0, 0x0);")
+        elif s.startswith("check_crc("):
+            lines.append(line)
+            lines.append('check_file(SDP_0_SDP_0_interrupt, pri_mem, 0x80080000, 0x800, '
+                         '"SDP_0_input.dat");')
+            for pattern, addr, size in FILLS:
+                lines.append(f'check_file(SDP_0_SDP_0_interrupt, pri_mem, {addr:#x}, {size:#x},'
+                             f' "fill_{pattern.lower()}.dat");')
+            lines.append("check_nothing(SDP_0_SDP_0_interrupt, pri_mem, 0x80080000, 0x800, "
+                         "0x0);")
+        else:
+            lines.append(line)
+    (out / f"{out.name}.cfg").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def every_command_kinds(trace) -> set:
+    return {type(c).__name__ + ("/single" if getattr(c, "single", False) else "")
+            + (f"/{c.pattern}" if isinstance(c, MemInit) else "")
+            + ("/image" if isinstance(c, MemInit) and c.path else "") for c in trace.commands}
+
+
+def test_rewritten_pass_through_has_every_command(tmp_path):
+    d = rewrite_pass_through(tmp_path)
+    if d is None:
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    kinds = every_command_kinds(parse_trace(str(d), CFG))
+    assert {"RegRead", "RegReadCheck", "IntrNotify/single", "CheckFile", "CheckCrc",
+            "CheckNothing", "SyncNotify", "SyncWait", "MemLoad", "RegWrite",
+            "MemInit/RANDOM/image"} <= kinds
+    assert {f"MemInit/{p}" for p in PATTERNS} <= kinds
+    assert "nvdla_sdp_rdma.d_src_base_addr_low_0" in (d / f"{d.name}.cfg").read_text()
+
+
+def test_golden_rewritten_pass_through(tmp_path):
+    d = rewrite_pass_through(tmp_path)
+    if d is None:
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    r = run_trace(str(d), CFG)
+    assert r.passed, r.message
+    assert len(r.checks) == 2 + len(FILLS) and all(c.passed for c in r.checks)
 
 
 def test_sync_notify_and_wait_are_ordering_points(tmp_path):

@@ -293,3 +293,24 @@ def test_nvdla_bdma_sanity_tests_on_the_rtl(nvdla_tests):
     results = playback([str(nvdla_tests / n) for n in names], NV_SMALL_BDMA, seed=1)
     assert [(r.name, r.passed, r.message) for r in results] == \
         [(n, True, "") for n in names]
+
+
+def test_every_command_as_txn(tmp_path):
+    """NVDLA's SDP pass-through rewritten with every command of the ``.cfg`` language
+    (tests/test_trace.py) written as a traceplayer directory passes on the golden model:
+    pattern fills land as loads, reg_read / reg_read_check as reads under mask 0 / a full
+    mask, the single shot as a wait and the clear of what was pending, check_file as a
+    dump."""
+    from arch.config import load_config
+    from .test_trace import FILLS, NV_SMALL, rewrite_pass_through
+    src = rewrite_pass_through(tmp_path)
+    if src is None:
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    cfg = load_config("nv_small")
+    d = write_txn(parse_trace(str(src), cfg), cfg, str(tmp_path / "txn"))
+    text = Path(d, "input.txn").read_text()
+    assert " 0x00000000 0x0 # nvdla_sdp.s_status_0" in text          # reg_read: any value
+    assert "0xffffffff 0x0 # NVDLA_GLB.S_INTR_STATUS_0" in text      # reg_read_check
+    res = run_trace(d, cfg)
+    assert res.passed, res.message
+    assert len(res.checks) == 2 + len(FILLS) and all(c.passed for c in res.checks)

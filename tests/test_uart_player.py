@@ -3,6 +3,7 @@ commands): partial words, wrap-around, and a trace's command sequence."""
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from arch.config import load_config
@@ -75,3 +76,77 @@ check_crc(sync_id_0, 1, 0x80000000, 0x8, 0x6522df69);
     # intr_notify cleared the SDP group-0 status bit by writing it back
     mask = next(c.mask for c in trace.commands if type(c).__name__ == "IntrNotify")
     assert board.csb[p.glb_status] == mask
+
+
+class WrappedMemory:
+    """A golden-model memory decoded as the board's block RAM decodes it (addresses modulo
+    its size), so that the player's local addresses and the layer's full ones meet."""
+
+    def __init__(self, size):
+        from sim.memory import SparseMemory
+        self.size, self.mem = size, SparseMemory()
+
+    def read(self, addr, size):
+        return self.mem.read(addr % self.size, size)
+
+    def write(self, addr, data):
+        self.mem.write(addr % self.size, data)
+
+    def fill(self, addr, size, value=0):
+        self.mem.fill(addr % self.size, size, value)
+
+    def gather(self, addrs):
+        return self.mem.gather(addrs % self.size)
+
+    def scatter(self, addrs, values):
+        self.mem.scatter(addrs % self.size, values)
+
+
+class GoldenBoard:
+    """A fake board whose core is the golden model: the serial commands reach its CSB and
+    its DBBIF memory (a layer runs as soon as a register write can start it)."""
+
+    def __init__(self, cfg, size):
+        from sim.core import GoldenCore
+        self.core = GoldenCore(cfg)
+        self.core.dbb = WrappedMemory(size)
+        self.size = size
+
+    async def transact(self, cmd, addr=0, data=0):
+        if cmd == Command.MEM_WRITE:
+            assert addr % 4 == 0 and addr < self.size
+            self.core.dbb.write(addr, np.frombuffer(data.to_bytes(4, "little"), np.uint8))
+            return Status.OK, data
+        if cmd == Command.MEM_READ:
+            return Status.OK, int.from_bytes(self.core.dbb.read(addr, 4).tobytes(), "little")
+        if cmd == Command.CSB_WRITE:
+            self.core.csb_write(addr >> 2, data)
+            self.core.run()
+            return Status.OK, data
+        if cmd == Command.CSB_READ:
+            return Status.OK, self.core.csb_read(addr >> 2)
+        return Status.BAD_COMMAND, data
+
+
+def test_every_command_on_a_golden_board(tmp_path):
+    """NVDLA's SDP pass-through rewritten with every command of the language
+    (tests/test_trace.py) passes through the serial protocol on a board whose core is the
+    golden model; its copy with a wrong reg_read_check stops there."""
+    from sim.trace import parse_trace
+    from .test_trace import FILLS, NV_SMALL, rewrite_pass_through
+    d = rewrite_pass_through(tmp_path)
+    if d is None:
+        pytest.skip(f"public traces not found at {NV_SMALL}")
+    cfg = load_config("nv_small")
+    board = GoldenBoard(cfg, 1 << 21)         # 2 MiB: the trace's regions do not alias
+    p = TracePlayer(board.transact, cfg, 1 << 21)
+    ok, msgs = asyncio.run(p.run(parse_trace(str(d), cfg)))
+    assert ok, msgs
+    assert sum("check_crc" in m for m in msgs) == 1
+    assert sum(m.endswith(": equal") for m in msgs) == 1 + len(FILLS)    # every check_file
+    cfg_file = d / f"{d.name}.cfg"
+    cfg_file.write_text(cfg_file.read_text().replace(
+        "reg_read_check(NVDLA_SDP.S_POINTER_0, 0x0);", "reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1);"))
+    board = GoldenBoard(cfg, 1 << 21)
+    ok, msgs = asyncio.run(TracePlayer(board.transact, cfg, 1 << 21).run(parse_trace(str(d), cfg)))
+    assert not ok and msgs[-1].endswith("reg_read_check(NVDLA_SDP.S_POINTER_0, 0x1): read 0x0")

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.trace import (CheckCrc, CheckNothing, IntrNotify, MemInit, MemLoad, OrderingPoint,
-                       PollRegEqual, RegWrite, Trace, TraceError, parse_trace)
+from sim.trace import (CheckCrc, CheckFile, CheckNothing, IntrNotify, MemInit, MemLoad,
+                       OrderingPoint, PollRegEqual, RegRead, RegReadCheck, RegWrite, Trace,
+                       TraceError, parse_trace)
 from sim.trace_run import CheckResult, DumpCheck, EngineUnavailable, TraceResult
 from sim.txn import DumpMem, ReadReg, WaitIntr
 
@@ -102,11 +103,19 @@ def encode_trace(trace: Trace) -> bytes:
         elif isinstance(c, PollRegEqual):
             cmds.append(CMD.pack(OP_POLL, 0, 0, c.addr, c.value & 0xFFFFFFFF, 0))
         elif isinstance(c, IntrNotify):
-            cmds.append(CMD.pack(OP_INTR, 0, 0, 0, c.mask, 0))
+            cmds.append(CMD.pack(OP_INTR, 0, int(c.single), 0, c.mask, 0))
         elif isinstance(c, MemInit):
-            if c.fill:
-                raise TraceError(f"{c.where}: the playback engine fills with 0 only")
-            cmds.append(CMD.pack(OP_MEM_INIT, MEMS[c.mem], 0, 0, c.addr, c.size))
+            if c.fill is not None:
+                cmds.append(CMD.pack(OP_MEM_INIT, MEMS[c.mem], c.fill, 0, c.addr, c.size))
+            else:                        # a pattern of varying bytes: a load of one run
+                raw = c.data().tobytes()
+                pos = len(image)
+                image += struct.pack("<QI", 0, len(raw)) + raw
+                cmds.append(CMD.pack(OP_MEM_LOAD, MEMS[c.mem], 0, 1, c.addr, pos))
+        elif isinstance(c, RegRead):                 # one read, any value
+            cmds.append(CMD.pack(OP_READ, 0, 0, c.addr, 0, (1 << 32) | 0))
+        elif isinstance(c, RegReadCheck):            # one read, the whole word
+            cmds.append(CMD.pack(OP_READ, 0, 0, c.addr, 0xFFFFFFFF, (1 << 32) | c.value))
         elif isinstance(c, MemLoad):
             runs = _runs(c.image)
             pos = len(image)
@@ -119,7 +128,7 @@ def encode_trace(trace: Trace) -> bytes:
             cmds.append(CMD.pack(OP_READ, 0, 0, c.addr, c.mask, (c.tries << 32) | c.value))
         elif isinstance(c, WaitIntr):
             cmds.append(CMD.pack(OP_WAIT, 0, 0, 0, 0, 0))
-        elif isinstance(c, DumpMem):
+        elif isinstance(c, (DumpMem, CheckFile)):
             cmds.append(CMD.pack(OP_DUMP, MEMS[c.mem], 0, len(image), c.addr, c.size))
             image += c.expected.tobytes()
         elif isinstance(c, (CheckNothing, OrderingPoint)):
@@ -401,16 +410,20 @@ def _message(trace: Trace, d: dict) -> tuple:
         checks.append(chk)
         if not chk.passed:
             failures.append(chk.describe())
-    for cmd, (n, first, want, got, crc) in zip([c for c in cmds if isinstance(c, DumpMem)],
+    for cmd, (n, first, want, got, crc) in zip([c for c in cmds
+                                                if isinstance(c, (DumpMem, CheckFile))],
                                                d.get("dumps", ())):
         chk = DumpCheck(cmd.where, cmd.mem, cmd.addr, cmd.size,
-                        zlib.crc32(cmd.expected.tobytes()), crc, n)
+                        zlib.crc32(cmd.expected.tobytes()), crc, n, **DumpCheck.labels(cmd))
         if n:
             chk.first, chk.first_expected, chk.first_actual = cmd.addr + first, want, got
             failures.append(chk.describe())
         checks.append(chk)
     for i, value in d.get("reads", ()):
         c = cmds[i]
+        if isinstance(c, RegReadCheck):
+            failures.append(c.mismatch(value))
+            continue
         failures.append(f"{c.where}: read_reg {c.name} mask {c.mask:#010x}: expected "
                         f"{c.value & c.mask:#010x}, read {value & c.mask:#010x}")
     stop = d.get("stop")
@@ -424,7 +437,7 @@ def _message(trace: Trace, d: dict) -> tuple:
         elif kind == "intr":
             c = cmds[stop["cmd"]]
             traffic = ", ".join(f"{n} {r} read / {w} write bursts" for n, r, w in stop["traffic"])
-            failures.append(f"{c.where}: timeout waiting for intr_notify({c.source}) after "
+            failures.append(f"{c.where}: timeout waiting for {c.what} after "
                             f"{stop['waited']} cycles (GLB.S_INTR_STATUS={stop['status']:#x}, "
                             f"interrupt pin {stop['pin']}; {traffic})")
         elif kind == "wait":

@@ -652,21 +652,26 @@ struct Exec {
         }
     }
 
+    // intr_notify: until a bit of the mask is set in S_INTR_STATUS, then clear it. A single
+    // shot (flags bit 0) waits for any unmasked source of the mask (the pin) and clears every
+    // pending unmasked one.
     void intr(const Cmd& c, size_t idx) {
-        uint32_t mask = (uint32_t)c.b;
+        bool single = c.flags & 1;
         uint64_t start = b.cycle;
         while (true) {
+            uint32_t mask = single ? (uint32_t)c.b & ~intr_mask : (uint32_t)c.b;
             uint32_t status = read_status();
             if (status & mask) {
+                uint32_t clear = single ? status & mask : mask;
                 bool any = false; uint64_t came = 0;
                 for (int i = 0; i < 32; i++)
-                    if (bit_valid[i] && (mask & (1u << i))) {
+                    if (bit_valid[i] && (clear & (1u << i))) {
                         came = any ? std::min(came, bit_cycle[i]) : bit_cycle[i];
                         any = true;
                         bit_valid[i] = false;
                     }
                 layer_end(any ? came : last_status_read);
-                Bench::Op op{wkind, b.o.glb_status, mask};
+                Bench::Op op{wkind, b.o.glb_status, clear};
                 b.burst(&op, 1);
                 return;
             }
@@ -773,7 +778,7 @@ struct Exec {
                 }
                 break;
             }
-            case OP_MEM_INIT: mem(c, i)->fill(c.b, c.c, 0); break;
+            case OP_MEM_INIT: mem(c, i)->fill(c.b, c.c, (uint8_t)(c.flags & 0xFF)); break;
             case OP_POLL: poll(c, i); break;
             case OP_INTR: intr(c, i); break;
             case OP_READ: read_masked(c, i); break;
