@@ -1,0 +1,473 @@
+"""Winograd convolution on the golden model (sim.conv.winograd, CONV_MODE=WINOGRAD).
+
+Fast tests: exactly transformed weights give 4 x the direct convolution (the existing direct
+golden model) at strides 1..3; the PRA's rounding and saturation against a per-tile loop; the
+weight layout against NVDLA's CSC read order written out with loops; convertor, compressed
+weights, CSC padding ignored, ATOMICS, invalid programs (each naming its field); SDP's
+Winograd rules; random Winograd traces through the golden core.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from arch.config import NvdlaConfig
+from arch.registers import register_map
+from sim.conv import random_programs as rp
+from sim.conv import winograd_programs as wp
+from sim.conv.cdma import CbufState
+from sim.conv.core_limits import check_core_limits
+from sim.conv.program import ConvProgramError, decode
+from sim.conv.unit import BLOCKS, run_conv
+from sim.conv.winograd_math import WINO_BT, extend_channels, pra_int
+from sim.formats.winograd import winograd_extend_stride, winograd_transform
+from sim.memory import SparseMemory
+from sim.random_traces import set_fields
+from sim.regs import GroupView
+
+from .test_conv_model import naive_conv
+
+NV_FULL = NvdlaConfig.preset("nv_full")
+NV_LARGE = NvdlaConfig.preset("nv_large")
+
+
+class _Core:
+    """Register views and memories of one layer (what the conv pipeline reads)."""
+
+    def __init__(self, cfg, layer):
+        self.cfg = cfg
+        rmap = register_map(cfg)
+        self._views = {b: GroupView(rmap[b], layer["regs"].get(b, {}))
+                       for b in BLOCKS + ("SDP",)}
+        self.dbb, self.sram = SparseMemory(), SparseMemory()
+        self.add(layer)
+
+    def add(self, layer):
+        for addr, data, ram in layer["images"]:
+            (self.dbb if ram else self.sram).write(addr, data)
+
+    def view(self, block, group=None):
+        return self._views[block]
+
+
+def _run(cfg, layer, state=None):
+    """(CACC's output [K, Ho, Wo], hardware-written fields) of one layer."""
+    out, written = run_conv(_Core(cfg, layer), state or CbufState())
+    return out[0], written
+
+
+def _exact(rng, prec, K, C, R, S, s):
+    """Raw weights whose (2G) W (2G)^T fits the precision, and that transform (4 G W G^T)."""
+    w = rng.integers(-10, 11, (K, C, R, S)) if prec == 0 else \
+        rng.integers(-200, 201, (K, C, R, S))
+    wt4 = winograd_transform(winograd_extend_stride(w, s, s), ("int8", "int16")[prec], 2)
+    return w, wt4
+
+
+def _data(rng, prec, shape):
+    # int8: |B^T d B| <= 4 |d| must stay inside int8 for an exact PRA
+    return rng.integers(-31, 32, shape) if prec == 0 else rng.integers(-1500, 1501, shape)
+
+
+# ------------------------------------------------------------------------------------------
+# against the direct convolution
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("prec", [0, 1])
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_exact_weights_give_four_times_direct(prec, s):
+    """Winograd of 4 G W G^T (exact integers) is 4 x the direct convolution of W: the direct
+    golden model (sim.conv.cmac.convolve via a direct layer) on the same data, padding, pad
+    value and stride, with the kernel's R x S of up to 3s."""
+    rng = np.random.default_rng(10 * prec + s)
+    C = (32, 16)[prec] * (1 + (s == 1))
+    K = 7
+    R, S = (3, 3) if s == 1 else (3 * s - 1, 3 * s)
+    pad = (1, 3 * s - 1, 2, 4 * s - 2) if s > 1 else (1, 2, 1, 3)
+    W, H = 8 * s - pad[0] - pad[1], 12 * s - pad[2] - pad[3]
+    data = _data(rng, prec, (C, H, W))
+    w, wt4 = _exact(rng, prec, K, C, R, S, s)
+    pv = (-3, -1234)[prec]
+    layer = wp.wino_layer(NV_FULL, W=W, H=H, C=C, K=K, wt4=wt4, data=data, stride=(s, s),
+                          pad=pad, pad_value=pv & 0xFFFF, prec=prec)
+    got, _ = _run(NV_FULL, layer)
+    Ho, Wo = layer["info"]["Ho"], layer["info"]["Wo"]
+    direct = rp.conv_layer(NV_FULL, W=W, H=H, C=C, K=K, kh=R, kw=S, stride=(s, s), pad=pad,
+                           pad_value=pv & 0xFFFF, prec=prec, data=data, weights=w)
+    want, _ = _run(NV_FULL, direct)
+    assert got.shape == (K, Ho, Wo)
+    np.testing.assert_array_equal(got, 4 * want[:, :Ho, :Wo])
+    np.testing.assert_array_equal(want, naive_conv(data, w, (s, s), (1, 1), pad, pv))
+    assert np.count_nonzero(got) > got.size // 2
+
+
+def test_pra_truncation_and_clip():
+    """PRA_TRUNCATE and CLIP_TRUNCATE change the output as their per-tile reference says."""
+    rng = np.random.default_rng(4)
+    C, K = 32, 3
+    data = rng.integers(-128, 128, (C, 8, 8))
+    wt4 = rng.integers(-128, 128, (K, C, 4, 4))
+    for pra, clip in ((0, 0), (1, 3), (2, 9), (3, 16)):
+        layer = wp.wino_layer(NV_FULL, W=8, H=8, C=C, K=K, wt4=wt4, data=data, pad_value=0,
+                              pra_truncate=pra, clip=clip)
+        got, written = _run(NV_FULL, layer)
+        want, sat = _reference(data[None], wt4, min(pra, 2), 8, 4, 4, clip)
+        np.testing.assert_array_equal(got, want)
+        assert written["CACC"]["D_OUT_SATURATION"]["SAT_COUNT"] == sat
+
+
+def _pra_tile(tile, shift, bits):
+    """B^T d B of one 4 x 4 tile with loops, shifted rounding half away from zero, saturated."""
+    out = np.zeros((4, 4), np.int64)
+    for i in range(4):
+        for j in range(4):
+            acc = 0
+            for a in range(4):
+                for b in range(4):
+                    acc += int(WINO_BT[i, a]) * int(tile[a, b]) * int(WINO_BT[j, b])
+            if shift:
+                mag = (abs(acc) + (1 << (shift - 1))) >> shift
+                acc = mag if acc >= 0 else -mag
+            out[i, j] = max(-(1 << (bits - 1)), min((1 << (bits - 1)) - 1, acc))
+    return out
+
+
+def _reference(cube, wt4, shift, bits, Ho, Wo, clip):
+    """Per-tile loops: ([K, Ho, Wo] delivered, saturation count) of an extended cube
+    [C, H, W] (a leading 1) and stored weights [K, C, 4, 4]."""
+    cube = cube[0]
+    K, C = wt4.shape[:2]
+    out = np.zeros((K, Ho, Wo), np.int64)
+    AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
+    for ty in range(Ho // 2):
+        for tx in range(Wo // 2):
+            v = [_pra_tile(cube[c, 2 * ty:2 * ty + 4, 2 * tx:2 * tx + 4], shift, bits)
+                 for c in range(C)]
+            for k in range(K):
+                m = sum(v[c] * wt4[k, c] for c in range(C))
+                out[k, 2 * ty:2 * ty + 2, 2 * tx:2 * tx + 2] = AT @ m @ AT.T
+    if clip:
+        half = 1 << (clip - 1)
+        out = np.where(out >= 0, (out + half) >> clip, -((-out + half) >> clip))
+    sat = int(np.count_nonzero((out > 2**31 - 1) | (out < -2**31)))
+    return np.clip(out, -2**31, 2**31 - 1), sat
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+def test_pra_rounding_and_saturation(bits):
+    rng = np.random.default_rng(bits)
+    lim = 1 << (bits - 1)
+    tiles = rng.integers(-lim, lim, (300, 4, 4))
+    tiles[:100] = rng.choice([-lim, lim - 1, 0, 1, -1], (100, 4, 4))
+    for shift in range(3):
+        got = pra_int(tiles, shift, bits)
+        want = np.stack([_pra_tile(t, shift, bits) for t in tiles])
+        np.testing.assert_array_equal(got, want)
+        assert np.any(np.abs(got) == lim - (got < 0) * 0) or shift == 2
+
+
+def test_channel_extension():
+    """Channel (a x sx + b) x C + c of extended (Y, X) is padded (Y sy + a, X sx + b, c)."""
+    rng = np.random.default_rng(1)
+    sx, sy, C = 3, 2, 5
+    p = rng.integers(-9, 9, (8, 12, C))
+    e = extend_channels(p, sx, sy)
+    assert e.shape == (4, 4, sx * sy * C)
+    for Y in range(4):
+        for X in range(4):
+            for a in range(sy):
+                for b in range(sx):
+                    for c in range(C):
+                        assert e[Y, X, (a * sx + b) * C + c] == p[Y * sy + a, X * sx + b, c]
+
+
+def test_weight_layout_is_the_csc_read_order():
+    """NVDLA's CSC (SendWeightToMacSequencerWinoConvCommon) reads, per kernel group (Atomic-K
+    int8 kernels, half for 16-bit), per 4-channel block, per kernel of the group, one
+    4 x 4 x 4 small cube from consecutive weight elements: 16 positions row-major, 4 channels
+    fastest. Written out with loops against the golden model's unpacking."""
+    from sim.conv.winograd import winograd_weights
+    for cfg, prec in ((NV_FULL, 0), (NV_FULL, 1), (NV_LARGE, 0)):
+        K, C = 37, 16 * (3 - prec)
+        gk = cfg.atomic_k if prec == 0 else cfg.atomic_k // 2
+        flat = np.arange(K * C * 16)
+        want = np.zeros((K, C, 4, 4), np.int64)
+        i = 0
+        for g0 in range(0, K, gk):
+            for cb in range(0, C, 4):
+                for k in range(g0, min(K, g0 + gk)):
+                    for r in range(4):
+                        for s in range(4):
+                            for c in range(cb, cb + 4):
+                                want[k, c, r, s] = flat[i]
+                                i += 1
+        p = type("P", (), {"precision": prec, "kernels": K, "in_channels": C})()
+        np.testing.assert_array_equal(winograd_weights(cfg, p, flat), want)
+
+
+def test_convertor_converts_data_and_padding():
+    """The CDMA's input convertor takes the pad elements too (they enter its data stream)."""
+    rng = np.random.default_rng(6)
+    C, K = 32, 2
+    data = rng.integers(-20, 21, (C, 6, 6))
+    wt4 = rng.integers(-8, 9, (K, C, 4, 4))
+    cvt = (5, 3, 1)
+    layer = wp.wino_layer(NV_FULL, W=6, H=6, C=C, K=K, wt4=wt4, data=data, pad=(1, 1, 1, 1),
+                          pad_value=7, cvt=cvt)
+    got, _ = _run(NV_FULL, layer)
+    padded = np.pad(data, ((0, 0), (1, 1), (1, 1)), constant_values=7)
+    conv = (padded - 5) * 3
+    conv = np.clip(np.where(conv >= 0, (conv + 1) >> 1, -((-conv + 1) >> 1)), -128, 127)
+    want, _ = _reference(conv[None], wt4, 0, 8, 4, 4, 0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_csc_padding_plays_no_part():
+    rng = np.random.default_rng(8)
+    C, K = 16, 3
+    data = rng.integers(-900, 900, (C, 10, 6))
+    wt4 = rng.integers(-900, 900, (K, C, 4, 4))
+    layer = wp.wino_layer(NV_FULL, W=6, H=10, C=C, K=K, wt4=wt4, data=data, prec=1,
+                          pad=(1, 1, 1, 1), pad_value=0xFFF0)
+    base, _ = _run(NV_FULL, layer)
+    set_fields(NV_FULL, layer, "CSC", "D_ZERO_PADDING", PAD_LEFT=3, PAD_TOP=2)
+    set_fields(NV_FULL, layer, "CSC", "D_ZERO_PADDING_VALUE", PAD_VALUE=0x1234)
+    got, _ = _run(NV_FULL, layer)
+    np.testing.assert_array_equal(got, base)
+    want, _ = _reference(np.pad(data, ((0, 0), (1, 1), (1, 1)), constant_values=-16)[None],
+                         wt4, 0, 16, 8, 4, 0)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("atomics,ok", [(15, True), (12, True), (11, False), (16, False)])
+def test_atomics_range(atomics, ok):
+    """NVDLA's sequencer walks ATOMICS / 4 + 1 tiles: 12..15 for a 4 x 4 output."""
+    rng = np.random.default_rng(0)
+    layer = wp.wino_layer(NV_FULL, W=8, H=8, C=32, K=2, wt4=rng.integers(-3, 4, (2, 32, 4, 4)),
+                          data=rng.integers(-3, 4, (32, 8, 8)), atomics=atomics)
+    if ok:
+        _run(NV_FULL, layer)
+    else:
+        with pytest.raises(ConvProgramError, match="CSC.D_ATOMICS.ATOMICS"):
+            _run(NV_FULL, layer)
+
+
+def test_compressed_weights():
+    rng = np.random.default_rng(12)
+    C, K = 32, 40
+    data = rng.integers(-30, 31, (C, 8, 8))
+    wt4 = np.where(rng.random((K, C, 4, 4)) < 0.6, 0, rng.integers(-60, 61, (K, C, 4, 4)))
+    plain = wp.wino_layer(NV_FULL, W=8, H=8, C=C, K=K, wt4=wt4, data=data)
+    comp = wp.wino_layer(NV_FULL, W=8, H=8, C=C, K=K, wt4=wt4, data=data, compress=True)
+    assert comp["info"]["wbytes"] < plain["info"]["wbytes"]
+    np.testing.assert_array_equal(_run(NV_FULL, comp)[0], _run(NV_FULL, plain)[0])
+
+
+def test_rtl_limit_and_build_without_winograd():
+    """This core's RTL convolves directly only (core limit); nv_small has no Winograd."""
+    rng = np.random.default_rng(0)
+    layer = wp.wino_layer(NV_FULL, W=8, H=8, C=32, K=2, wt4=rng.integers(-3, 4, (2, 32, 4, 4)),
+                          data=rng.integers(-3, 4, (32, 8, 8)))
+    rmap = register_map(NV_FULL)
+    p = decode(NV_FULL, *(GroupView(rmap[b], layer["regs"][b]) for b in BLOCKS))
+    with pytest.raises(ConvProgramError, match="CONV_MODE=WINOGRAD.*this core's RTL"):
+        check_core_limits(NV_FULL, p)
+    small = NvdlaConfig.preset("nv_small")
+    rmap = register_map(small)
+    regs = {b: dict(layer["regs"][b]) for b in BLOCKS}
+    with pytest.raises(ConvProgramError, match="no Winograd"):
+        decode(small, *(GroupView(rmap[b], regs[b]) for b in BLOCKS))
+
+
+# ------------------------------------------------------------------------------------------
+# invalid programs
+# ------------------------------------------------------------------------------------------
+def _base(cfg=NV_FULL, **over):
+    rng = np.random.default_rng(3)
+    spec = dict(W=14, H=7, C=32, K=5, stride=(2, 1), pad=(1, 1, 0, 1), pad_value=3)
+    spec.update(over)
+    we, he, ce, _ = wp.wino_geometry(spec["W"], spec["H"], spec["C"], spec["stride"],
+                                     spec["pad"], spec.get("prec", 0), cfg.cbuf_entry_bytes)
+    return wp.wino_layer(cfg, wt4=rng.integers(-5, 6, (spec["K"], ce, 4, 4)),
+                         data=rng.integers(-5, 6, (spec["C"], spec["H"], spec["W"])), **spec)
+
+
+def _f(block, reg, **fields):
+    def m(layer):
+        set_fields(NV_FULL, layer, block, reg, **fields)
+    return m
+
+
+def _both(reg, **fields):
+    def m(layer):
+        for b in ("CDMA", "CSC"):
+            set_fields(NV_FULL, layer, b, reg, **fields)
+    return m
+
+
+INVALID = [
+    ("channels_not_whole_atoms", dict(C=20), None, "CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL"),
+    ("padded_width", None, _f("CDMA", "D_ZERO_PADDING", PAD_RIGHT=2),
+     "CDMA.D_ZERO_PADDING.PAD_RIGHT"),
+    ("padded_height", None, _f("CDMA", "D_ZERO_PADDING", PAD_BOTTOM=0),
+     "CDMA.D_ZERO_PADDING.PAD_BOTTOM"),
+    ("cdma_ext_width", None, _f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=5),
+     "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT"),
+    ("cdma_ext_height", None, _f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=3),
+     "CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT"),
+    ("csc_ext_width", None, _f("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=5),
+     "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT"),
+    ("csc_ext_channels", None, _f("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=31),
+     "CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT"),
+    ("csc_stride", None, _f("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=1),
+     "CSC.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT"),
+    ("csc_dilation", None, _f("CSC", "D_DILATION_EXT", Y_DILATION_EXT=1),
+     "CSC.D_DILATION_EXT.Y_DILATION_EXT"),
+    ("kernel_3x3", None, _f("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=2,
+                            WEIGHT_HEIGHT_EXT=2), "CSC.D_WEIGHT_SIZE_EXT_0"),
+    ("byte_per_kernel", None, _f("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=575),
+     "CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL"),
+    ("output_not_4n", None, lambda L: [set_fields(NV_FULL, L, b, "D_DATAOUT_SIZE_0",
+                                                  DATAOUT_WIDTH=2) for b in ("CSC", "CACC")],
+     "CSC.D_DATAOUT_SIZE_0.DATAOUT_WIDTH"),
+    ("output_too_large", None, _f("CSC", "D_DATAOUT_SIZE_0", DATAOUT_HEIGHT=7),
+     "CSC.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT"),
+    ("entries", None, _both("D_ENTRY_PER_SLICE", ENTRIES=5), "D_ENTRY_PER_SLICE.ENTRIES"),
+    ("entries_over_1023", dict(W=1030, H=6, C=128, K=1, stride=(1, 1), pad=(1, 1, 1, 1)),
+     None, "CSC.D_ENTRY_PER_SLICE.ENTRIES"),
+    ("data_banks", dict(W=62, C=128), _both("D_BANK", DATA_BANK=0, WEIGHT_BANK=0),
+     "CDMA.D_BANK.DATA_BANK"),
+    ("release_not_4n", None, _f("CSC", "D_RELEASE", RLS_SLICES=2), "CSC.D_RELEASE.RLS_SLICES"),
+    ("batches", None, lambda L: [set_fields(NV_FULL, L, "CDMA", "D_BATCH_STRIDE",
+                                            BATCH_STRIDE=0x10000)] + [
+        set_fields(NV_FULL, L, b, "D_BATCH_NUMBER", BATCHES=1) for b in ("CDMA", "CSC", "CACC")],
+     "CDMA.D_BATCH_NUMBER.BATCHES"),
+    ("precision_conversion", None, _both("D_MISC_CFG", IN_PRECISION=1),
+     "CDMA.D_MISC_CFG.IN_PRECISION"),
+    ("clip", None, _f("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=17), "CACC.D_CLIP_CFG.CLIP_TRUNCATE"),
+    ("image_input", None, _both("D_DATAIN_FORMAT", DATAIN_FORMAT=1),
+     "CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD"),
+    ("cmac_mode", None, _f("CMAC_B", "D_MISC_CFG", CONV_MODE=0), "CMAC_B.D_MISC_CFG.CONV_MODE"),
+    ("sdp_direct", None, _f("SDP", "D_FEATURE_MODE_CFG", WINOGRAD=0),
+     "SDP.D_FEATURE_MODE_CFG.WINOGRAD"),
+]
+
+
+@pytest.mark.parametrize("name,spec,mutate,field", INVALID, ids=[i[0] for i in INVALID])
+def test_invalid_programs_name_the_field(name, spec, mutate, field):
+    layer = _base(**(spec or {}))
+    if mutate:
+        mutate(layer)
+    with pytest.raises(ConvProgramError) as e:
+        _run(NV_FULL, layer)
+    assert field in str(e.value), str(e.value)
+
+
+def test_sdp_winograd_bit_on_a_direct_layer():
+    rng = np.random.default_rng(0)
+    layer = rp.conv_layer(NV_FULL, W=4, H=4, C=8, K=2, data=rng.integers(-3, 4, (8, 4, 4)),
+                          weights=rng.integers(-3, 4, (2, 8, 1, 1)))
+    set_fields(NV_FULL, layer, "SDP", "D_FEATURE_MODE_CFG", WINOGRAD=1)
+    with pytest.raises(ConvProgramError, match="SDP.D_FEATURE_MODE_CFG.WINOGRAD=ON"):
+        _run(NV_FULL, layer)
+
+
+# ------------------------------------------------------------------------------------------
+# NVDLA's Verilog (slow): the PRA cell
+# ------------------------------------------------------------------------------------------
+GIT = os.environ.get("NVDLA_HW_GIT")
+_needs_rtl = pytest.mark.skipif(not GIT or not shutil.which("iverilog"),
+                                reason="needs NVDLA_HW_GIT (nvdla/hw git dir) and iverilog")
+
+_PRA_TB = """`timescale 1ns/1ps
+module tb;
+reg clk = 0, rstn = 0;
+reg [255:0] mem [0:`N-1];
+reg [1:0] prec, trunc;
+integer i = 0, fd;
+wire [255:0] dout; wire in_lz, out_lz;
+wire vz = rstn && (i < `N);
+NV_NVDLA_CSC_pra_cell u (.nvdla_core_clk(clk), .nvdla_core_rstn(rstn),
+  .chn_data_in_rsc_z(mem[i < `N ? i : 0]), .chn_data_in_rsc_vz(vz), .chn_data_in_rsc_lz(in_lz),
+  .cfg_precision(prec), .cfg_truncate_rsc_z(trunc), .chn_data_out_rsc_z(dout),
+  .chn_data_out_rsc_vz(1'b1), .chn_data_out_rsc_lz(out_lz));
+always #5 clk = ~clk;
+always @(posedge clk) begin
+  if (out_lz) $fdisplay(fd, "%h", dout);
+  if (vz && in_lz) i <= i + 1;
+end
+initial begin
+  $readmemh("in.hex", mem);
+  prec = `PREC; trunc = `TRUNC;
+  fd = $fopen("out.txt", "w");
+  #22 rstn = 1;
+  wait (i == `N);
+  repeat (20) @(posedge clk);
+  $fclose(fd);
+  $finish;
+end
+endmodule
+"""
+
+
+def _git_show(path, dest):
+    text = subprocess.run(["git", "-C", GIT, "show", f"nvdlav1:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+    dest.write_text(text)
+
+
+def run_pra_rtl(tmp_path, tiles, prec, trunc):
+    """NVDLA's PRA cell on tiles [n, 4, 4] of 16-bit codes (int8 sign-extended, as the CSC's
+    data loader feeds it); returns its 16 outputs per tile as 16-bit codes [n, 4, 4]."""
+    src = tmp_path / "NV_NVDLA_CSC_pra_cell.v"
+    if not src.exists():
+        _git_show("vmod/nvdla/csc/NV_NVDLA_CSC_pra_cell.v", src)
+    n = len(tiles)
+    codes = np.asarray(tiles, np.int64).reshape(n, 16) & 0xFFFF
+    lines = []
+    for row in codes:
+        v = 0
+        for j, x in enumerate(row):
+            v |= int(x) << (16 * j)
+        lines.append("%064x" % v)
+    (tmp_path / "in.hex").write_text("\n".join(lines) + "\n")
+    (tmp_path / "tb.v").write_text(_PRA_TB)
+    subprocess.run(["iverilog", "-g2005", f"-DN={n}", f"-DPREC={prec}", f"-DTRUNC={trunc}",
+                    "-o", "pra.vvp", "-s", "tb", "tb.v", src.name], cwd=tmp_path, check=True,
+                   capture_output=True)
+    subprocess.run(["vvp", "-n", "pra.vvp"], cwd=tmp_path, check=True, capture_output=True)
+    rows = (tmp_path / "out.txt").read_text().split()
+    assert len(rows) == n, (len(rows), n)
+    out = np.array([[(int(r, 16) >> (16 * j)) & 0xFFFF for j in range(16)] for r in rows])
+    return out.reshape(n, 4, 4)
+
+
+def _int_tiles(rng, n, bits):
+    lim = 1 << (bits - 1)
+    t = rng.integers(-lim, lim, (n, 4, 4))
+    edge = rng.choice([-lim, -lim + 1, lim - 1, 0, 1, -1, 2, -2, 3], (n, 4, 4))
+    sel = rng.random((n, 1, 1)) < 0.3
+    small = rng.integers(-9, 10, (n, 4, 4))             # rounding ties at every shift
+    return np.where(sel, edge, np.where(rng.random((n, 1, 1)) < 0.3, small, t))
+
+
+@pytest.mark.slow
+@_needs_rtl
+@pytest.mark.parametrize("prec,bits", [(0, 8), (1, 16)], ids=["int8", "int16"])
+def test_pra_against_nvdla_rtl(tmp_path, prec, bits):
+    """Thousands of random tiles through NVDLA's PRA cell at each PRA_TRUNCATE (3 as the CSC
+    hands it over: clamped to 2): 0 mismatches with pra_int."""
+    rng = np.random.default_rng(bits)
+    tiles = _int_tiles(rng, 3000, bits)
+    for field in range(4):
+        shift = min(field, 2)               # NV_NVDLA_CSC_dl clamps 3 to 2
+        hw = run_pra_rtl(tmp_path, tiles, prec, shift)
+        hw = hw & ((1 << bits) - 1)
+        hw = np.where(hw >= 1 << (bits - 1), hw - (1 << bits), hw)
+        want = pra_int(tiles, shift, bits)
+        bad = np.flatnonzero((hw != want).any(axis=(1, 2)))
+        assert bad.size == 0, f"PRA_TRUNCATE={field}: {bad.size} tiles differ, first {bad[:5]}"
