@@ -377,6 +377,21 @@ def test_sdp_winograd_bit_on_a_direct_layer():
 
 
 # ------------------------------------------------------------------------------------------
+# random Winograd traces on the golden core
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cfg,prec,n", [(NV_FULL, 0, 8), (NV_FULL, 1, 8), (NV_LARGE, 0, 8)],
+                         ids=["nv_full_int8", "nv_full_int16", "nv_large_int8"])
+def test_random_traces_run_on_golden(tmp_path, cfg, prec, n):
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    paths = wp.write_random_wino_traces(cfg, str(tmp_path), n, seed=5, prec=prec)
+    assert len(paths) == n and not wp.wino_reject_log()
+    for path in paths:
+        res = run_golden(parse_trace(path, cfg), cfg, core=rp.golden_core(cfg))
+        assert res.passed, res.message
+
+
+# ------------------------------------------------------------------------------------------
 # NVDLA's Verilog (slow): the PRA cell
 # ------------------------------------------------------------------------------------------
 GIT = os.environ.get("NVDLA_HW_GIT")
@@ -471,3 +486,98 @@ def test_pra_against_nvdla_rtl(tmp_path, prec, bits):
         want = pra_int(tiles, shift, bits)
         bad = np.flatnonzero((hw != want).any(axis=(1, 2)))
         assert bad.size == 0, f"PRA_TRUNCATE={field}: {bad.size} tiles differ, first {bad[:5]}"
+
+
+# ------------------------------------------------------------------------------------------
+# SDP's Winograd mode, through traces on the golden core
+# ------------------------------------------------------------------------------------------
+def _trace_result(cfg, tmp_path, layers, name):
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    path = rp.write_trace(str(tmp_path), name, layers)
+    crcs, err = rp._golden_crcs(cfg, path, len(layers))
+    if crcs is not None:
+        path = rp.write_trace(str(tmp_path), name, layers, crcs)
+    res = run_golden(parse_trace(path, cfg), cfg, core=rp.golden_core(cfg))
+    return res, err
+
+
+def _sdp_output(cfg, core_mem, layer):
+    from sim.formats.feature import unpack_feature
+    info = layer["info"]
+    base, line, surf = info["dst"]
+    mem = core_mem.read(base, layer["window"][1])
+    return unpack_feature(mem, 0, info["K"], info["Ho"], info["Wo"], cfg.memory_atom,
+                          ("int8", "int16", "int16")[info["prec"]], line, surf)
+
+
+def test_sdp_writes_the_ordinary_cube(tmp_path):
+    """A Winograd layer through SDP (pass-through, output shift) lands in memory as the
+    ordinary cube of CACC's values."""
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    rng = np.random.default_rng(21)
+    C, K = 32, 9
+    data = rng.integers(-30, 31, (C, 10, 14))
+    wt4 = rng.integers(-20, 21, (K, C, 4, 4))
+    sdp = rp.sdp_program(NV_FULL, None, 12, 12, K, 0, 0, shift=9)
+    layer = wp.wino_layer(NV_FULL, W=14, H=10, C=C, K=K, wt4=wt4, data=data, pad=(1, 1, 3, 3),
+                          pad_value=2, sdp=sdp)
+    cacc, _ = _run(NV_FULL, layer)
+    path = rp.write_trace(str(tmp_path), "sdp_ordinary", [layer])
+    crcs, err = rp._golden_crcs(NV_FULL, path, 1)
+    assert err is None, err
+    path = rp.write_trace(str(tmp_path), "sdp_ordinary", [layer], crcs)
+    core = rp.golden_core(NV_FULL)
+    res = run_golden(parse_trace(path, NV_FULL), NV_FULL, core=core)
+    assert res.passed, res.message
+    got = _sdp_output(NV_FULL, core.dbb, layer)
+    half = 1 << 8
+    want = np.clip(np.where(cacc >= 0, (cacc + half) >> 9, -((-cacc + half) >> 9)), -128, 127)
+    np.testing.assert_array_equal(got, want)
+    assert np.count_nonzero(np.abs(want) < 127) > want.size // 2
+
+
+def _sdp_mut(reg, **fields):
+    def m(layer):
+        set_fields(NV_FULL, layer, "SDP", reg, **fields)
+    return m
+
+
+SDP_INVALID = [
+    ("batches", _sdp_mut("D_FEATURE_MODE_CFG", BATCH_NUMBER=1),
+     "SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER"),
+    ("out_precision", _sdp_mut("D_DATA_FORMAT", OUT_PRECISION=1),
+     "SDP.D_DATA_FORMAT.OUT_PRECISION"),
+    ("eql", _sdp_mut("D_DP_EW_CFG", EW_BYPASS=0, EW_ALU_BYPASS=0, EW_ALU_ALGO=3,
+                     EW_MUL_BYPASS=1, EW_LUT_BYPASS=1), "SDP.D_DP_EW_CFG.EW_ALU_ALGO=EQL"),
+    ("not_flying", _sdp_mut("D_FEATURE_MODE_CFG", FLYING_MODE=0), "FLYING_MODE"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,field", SDP_INVALID, ids=[s[0] for s in SDP_INVALID])
+def test_sdp_winograd_rules(tmp_path, name, mutate, field):
+    rng = np.random.default_rng(2)
+    layer = wp.wino_layer(NV_FULL, W=8, H=8, C=32, K=3, wt4=rng.integers(-3, 4, (3, 32, 4, 4)),
+                          data=rng.integers(-3, 4, (32, 8, 8)))
+    mutate(layer)
+    res, err = _trace_result(NV_FULL, tmp_path, [layer], f"sdp_{name}")
+    assert err is not None and field in err, err
+
+
+@pytest.mark.parametrize("fields,match", [
+    (dict(), "SDP.D_DATA_CUBE_WIDTH.WIDTH=5"),
+    (dict(OUTPUT_DST=1), "SDP.D_FEATURE_MODE_CFG.WINOGRAD=ON: Winograd output goes to memory")])
+def test_sdp_winograd_cube_and_destination(fields, match):
+    """SDP's own rules on its flying cube: width and height multiples of 4, output to memory
+    (checked by SDP's decode, before any PDP takes part)."""
+    from sim.sdp.sdp import SdpProgramError, run_sdp
+    rmap = register_map(NV_FULL)
+    w = 6 if not fields else 4
+    sdp_words, _, _ = rp.sdp_program(NV_FULL, None, w, 4, 2, 0, 0)
+    s = rp.Regs(rmap["SDP"])
+    s.words.update(sdp_words)
+    s.set("D_FEATURE_MODE_CFG", WINOGRAD=1, **fields)
+    with pytest.raises(SdpProgramError, match=match):
+        run_sdp(NV_FULL, GroupView(rmap["SDP_RDMA"], {}), GroupView(rmap["SDP"], s.words),
+                SparseMemory(), flying_input=np.zeros((2, 4, w), np.int64))
