@@ -379,8 +379,9 @@ def test_sdp_winograd_bit_on_a_direct_layer():
 # ------------------------------------------------------------------------------------------
 # random Winograd traces on the golden core
 # ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg,prec,n", [(NV_FULL, 0, 8), (NV_FULL, 1, 8), (NV_LARGE, 0, 8)],
-                         ids=["nv_full_int8", "nv_full_int16", "nv_large_int8"])
+@pytest.mark.parametrize("cfg,prec,n", [(NV_FULL, 0, 8), (NV_FULL, 1, 8), (NV_FULL, 2, 8),
+                                        (NV_LARGE, 0, 8)],
+                         ids=["nv_full_int8", "nv_full_int16", "nv_full_fp16", "nv_large_int8"])
 def test_random_traces_run_on_golden(tmp_path, cfg, prec, n):
     from sim.trace import parse_trace
     from sim.trace_run import run_golden
@@ -581,3 +582,156 @@ def test_sdp_winograd_cube_and_destination(fields, match):
     with pytest.raises(SdpProgramError, match=match):
         run_sdp(NV_FULL, GroupView(rmap["SDP_RDMA"], {}), GroupView(rmap["SDP"], s.words),
                 SparseMemory(), flying_input=np.zeros((2, 4, w), np.int64))
+
+
+# ------------------------------------------------------------------------------------------
+# NVDLA's Verilog (slow): the MAC cell in Winograd mode
+# ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@_needs_rtl
+def test_fp16_wino_cell_against_nvdla_mac(tmp_path):
+    """NV_NVDLA_CMAC_CORE_mac with cfg_is_wg on thousands of fp16 tiles (codes of every kind:
+    zeros, denormals, infinities, NaNs, extremes), fed as NVDLA's CMAC active stage feeds it
+    (tests/test_cmac_fp16._cell_inputs): its four 44-bit results and NaN flag against
+    fp16_wino_cell, 0 mismatches."""
+    from sim.conv.cmac import fp16_wino_cell
+    from tests import test_cmac_fp16 as tc
+    n = 3000
+    wt, dat, _ = tc._vectors(n, 7)
+    for src in tc._SOURCES:
+        _git_show(src, tmp_path / os.path.basename(src))
+    tb = tc._TB.replace(".cfg_is_wg(1'b0)", ".cfg_is_wg(1'b1)").replace(
+        '$fdisplay(fd, "%h %b", out[43:0], out_nan)', '$fdisplay(fd, "%h %b", out, out_nan)')
+    assert tb != tc._TB
+    (tmp_path / "tb.v").write_text(tb)
+    wm = (wt & 0x7FFF) != 0                           # the CSC's weight mask
+    for k, v in tc._cell_inputs(wt, dat, wm).items():
+        (tmp_path / f"{k}.hex").write_text(v)
+    names = [os.path.basename(s) for s in tc._SOURCES]
+    subprocess.run(["iverilog", "-g2005", "-DDESIGNWARE_NOEXIST", f"-DN={n}", "-o", "tb.vvp",
+                    "-s", "tb", "tb.v", *names], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["vvp", "-n", "tb.vvp"], cwd=tmp_path, check=True, capture_output=True)
+    rows = [line.split() for line in (tmp_path / "out.txt").read_text().splitlines()]
+    assert len(rows) == n
+    raw = [int(r[0], 16) for r in rows]
+    hw = np.array([[(v >> (44 * j)) & ((1 << 44) - 1) for j in range(4)] for v in raw])
+    hw_nan = np.array([r[1] == "1" for r in rows])
+    psum, nan = fp16_wino_cell(wt, dat)
+    bad = np.flatnonzero((hw != psum).any(-1) | (hw_nan != nan))
+    assert bad.size == 0, f"{bad.size} tiles differ, first {bad[:5]}: {hw[bad[:2]]} vs " \
+        f"{psum[bad[:2]]}"
+    assert 0.1 < nan.mean() < 0.4
+
+
+# ------------------------------------------------------------------------------------------
+# fp16
+# ------------------------------------------------------------------------------------------
+def _s16(codes):
+    c = np.asarray(codes, np.int64) & 0xFFFF
+    return np.where(c >= 0x8000, c - 0x10000, c)
+
+
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_fp16_exact_weights_give_the_direct_convolution(s):
+    """fp16 integers small enough that the PRA, the cell's alignment and CACC's fp48 sums are
+    exact, weights whose G W G^T is exact in fp16: the Winograd layer's fp32 output is the
+    direct fp16 golden model's, bit for bit."""
+    from sim.nvfloat import fp16_from_float, fp16_to_float
+    rng = np.random.default_rng(30 + s)
+    C, K = 16 * (1 + (s == 1)), 6
+    R, S = (3, 3) if s == 1 else (3 * s, 3 * s - 1)
+    pad = (1, 3 * s - 1, 2, 4 * s - 2) if s > 1 else (1, 2, 1, 3)
+    W, H = 8 * s - pad[0] - pad[1], 12 * s - pad[2] - pad[3]
+    data = fp16_from_float(rng.integers(-8, 9, (C, H, W)))
+    w = fp16_from_float(rng.integers(-4, 5, (K, C, R, S)))
+    wt4 = winograd_transform(winograd_extend_stride(fp16_to_float(w), s, s), "fp16")
+    layer = wp.wino_layer(NV_FULL, W=W, H=H, C=C, K=K, wt4=_s16(wt4.view(np.uint16)),
+                          data=_s16(data), stride=(s, s), pad=pad, pad_value=0xC000, prec=2)
+    got, _ = _run(NV_FULL, layer)
+    direct = rp.conv_layer(NV_FULL, W=W, H=H, C=C, K=K, kh=R, kw=S, stride=(s, s), pad=pad,
+                           pad_value=0xC000, prec=2, data=_s16(data), weights=_s16(w))
+    want, _ = _run(NV_FULL, direct)
+    Ho, Wo = layer["info"]["Ho"], layer["info"]["Wo"]
+    np.testing.assert_array_equal(got, want[:, :Ho, :Wo])
+    assert np.count_nonzero(got) > got.size // 2
+
+
+def test_fp16_pra_operand_order_and_rounding():
+    """pra_fp16 against a per-tile loop of fp17 additions in the cell's operand order."""
+    from sim.conv.winograd_math import pra_fp16
+    from sim.nvfloat import fp16_to_fp17, fp17_add, fp17_to_fp16
+    rng = np.random.default_rng(2)
+    tiles = rng.integers(0, 1 << 16, (200, 4, 4))
+
+    def sub(a, b):
+        return fp17_add(a, b ^ (1 << 16))
+
+    want = np.zeros_like(tiles)
+    for n, t in enumerate(tiles):
+        d = [[int(fp16_to_fp17(t[y, x])) for x in range(4)] for y in range(4)]
+        m = [[0] * 4 for _ in range(4)]
+        for x in range(4):
+            m[0][x] = sub(d[0][x], d[2][x])
+            m[1][x] = fp17_add(d[1][x], d[2][x])
+            m[2][x] = sub(d[2][x], d[1][x])
+            m[3][x] = sub(d[1][x], d[3][x])
+        for y in range(4):
+            r = [sub(m[y][0], m[y][2]), fp17_add(m[y][1], m[y][2]), sub(m[y][2], m[y][1]),
+                 sub(m[y][1], m[y][3])]
+            for x in range(4):
+                want[n, y, x] = fp17_to_fp16(r[x])
+    np.testing.assert_array_equal(pra_fp16(tiles), want)
+
+
+def test_fp16_nan_inf_counts_include_padding_and_flush():
+    """CDMA counts NaN / infinity over everything it writes (the pad elements too) and, with
+    D_NAN_FLUSH_TO_ZERO, flushes the written NaNs (a NaN pad value too)."""
+    from sim.nvfloat import fp16_from_float
+    rng = np.random.default_rng(9)
+    C, K, W, H = 16, 2, 6, 6
+    data = fp16_from_float(rng.uniform(-1, 1, (C, H, W)))
+    data[0, 0, :3] = 0x7E00                   # 3 NaNs
+    data[1, 2, 2] = 0xFC00                    # 1 infinity
+    wt4 = fp16_from_float(rng.uniform(-1, 1, (K, C, 4, 4)))
+    wt4[1, 3, 2, 2] = 0x7C00
+    pads = (8 * 8 - W * H) * C
+    for pad_value, flush, nan_n, inf_n in ((0x7C00, False, 3, 1 + pads),
+                                           (0xFE01, False, 3 + pads, 1),
+                                           (0xFE01, True, 3 + pads, 1)):
+        layer = wp.wino_layer(NV_FULL, W=W, H=H, C=C, K=K, wt4=_s16(wt4), data=_s16(data),
+                              pad=(1, 1, 1, 1), pad_value=pad_value, prec=2,
+                              nan_to_zero=flush)
+        got, written = _run(NV_FULL, layer)
+        cdma = written["CDMA"]
+        assert cdma["D_NAN_INPUT_DATA_NUM"]["NAN_DATA_NUM"] == nan_n
+        assert cdma["D_INF_INPUT_DATA_NUM"]["INF_DATA_NUM"] == inf_n
+        assert cdma["D_INF_INPUT_WEIGHT_NUM"]["INF_WEIGHT_NUM"] == 1
+        exp = ((got >> 23) & 0xFF) == 0xFF
+        nan = exp & ((got & 0x7FFFFF) != 0)
+        assert nan.any() != flush
+
+
+_FP16_SPECIAL = np.array([0, 0x8000, 1, 0x8001, 0x3FF, 0x83FF, 0x400, 0x7C00, 0xFC00, 0x7BFF,
+                          0xFBFF, 0x7C01, 0xFE00, 0x7FFF, 0x3C00, 0x0200, 0x7800, 0xF800])
+
+
+@pytest.mark.slow
+@_needs_rtl
+def test_fp16_pra_against_nvdla_rtl(tmp_path):
+    """Thousands of fp16 tiles (random codes over every exponent, tiles full of special codes,
+    narrow spreads where the additions round) through NVDLA's PRA cell: 0 mismatches with
+    pra_fp16."""
+    from sim.conv.winograd_math import pra_fp16
+    rng = np.random.default_rng(16)
+    n = 4000
+    t = rng.integers(0, 1 << 16, (n, 4, 4))
+    sel = rng.random((n, 4, 4)) < np.linspace(0, 0.7, n)[:, None, None]
+    t[sel] = rng.choice(_FP16_SPECIAL, int(sel.sum()))
+    narrow = rng.random(n) < 0.3
+    e = rng.integers(12, 18, (n, 4, 4))
+    t[narrow] = (t[narrow] & 0x83FF) | (e[narrow] << 10)
+    hw = run_pra_rtl(tmp_path, t, 2, 0)
+    want = pra_fp16(t)
+    bad = np.flatnonzero((hw != want).any(axis=(1, 2)))
+    assert bad.size == 0, f"{bad.size} tiles differ, first {bad[:3]}: {hw[bad[:1]]} vs " \
+        f"{want[bad[:1]]} (in {t[bad[:1]]})"

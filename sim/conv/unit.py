@@ -15,7 +15,7 @@ from .cacc import accumulate_fp16, deliver
 from .cdma import CbufState, load_cbuf
 from .cmac import convolve, convolve_fp16
 from .program import FP16, ConvProgramError, check_batch_delivery, decode
-from .winograd import winograd_sums
+from .winograd import winograd_fp16_psums, winograd_sums
 
 __all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc", "check_sdp_precision",
            "check_sdp_winograd"]
@@ -77,6 +77,9 @@ def run_conv(core, state: CbufState):
 
 def _fp16_cacc(core, p, state):
     cube, weights = load_cbuf(core, core.cfg, p, state)
+    if p.winograd is not None:
+        # CACC folds each output's 4-channel blocks in channel order
+        return accumulate_fp16(winograd_fp16_psums(p, cube, weights)[0])
     # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
     # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full); a channel group is Atomic-C
     # channels (two entries on bank-row builds)

@@ -41,9 +41,10 @@ from sim.formats.winograd import winograd_weight_offsets
 from .program import (FP16, INT8, PRECISIONS, ConvProgram, FeatureInput,
                       WinogradInput, _BYTES, _err, _same, cbuf_banks, clip_truncate,
                       reuse_flags, weight_surface)
-from .winograd_math import extend_channels, input_tiles, place_tiles, poa, pra_int
+from .winograd_math import extend_channels, input_tiles, place_tiles, poa, pra_fp16, pra_int
 
 __all__ = ["decode_winograd", "fetch_winograd", "winograd_weights", "winograd_sums",
+           "winograd_fp16_psums",
            "pad_element", "WINO_ATOM"]
 
 #: the channels of a Winograd layer are whole 32-byte atoms (NVDLA's CDMA writes 4 x 4 x 32
@@ -248,3 +249,33 @@ def winograd_sums(p: ConvProgram, cube: np.ndarray, weights: np.ndarray) -> np.n
     y = poa(m.reshape(-1, Ty, Tx, 4, 4))                           # [K, Ty, Tx, 2, 2]
     return place_tiles(y)[None]
 
+
+
+def winograd_fp16_psums(p: ConvProgram, cube: np.ndarray, weights: np.ndarray,
+                        kernel_chunk: int = 16):
+    """The CMAC partial sums of an fp16 Winograd layer in the order CACC folds them:
+    (psums int64 [C_ext / 4, 1, K, Ho, Wo], NaN flags of the same shape), one per 4-channel
+    block (NVDLA's sequencer walks the blocks in channel order for each output tile). Each
+    block is one MAC cell operation in Winograd mode (:func:`sim.conv.cmac.fp16_wino_cell`)
+    on the PRA's fp16 output (:func:`.winograd_math.pra_fp16`) and the stored weights; the
+    cell's four results are the tile's 2 x 2 outputs. Kernels are taken ``kernel_chunk`` at a
+    time (memory only)."""
+    from .cmac import fp16_wino_cell
+    v = pra_fp16(input_tiles(cube[0] & 0xFFFF, p.out_height, p.out_width))  # [Ty,Tx,C,4,4]
+    Ty, Tx, C = v.shape[:3]
+    nb = C // 4
+    # [T, nb, 64]: element (y x 4 + x) x 4 + c of each block
+    dv = v.reshape(Ty * Tx, nb, 4, 16).transpose(0, 1, 3, 2).reshape(Ty * Tx, nb, 64)
+    w = (np.asarray(weights, np.int64) & 0xFFFF).reshape(-1, nb, 4, 16)
+    wv = w.transpose(0, 1, 3, 2).reshape(-1, nb, 64)
+    K = wv.shape[0]
+    ps = np.zeros((Ty * Tx, K, nb, 4), np.int64)
+    nan = np.zeros((Ty * Tx, K, nb), bool)
+    for k0 in range(0, K, kernel_chunk):
+        k1 = min(K, k0 + kernel_chunk)
+        ps[:, k0:k1], nan[:, k0:k1] = fp16_wino_cell(wv[None, k0:k1], dv[:, None])
+    # [T, K, nb, 4] -> [nb, K, Ty, Tx, 2, 2] -> [nb, K, Ho, Wo]
+    ps = place_tiles(ps.reshape(Ty, Tx, K, nb, 2, 2).transpose(3, 2, 0, 1, 4, 5))
+    nan = np.broadcast_to(nan.reshape(Ty, Tx, K, nb).transpose(3, 2, 0, 1)[..., None, None],
+                          (nb, K, Ty, Tx, 2, 2))
+    return ps[:, None], place_tiles(np.ascontiguousarray(nan))[:, None]

@@ -9,7 +9,9 @@
 * PRA (CSC's pre-addition, ``NV_NVDLA_CSC_pra_cell``): ``B^T d B`` per channel with
   ``B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]``, exact in 18 bits,
   then shifted right by ``PRA_TRUNCATE`` rounding half away from zero and saturated to the
-  processing precision.
+  processing precision. fp16: the same additions in NVDLA's fp17 (:mod:`sim.nvfloat`; a
+  subtraction adds the second operand with its sign flipped), rows first, in the cell's
+  operand order, converted back to fp16 (:func:`pra_fp16`).
 * POA (CMAC's post-addition in Winograd mode): the MAC cell multiplies the 16 positions of a
   tile by the stored (transformed) 4 x 4 weights, sums 4 channels per position and applies
   ``A^T M A`` with ``A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]``: four outputs per cell.
@@ -21,8 +23,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from sim.formats.common import round_shift_right, saturate
+from sim.nvfloat import fp16_to_fp17, fp17_add, fp17_to_fp16
 
-__all__ = ["WINO_BT", "WINO_AT", "extend_channels", "input_tiles", "pra_int", "poa",
+__all__ = ["WINO_BT", "WINO_AT", "extend_channels", "input_tiles", "pra_int", "pra_fp16", "poa",
            "place_tiles"]
 
 #: the data transform B^T (rows: the PRA cell's first pass over the tile's rows)
@@ -52,6 +55,28 @@ def pra_int(tiles: np.ndarray, truncate: int, bits: int) -> np.ndarray:
     (``truncate`` is the shift the cell applies: NVDLA's CSC clamps PRA_TRUNCATE=3 to 2)."""
     t = np.matmul(np.matmul(WINO_BT, np.asarray(tiles, np.int64)), WINO_BT.T)
     return saturate(round_shift_right(t, truncate), bits)
+
+
+def _fp17_sub(a, b):
+    return fp17_add(a, np.asarray(b, np.int64) ^ (1 << 16))
+
+
+def _bt_pass(rows):
+    """One pass of B^T over the first of the two last axes' 4 entries (a list of 4 fp17
+    arrays): (r0 - r2, r1 + r2, r2 - r1, r1 - r3), as NVDLA's PRA cell orders its
+    operands."""
+    r0, r1, r2, r3 = rows
+    return [_fp17_sub(r0, r2), fp17_add(r1, r2), _fp17_sub(r2, r1), _fp17_sub(r1, r3)]
+
+
+def pra_fp16(tiles: np.ndarray) -> np.ndarray:
+    """fp16 PRA of tiles [..., 4, 4] of fp16 codes: B^T d B in fp17 (rows, then columns),
+    back to fp16 codes (``PRA_TRUNCATE`` plays no part)."""
+    d = fp16_to_fp17(np.asarray(tiles, np.int64) & 0xFFFF)
+    m = _bt_pass([d[..., i, :] for i in range(4)])                 # rows: [..., x]
+    m = np.stack(m, axis=-2)                                       # [..., y, x]
+    t = _bt_pass([m[..., :, j] for j in range(4)])                 # columns
+    return fp17_to_fp16(np.stack(t, axis=-1))
 
 
 def poa(m: np.ndarray) -> np.ndarray:
