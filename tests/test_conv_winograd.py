@@ -735,3 +735,101 @@ def test_fp16_pra_against_nvdla_rtl(tmp_path):
     bad = np.flatnonzero((hw != want).any(axis=(1, 2)))
     assert bad.size == 0, f"{bad.size} tiles differ, first {bad[:3]}: {hw[bad[:1]]} vs " \
         f"{want[bad[:1]]} (in {t[bad[:1]]})"
+
+
+# ------------------------------------------------------------------------------------------
+# CBUF reuse between layers (NVDLA's CDMA rules), each against the second layer run alone
+# ------------------------------------------------------------------------------------------
+def _pair(first, second, alone):
+    """Run ``first`` then ``second`` on one CBUF; returns (second's output, the output of
+    ``alone`` on a fresh CBUF, the CBUF log of the pair)."""
+    state = CbufState()
+    _run(NV_FULL, first, state)
+    got, _ = _run(NV_FULL, second, state)
+    want, _ = _run(NV_FULL, alone)
+    return got, want, state.log
+
+
+def _wino(rng_seed, **spec):
+    rng = np.random.default_rng(rng_seed)
+    C, K = spec.pop("C", 32), spec.pop("K", 5)
+    W, H = spec.pop("W", 8), spec.pop("H", 8)
+    data = spec.pop("data", None)
+    if data is None:
+        data = rng.integers(-30, 31, (C, H, W))
+    wt4 = spec.pop("wt4", None)
+    if wt4 is None:
+        wt4 = rng.integers(-40, 41, (K, C, 4, 4))
+    return wp.wino_layer(NV_FULL, W=W, H=H, C=C, K=K, wt4=wt4, data=data, **spec), data, wt4
+
+
+def test_full_data_reuse_fetches_nothing():
+    """SKIP_DATA_RLS then DATA_REUSE: the second layer (other weights, nothing in memory at
+    its input address) convolves the kept input."""
+    l1, data, _ = _wino(1, reuse=(0, 0, 1, 0), pad=(1, 1, 1, 1), W=6, H=6, pad_value=5)
+    l2, _, _ = _wino(2, data=data, reuse=(1, 0, 0, 0), pad=(1, 1, 1, 1), W=6, H=6,
+                     pad_value=5, emit_feature=False, slot=1)
+    alone, _, _ = _wino(2, data=data, pad=(1, 1, 1, 1), W=6, H=6, pad_value=5, slot=1)
+    got, want, log = _pair(l1, l2, alone)
+    np.testing.assert_array_equal(got, want)
+    assert log[-2:] == ["data: full reuse", "weights: fetched"]
+
+
+def test_partial_data_reuse_takes_kept_lines_and_the_fetch():
+    """Layer 1 convolves padded rows 0..7 and releases 4 extended lines; layer 2 fetches data
+    rows 7..14 and convolves the 4 kept lines with its 8: the layer of data rows 3..14."""
+    rng = np.random.default_rng(5)
+    C, W = 32, 8
+    data = rng.integers(-30, 31, (C, 15, W))
+    l1, _, wt4 = _wino(6, data=data[:, :7], H=7, pad=(0, 0, 1, 0), rls_slices=4)
+    l2, _, _ = _wino(6, data=data[:, 7:15], H=8, wt4=wt4, reuse=(1, 0, 0, 0), csc_height=12,
+                     slot=1)
+    alone, _, _ = _wino(6, data=data[:, 3:15], H=12, wt4=wt4, slot=1)
+    got, want, log = _pair(l1, l2, alone)
+    assert got.shape == (5, 8, 4)
+    np.testing.assert_array_equal(got, want)
+    assert log[-2] == "data: partial reuse of 4 slices"
+
+
+def test_weight_reuse_keeps_the_weights():
+    l1, _, wt4 = _wino(7, reuse=(0, 0, 0, 1))
+    l2, _, _ = _wino(8, wt4=wt4, reuse=(0, 1, 0, 0), emit_weights=False, slot=1)
+    alone, _, _ = _wino(8, wt4=wt4, slot=1)
+    got, want, log = _pair(l1, l2, alone)
+    np.testing.assert_array_equal(got, want)
+    assert log[-1] == "weights: reused"
+
+
+def test_change_of_mode_or_bank_split_fetches():
+    """A direct layer keeping its data and weights, then a Winograd layer asking to reuse
+    them: another mode, so it fetches both (and a Winograd layer after a Winograd layer of
+    another bank split fetches its data)."""
+    rng = np.random.default_rng(9)
+    direct = rp.conv_layer(NV_FULL, W=8, H=8, C=32, K=5, data=rng.integers(-3, 4, (32, 8, 8)),
+                           weights=rng.integers(-3, 4, (5, 32, 1, 1)), reuse=(0, 0, 1, 1))
+    l2, _, _ = _wino(10, reuse=(1, 1, 0, 0), slot=1)
+    alone, _, _ = _wino(10, slot=1)
+    got, want, log = _pair(direct, l2, alone)
+    np.testing.assert_array_equal(got, want)
+    assert log[-2:] == ["data: fetched", "weights: fetched"]
+    l1, data, _ = _wino(11, reuse=(0, 0, 1, 0), banks=(2, 12))
+    l2, _, _ = _wino(12, data=data, reuse=(1, 0, 0, 0), banks=(3, 12), slot=1)
+    alone, _, _ = _wino(12, data=data, banks=(3, 12), slot=1)
+    got, want, log = _pair(l1, l2, alone)
+    np.testing.assert_array_equal(got, want)
+    assert log[-2] == "data: fetched"
+
+
+def test_reuse_errors_name_the_field():
+    l1, data, _ = _wino(13, reuse=(0, 0, 1, 0))
+    l2, _, _ = _wino(14, W=12, data=np.zeros((32, 8, 12), np.int64), reuse=(1, 1, 0, 0),
+                     slot=1)
+    state = CbufState()
+    _run(NV_FULL, l1, state)
+    with pytest.raises(ConvProgramError, match="CDMA.D_MISC_CFG.DATA_REUSE=ENABLE"):
+        _run(NV_FULL, l2, state)
+    l3, _, _ = _wino(15, reuse=(0, 1, 0, 0), slot=1)          # layer 1 released its weights
+    state = CbufState()
+    _run(NV_FULL, l1, state)
+    with pytest.raises(ConvProgramError, match="CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE"):
+        _run(NV_FULL, l3, state)

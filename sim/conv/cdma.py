@@ -291,7 +291,9 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
         # weights, WEIGHT_REUSE is an invalid configuration (after a change it just fetches)
         raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer released "
                                "its weights (SKIP_WEIGHT_RLS=DISABLE); nothing to reuse")
-    if state.weights is not None and state.weights_kept and p.weight_reuse:
+    # a change of mode fetches (NVDLA's CDMA: the kept weights are another mode's)
+    if (state.weights is not None and state.weights_kept and p.weight_reuse
+            and state.wkey[0] == wkey[0]):
         if (state.wkey[-1] is None) != (p.compression is None):
             # NVDLA's CDMA: weight reuse across a change of weight format is a config error
             raise ConvProgramError(
