@@ -21,6 +21,12 @@ each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
 dilation, and combines 2 or 4 lines with ``D_POST_Y_EXTENSION`` when kernel width x channels
 and x stride x channels fit Atomic-C / lines (post-extension is rejected for feature data).
 
+Winograd (``D_MISC_CFG.CONV_MODE=WINOGRAD``, builds with ``winograd``): after the feature
+input's rules (shared), :func:`sim.conv.winograd.decode_winograd` checks the rest and returns
+the program with its :class:`WinogradInput`; the bank, weight-surface, reuse-flag and
+truncation rules are the shared helpers :func:`cbuf_banks`, :func:`weight_surface`,
+:func:`reuse_flags` and :func:`clip_truncate`.
+
 Batches (``D_BATCH_NUMBER.BATCHES`` + 1, the same in CDMA, CSC and CACC; builds with
 ``batching``, at most ``max_batch``; feature input only): batch ``b``'s cube is read from
 ``base + b x D_BATCH_STRIDE`` (an atom multiple, at least SURF_STRIDE x surfaces, as NVDLA's
