@@ -33,14 +33,18 @@ the feature input (precisions, cube in memory); the rules follow NVDLA's CDMA / 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from sim.formats.common import round_shift_right, saturate
 from sim.formats.winograd import winograd_weight_offsets
+from sim.nvfloat import fp16_is_nan
 
 from .program import (FP16, INT8, PRECISIONS, ConvProgram, FeatureInput,
                       WinogradInput, _BYTES, _err, _same, cbuf_banks, clip_truncate,
                       reuse_flags, weight_surface)
+from .cdma import fetch_feature, fp16_nan_inf
 from .winograd_math import extend_channels, input_tiles, place_tiles, poa, pra_fp16, pra_int
 
 __all__ = ["decode_winograd", "fetch_winograd", "winograd_weights", "winograd_sums",
@@ -204,8 +208,6 @@ def fetch_winograd(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.nd
     RTL puts them into the data stream before ``NV_NVDLA_CDMA_cvt``). fp16: its NaN / infinity
     counters count every element it writes, padding included, and ``D_NAN_FLUSH_TO_ZERO``
     flushes the written NaNs (padding included)."""
-    from .cdma import fetch_feature
-    from dataclasses import replace
     raw_stats: dict = {}
     # fetch unflushed, unconverted; the flush and the convertor apply to the padded cube
     cube = fetch_feature(cfg, replace(p, cvt=None, nan_to_zero=False), mem, raw_stats)
@@ -214,8 +216,6 @@ def fetch_winograd(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.nd
     padded = np.full((pt + p.height + pb, pl + p.width + pr, C), pad_element(p), np.int64)
     padded[pt:pt + p.height, pl:pl + p.width] = cube[0, :, :, :C]
     if p.in_precision == FP16:
-        from .cdma import fp16_nan_inf
-        from sim.nvfloat import fp16_is_nan
         if stats is not None:
             stats["data"] = fp16_nan_inf(padded)
         if p.nan_to_zero:

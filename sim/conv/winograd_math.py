@@ -26,6 +26,7 @@ from sim.formats.common import round_shift_right, saturate
 from sim.nvfloat import fp16_to_fp17, fp17_add, fp17_to_fp16
 
 __all__ = ["WINO_BT", "WINO_AT", "extend_channels", "input_tiles", "pra_int", "pra_fp16", "poa",
+           "wino_cell_int",
            "place_tiles"]
 
 #: the data transform B^T (rows: the PRA cell's first pass over the tile's rows)
@@ -82,6 +83,17 @@ def pra_fp16(tiles: np.ndarray) -> np.ndarray:
 def poa(m: np.ndarray) -> np.ndarray:
     """CMAC's output transform of [..., 4, 4] sums: A^T M A [..., 2, 2] (exact)."""
     return np.matmul(np.matmul(WINO_AT, np.asarray(m, np.int64)), WINO_AT.T)
+
+
+def wino_cell_int(weights: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """One integer MAC cell operation in Winograd mode: weights and data [..., 64] (element
+    ``(y x 4 + x) x 4 + c`` of a 4 x 4 tile of 4 channels) -> the 2 x 2 outputs [..., 4]
+    (row-major), exact (NVDLA's cell keeps 38 bits for int16 and 22 for int8, enough for
+    every operand). CACC's sum of these over the channel blocks is :func:`poa` of the whole
+    channel sum (the layer model computes it that way)."""
+    p = np.asarray(weights, np.int64) * np.asarray(data, np.int64)
+    m = p.reshape(*p.shape[:-1], 4, 4, 4).sum(-1)
+    return poa(m).reshape(*p.shape[:-1], 4)
 
 
 def place_tiles(y: np.ndarray) -> np.ndarray:

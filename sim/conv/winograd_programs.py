@@ -6,7 +6,8 @@ words and memory images, in the form of :func:`sim.conv.random_programs.conv_lay
 output side, :func:`~sim.conv.random_programs.output_program`, is shared). The weights are
 given as the stored 4 x 4 values ``[K, C_ext, 4, 4]`` (the compiler's ``G W G^T`` of the
 channel-extended kernels, :func:`sim.formats.prepare_winograd_weights`) and written in
-Winograd's phase-2 layout, optionally compressed.
+Winograd's phase-2 layout, optionally compressed. Winograd layers are single-batch, one per
+trace here (the CBUF reuse cases are in tests/test_conv_winograd.py).
 
 :func:`random_wino_program` draws a valid layer (strides 1..3, padding on all sides with pad
 values, PRA and CACC truncation, random SDP stages, input convertor, some compressed
@@ -226,7 +227,7 @@ def random_wino_program(cfg, rng, prec=None, max_macs=400_000, slot=0) -> dict:
         data = np.where(data >= 0x8000, data - 0x10000, data)
         wt4 = np.where(wt4 >= 0x8000, wt4 - 0x10000, wt4)
         pad_value = int(rng.choice([0, 0x3C00, 0xBC00, int(rng.integers(0, 0x7C00))]))
-        pra = 0
+        pra = int(rng.integers(0, 4))       # the fp16 PRA does not truncate
     else:
         dr = 60 if prec == 0 else 3000
         data = rng.integers(-dr, dr + 1, (C, H, W))
