@@ -34,7 +34,7 @@ from sim.formats.weight import dc_weight_offsets
 from .image import fetch_image, image_weight_index
 from .program import FP16, INT8, RAM_CV, ConvProgram, ConvProgramError
 
-__all__ = ["fetch_feature", "fetch_weights", "fp16_nan_inf", "CbufState", "load_cbuf"]
+__all__ = ["fetch_feature", "fetch_weights", "weight_values", "fp16_nan_inf", "CbufState", "load_cbuf"]
 
 
 def _decode(raw: np.ndarray, nbytes: int) -> np.ndarray:
@@ -117,11 +117,12 @@ def fetch_feature(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.nda
     return vals
 
 
-def fetch_weights(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
-    """Weights int64 [K, C, R, S] from the direct-convolution weight surface. In an fp16 layer
-    the ``WEIGHT_BYTES`` fetched bytes (as fp16 codes; compressed ones as fetched) are counted
-    into ``stats["weight"]`` = (NaN, infinity) counts; weights are never flushed (NVDLA's
-    CDMA counts them but flushes data only)."""
+def weight_values(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
+    """The weight surface's elements int64 [kernels x BYTE_PER_KERNEL / element bytes] in
+    memory order (decompressed when the weights are compressed), whatever the layout (direct,
+    image or Winograd). In an fp16 layer the ``WEIGHT_BYTES`` fetched bytes (as fp16 codes;
+    compressed ones as fetched) are counted into ``stats["weight"]`` = (NaN, infinity)
+    counts; weights are never flushed (NVDLA's CDMA counts them but flushes data only)."""
     nbytes = p.element_bytes
     offsets = np.arange(p.weight_bytes, dtype=np.int64)
     _check_space(cfg, p.weight_base, offsets,
@@ -134,7 +135,13 @@ def fetch_weights(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.nda
     if p.compression is not None:
         raw = _decompress(cfg, p, mem, raw)
     n = p.kernels * p.byte_per_kernel
-    vals = _decode(raw[:n].reshape(-1, nbytes), nbytes)
+    return _decode(raw[:n].reshape(-1, nbytes), nbytes)
+
+
+def fetch_weights(cfg, p: ConvProgram, mem, stats: dict | None = None) -> np.ndarray:
+    """Weights int64 [K, C, R, S] from the direct-convolution (or image) weight surface
+    (:func:`weight_values` fetches and counts them)."""
+    vals = weight_values(cfg, p, mem, stats)
     if p.image is not None:
         return vals[image_weight_index(cfg, p)]
     group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
@@ -188,6 +195,20 @@ class CbufState:
     #: (zeros for what it did not fetch, and for integer layers)
     stats: dict = field(default_factory=dict)
 
+    def release(self, p: ConvProgram, used: np.ndarray, key: tuple, weights: np.ndarray,
+                wkey: tuple) -> None:
+        """The CBUF at the end of layer ``p`` (direct or Winograd): with SKIP_DATA_RLS it keeps
+        every slice it used (``used``, in CBUF order), else it releases the first
+        ``RLS_SLICES`` and keeps the rest; the weights stay for the next layer only with
+        SKIP_WEIGHT_RLS. ``key`` / ``wkey`` say what a reusing layer must match."""
+        if p.skip_data_rls:
+            self.slices, self.kept_all = used, True
+        else:
+            left = used[p.rls_slices:]
+            self.slices, self.kept_all = (left if left.shape[0] else None), False
+        self.key = key
+        self.weights, self.wkey, self.weights_kept = weights, wkey, p.skip_weight_rls
+
 
 def _memory(core, ram_type):
     return core.sram if ram_type == RAM_CV else core.dbb
@@ -204,8 +225,12 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
         state.log.append("data: image fetched")
         return _finish(core, cfg, p, state, cube,
                        (0, p.data_bank, p.weight_bank, 1, p.in_width, p.entries, 1))
-    key = (0, p.data_bank, p.weight_bank, 0, p.in_width, p.entries, p.batches)
+    mode = int(p.winograd is not None)
+    key = (mode, p.data_bank, p.weight_bank, 0, p.in_width, p.entries, p.batches)
     B = p.batches
+    fetch = fetch_feature
+    if mode:
+        from .winograd import fetch_winograd as fetch
     if (p.data_reuse and state.slices is not None and state.key != key
             and state.key[:4] == key[:4]):
         raise ConvProgramError(
@@ -217,7 +242,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
             new = np.zeros((0,) + kept.shape[1:], np.int64)     # full reuse: no fetch
             state.log.append("data: full reuse")
         else:
-            cube = fetch_feature(cfg, p, _memory(core, p.ram_type), state.stats)
+            cube = fetch(cfg, p, _memory(core, p.ram_type), state.stats)
             new = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
             state.log.append(f"data: partial reuse of {kept.shape[0]} slices")
         if new.size and new.shape[1:] != kept.shape[1:]:
@@ -226,7 +251,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
         slices = np.concatenate([kept, new]) if new.size else kept
         fetched = new.shape[0]
     else:
-        cube = fetch_feature(cfg, p, _memory(core, p.ram_type), state.stats)
+        cube = fetch(cfg, p, _memory(core, p.ram_type), state.stats)
         slices = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
         fetched = slices.shape[0]
         state.log.append("data: fetched")
@@ -256,7 +281,8 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
     B = cube.shape[0]
     used = cube.transpose(1, 0, 2, 3).reshape(-1, *cube.shape[2:])
     post = p.image.post_extension if p.image is not None else 0
-    wkey = (0, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
+    mode = int(p.winograd is not None)
+    wkey = (mode, p.data_bank, p.weight_bank, p.weight_bytes, p.kernels, p.kh, p.kw,
             p.in_channels, p.precision, post,
             None if p.compression is None else (p.compression.wmb_bytes, p.compression.groups))
     if (p.weight_reuse and state.key is not None and not state.weights_kept
@@ -265,7 +291,9 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
         # weights, WEIGHT_REUSE is an invalid configuration (after a change it just fetches)
         raise ConvProgramError("CDMA.D_MISC_CFG.WEIGHT_REUSE=ENABLE: the previous layer released "
                                "its weights (SKIP_WEIGHT_RLS=DISABLE); nothing to reuse")
-    if state.weights is not None and state.weights_kept and p.weight_reuse:
+    # a change of mode fetches (NVDLA's CDMA: the kept weights are another mode's)
+    if (state.weights is not None and state.weights_kept and p.weight_reuse
+            and state.wkey[0] == wkey[0]):
         if (state.wkey[-1] is None) != (p.compression is None):
             # NVDLA's CDMA: weight reuse across a change of weight format is a config error
             raise ConvProgramError(
@@ -278,15 +306,12 @@ def _finish(core, cfg, p: ConvProgram, state: CbufState, cube, key):
         weights = state.weights
         state.log.append("weights: reused")
     else:
-        weights = fetch_weights(cfg, p, _memory(core, p.weight_ram), state.stats)
+        mem = _memory(core, p.weight_ram)
+        if mode:
+            from .winograd import winograd_weights
+            weights = winograd_weights(cfg, p, weight_values(cfg, p, mem, state.stats))
+        else:
+            weights = fetch_weights(cfg, p, mem, state.stats)
         state.log.append("weights: fetched")
-
-    # release at the end of the layer
-    if p.skip_data_rls:
-        state.slices, state.kept_all = used, True
-    else:
-        left = used[p.rls_slices:]
-        state.slices, state.kept_all = (left if left.shape[0] else None), False
-    state.key = key
-    state.weights, state.wkey, state.weights_kept = weights, wkey, p.skip_weight_rls
+    state.release(p, used, key, weights, wkey)
     return cube, weights

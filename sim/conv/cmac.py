@@ -13,7 +13,8 @@ import numpy as np
 from .csc import padded_input, windows
 from .program import ConvProgram
 
-__all__ = ["convolve", "convolve_fp16", "fp16_mac_cell", "fp16_psum_value", "FP16_PSUM_BITS",
+__all__ = ["convolve", "convolve_fp16", "fp16_mac_cell", "fp16_wino_cell", "fp16_psum_value",
+           "FP16_PSUM_BITS",
            "FP16_PSUM_FRAC"]
 
 
@@ -118,17 +119,11 @@ _SHIFT_CONST = np.array(
      - (0xAAAA0000 >> (4 * s)) for s in range(8)], dtype=np.int64)
 
 
-def fp16_mac_cell(weights, data, weight_mask=None):
-    """NVDLA's fp16 MAC cell on atoms: (partial sums int64 [...], NaN flags bool [...]).
-
-    ``weights`` and ``data`` are fp16 codes [..., n] (n = the atom's channel count), paired by
-    channel. A pair takes part (in the alignment too) when both elements' magnitude bits are
-    not all zero: CSC's element masks (its weight decoder and data loader both mark an fp16
-    element by ``code & 0x7FFF != 0``). ``weight_mask`` (bool [..., n]) overrides the weight
-    side, for driving the cell as NVDLA's bench does. The partial sum is a 44-bit code: bits 43..38 the
-    exponent field ``4 x max coarse exponent sum``, bits 37..0 the two's-complement sum, its
-    value ``sum x 2^(exponent field - 50)``; a NaN atom gives ``0x3F`` in the exponent field
-    and the NaN's sign and mantissa in bits 37..27 (see :data:`FP16_PSUM_FRAC`)."""
+def _fp16_aligned(weights, data, weight_mask=None):
+    """The fp16 cell's aligned products of atoms [..., n]: (parts int64 [..., n] -- each
+    product's two carry-save words shifted to the atom's alignment, plus its constant; 0 for
+    pairs that take no part --, the exponent field ``4 x max`` [...], the NaN code [...],
+    NaN flags [...]). See :func:`fp16_mac_cell`."""
     w = np.asarray(weights, dtype=np.int64) & 0xFFFF
     d = np.asarray(data, dtype=np.int64) & 0xFFFF
     w, d = np.broadcast_arrays(w, d)
@@ -148,15 +143,52 @@ def fp16_mac_cell(weights, data, weight_mask=None):
     part = (ra >> (4 * s)) + (rb >> (4 * s)) + _SHIFT_CONST[s]
     # (NVDLA adds a constant 2^38 modulo 2^46 for the rows' remaining sign extension: it
     # falls outside the 38 bits kept)
-    total = np.where(take, part, 0).sum(-1) & ((1 << 38) - 1)
-    out = ((emax << 2) << 38) | total
+    part = np.where(take, part, 0)
     # NaN: the first one, weights then data
     nans = np.concatenate([wnan, dnan], -1)
     codes = np.concatenate([w, d], -1)
     anynan = nans.any(-1)
     first = np.take_along_axis(codes, np.argmax(nans, -1)[..., None], -1)[..., 0]
     nan_code = (0x3F << 38) | ((((first >> 15) & 1) << 10 | (first & 0x3FF)) << 27)
-    return np.where(anynan, nan_code, out), anynan
+    return part, emax << 2, nan_code, anynan
+
+
+def fp16_mac_cell(weights, data, weight_mask=None):
+    """NVDLA's fp16 MAC cell on atoms: (partial sums int64 [...], NaN flags bool [...]).
+
+    ``weights`` and ``data`` are fp16 codes [..., n] (n = the atom's channel count), paired by
+    channel. A pair takes part (in the alignment too) when both elements' magnitude bits are
+    not all zero: CSC's element masks (its weight decoder and data loader both mark an fp16
+    element by ``code & 0x7FFF != 0``). ``weight_mask`` (bool [..., n]) overrides the weight
+    side, for driving the cell as NVDLA's bench does. The partial sum is a 44-bit code: bits 43..38 the
+    exponent field ``4 x max coarse exponent sum``, bits 37..0 the two's-complement sum, its
+    value ``sum x 2^(exponent field - 50)``; a NaN atom gives ``0x3F`` in the exponent field
+    and the NaN's sign and mantissa in bits 37..27 (see :data:`FP16_PSUM_FRAC`)."""
+    part, efield, nan_code, anynan = _fp16_aligned(weights, data, weight_mask)
+    total = part.sum(-1) & ((1 << 38) - 1)
+    return np.where(anynan, nan_code, (efield << 38) | total), anynan
+
+
+#: CMAC's Winograd output transform A^T (rows: the cell's two output rows / columns)
+_WINO_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)
+
+
+def fp16_wino_cell(weights, data, weight_mask=None):
+    """NVDLA's fp16 MAC cell in Winograd mode (``cfg_is_wg``): (partial sums int64 [..., 4],
+    NaN flags bool [...]).
+
+    ``weights`` and ``data`` are fp16 codes [..., 64]: a 4 x 4 tile of 4 channels, element
+    ``(y x 4 + x) x 4 + c`` (the CSC's PRA output and the stored weights). The 64 products are
+    aligned once, as the direct cell aligns an atom (:func:`fp16_mac_cell`); each position's 4
+    channels are summed, ``A^T M A`` gives the 2 x 2 outputs (row-major), each a 44-bit code
+    with the tile's one exponent field over its 38-bit sum. A NaN anywhere gives the NaN code
+    on all four."""
+    part, efield, nan_code, anynan = _fp16_aligned(weights, data, weight_mask)
+    m = part.reshape(*part.shape[:-1], 4, 4, 4).sum(-1)                # [..., y, x]
+    y = np.matmul(np.matmul(_WINO_AT, m), _WINO_AT.T) & ((1 << 38) - 1)
+    y = y.reshape(*y.shape[:-2], 4)
+    out = (efield[..., None] << 38) | y
+    return np.where(anynan[..., None], nan_code[..., None], out), anynan
 
 
 def fp16_psum_value(psum):

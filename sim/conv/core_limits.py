@@ -27,11 +27,17 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       weight banks, and kept weights (``SKIP_WEIGHT_RLS``) are kept expanded, so the whole
       uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
       only their WGS sizes to fit.
+    * Winograd (``CONV_MODE=WINOGRAD``, nv_large / nv_full): this core's RTL convolves
+      directly only; its check (:mod:`hw.conv.check`) rejects a Winograd layer, which
+      finishes without output. The golden model runs it (:mod:`sim.conv.winograd`).
     Batched layers whose weights exceed the weight banks (compressed ones expanded) are
     fetched once per batch (:mod:`hw.conv.common`, "Weight copies"), not a limit.
     fp16 layers run as int16 ones (NVDLA's fp16 MAC cells and 48-bit float accumulator,
     :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`), on bank-row and two-column entries.
     """
+    if p.winograd is not None:
+        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this core's convolution pipeline is "
+             "direct only (its check rejects Winograd layers)")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)

@@ -21,6 +21,12 @@ each line with its left/right padding, so ``D_ENTRY_PER_SLICE`` counts
 dilation, and combines 2 or 4 lines with ``D_POST_Y_EXTENSION`` when kernel width x channels
 and x stride x channels fit Atomic-C / lines (post-extension is rejected for feature data).
 
+Winograd (``D_MISC_CFG.CONV_MODE=WINOGRAD``, builds with ``winograd``): after the feature
+input's rules (shared), :func:`sim.conv.winograd.decode_winograd` checks the rest and returns
+the program with its :class:`WinogradInput`; the bank, weight-surface, reuse-flag and
+truncation rules are the shared helpers :func:`cbuf_banks`, :func:`weight_surface`,
+:func:`reuse_flags` and :func:`clip_truncate`.
+
 Batches (``D_BATCH_NUMBER.BATCHES`` + 1, the same in CDMA, CSC and CACC; builds with
 ``batching``, at most ``max_batch``; feature input only): batch ``b``'s cube is read from
 ``base + b x D_BATCH_STRIDE`` (an atom multiple, at least SURF_STRIDE x surfaces, as NVDLA's
@@ -40,7 +46,9 @@ from sim.formats.common import ceil_div
 from sim.formats.pixel import PixelFormat, max_x_offset, pixel_format
 from sim.formats.rules import PrecisionConversionError, check_precision_conversion
 
-__all__ = ["ConvProgramError", "ConvProgram", "ImageInput", "decode", "check_batch_delivery",
+__all__ = ["ConvProgramError", "ConvProgram", "ImageInput", "FeatureInput", "WinogradInput",
+           "decode", "check_batch_delivery", "cbuf_banks", "weight_surface", "reuse_flags",
+           "clip_truncate",
            "PRECISIONS",
            "entries_per_slice", "image_entries_per_slice", "uv_x_offset_bytes", "RAM_CV",
            "RAM_MC"]
@@ -125,6 +133,41 @@ class ImageInput:
     post_extension: int       #: CSC D_POST_Y_EXTENSION as a line count (1, 2, 4)
 
 
+@dataclass(frozen=True)
+class FeatureInput:
+    """The checked feature-input settings :func:`decode` hands the Winograd decoder
+    (:func:`sim.conv.winograd.decode_winograd`): precisions, the input cube in memory and
+    how the CDMA fetches it."""
+    precision: int
+    in_precision: int
+    width: int
+    height: int
+    channels: int
+    batches: int
+    base: int
+    line_stride: int
+    surf_stride: int
+    batch_stride: int
+    line_packed: bool
+    surf_packed: bool
+    ram_type: int
+    weight_ram: int
+    grain: int
+    cvt: tuple | None
+    nan_to_zero: bool
+
+
+@dataclass(frozen=True)
+class WinogradInput:
+    """The Winograd settings of a layer (``D_MISC_CFG.CONV_MODE=WINOGRAD``): CDMA pads the
+    input on all four sides and extends its channels by the stride; the CSC sees that cube
+    (``ConvProgram.in_width`` / ``in_height`` / ``in_channels``)."""
+    pad: tuple                #: CDMA's (left, right, top, bottom)
+    pad_value: int            #: CDMA's D_ZERO_PADDING_VALUE (16 bits; int8 takes the low byte)
+    pra_truncate: int         #: the shift the PRA applies (PRA_TRUNCATE, 3 read as 2)
+    pra_truncate_field: int   #: CSC.D_PRA_CFG.PRA_TRUNCATE as programmed
+
+
 @dataclass
 class ConvProgram:
     """One direct-convolution hardware layer, as the five register files describe it."""
@@ -184,6 +227,9 @@ class ConvProgram:
     compression: Compression | None = None
     #: CDMA's D_NAN_FLUSH_TO_ZERO (fp16 input: fetched NaN elements become +0)
     nan_to_zero: bool = False
+    #: Winograd (None: direct convolution). Its CSC view is the padded, channel-extended
+    #: cube; ``kw`` = ``kh`` = 4, strides and dilation 1, no CSC padding.
+    winograd: WinogradInput | None = None
 
     @property
     def element_bytes(self) -> int:
@@ -367,7 +413,6 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
                  "image input (DATAIN_FORMAT=PIXEL) is direct convolution only")
         if not cfg.winograd:
             _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build has no Winograd")
-        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "Winograd is not modelled yet")
     for blk, v in (("CSC", csc), ("CMAC_A", cmac_a), ("CMAC_B", cmac_b), ("CACC", cacc)):
         _same("CDMA.D_MISC_CFG.CONV_MODE", mode, f"{blk}.D_MISC_CFG.CONV_MODE",
               _enum(v, blk, "D_MISC_CFG", "CONV_MODE"), "one mode per layer")
@@ -485,6 +530,15 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         if v == RAM_CV and not cfg.sramif:
             _err(f"CDMA.{name}=CVIF", "this build has no SRAMIF; use MCIF")
 
+    if mode:
+        from .winograd import decode_winograd
+        return decode_winograd(cfg, cdma, csc, cacc, FeatureInput(
+            precision=prec, in_precision=in_prec, width=width, height=height,
+            channels=channels, batches=batches, base=base, line_stride=line_stride,
+            surf_stride=surf_stride, batch_stride=batch_stride, line_packed=line_packed,
+            surf_packed=surf_packed, ram_type=ram_type, weight_ram=weight_ram, grain=grain,
+            cvt=cvt, nan_to_zero=bool(_enum(cdma, D, "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO"))))
+
     # the CSC's (extended) view of the input: for feature data and images it is the fetched
     # cube (an image's left/right padding is added by the CDMA, its top/bottom by the CSC)
     # CDMA's own D_DATAIN_SIZE_EXT is Winograd's (NVDLA's C model never reads it and its RTL
@@ -526,30 +580,10 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
             _err(f"{blk}.D_ENTRY_PER_SLICE.ENTRIES={v.D_ENTRY_PER_SLICE.ENTRIES}",
                  f"must be {entries - 1}: {line_what} takes {entries} CBUF entries")
 
-    data_bank = cdma.D_BANK.DATA_BANK + 1
-    weight_bank = cdma.D_BANK.WEIGHT_BANK + 1
-    _same("CDMA.D_BANK.DATA_BANK", data_bank - 1, "CSC.D_BANK.DATA_BANK",
-          csc.D_BANK.DATA_BANK, "one CBUF split")
-    _same("CDMA.D_BANK.WEIGHT_BANK", weight_bank - 1, "CSC.D_BANK.WEIGHT_BANK",
-          csc.D_BANK.WEIGHT_BANK, "one CBUF split")
-    if data_bank + weight_bank > cfg.cbuf_banks:
-        _err(f"CDMA.D_BANK={data_bank - 1}/{weight_bank - 1}",
-             f"{data_bank} data + {weight_bank} weight banks exceed the build's "
-             f"{cfg.cbuf_banks} CBUF banks")
-    depth = cfg.cbuf_entry_depth
-    if in_h * batches * entries > data_bank * depth:
-        _err(f"CDMA.D_BANK.DATA_BANK={data_bank - 1}",
-             f"the input needs {in_h * batches * entries} CBUF entries "
-             f"({in_h} lines x {batches} batch(es) x {entries}); {data_bank} data bank(s) hold "
-             f"{data_bank * depth}")
+    data_bank, weight_bank = cbuf_banks(cfg, cdma, csc, in_h * batches, entries,
+                                        f"{in_h} lines x {batches} batch(es) x {entries}")
 
     # weights
-    compressed = _enum(cdma, D, "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")
-    if compressed and not cfg.weight_compression:
-        _err("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED",
-             "this build has no weight compression")
-    _same("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT", compressed, "CSC.D_WEIGHT_FORMAT.WEIGHT_FORMAT",
-          csc.D_WEIGHT_FORMAT.WEIGHT_FORMAT, "one weight format per layer")
     kw = csc.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT + 1
     kh = csc.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT + 1
     wc = csc.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT + 1
@@ -575,42 +609,8 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     _same("kernel width x height x channels x element bytes", bpk,
           "CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL", cdma.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1,
           "bytes per kernel")
-    wbytes = _bytes(cdma, "D_WEIGHT_BYTES", "WEIGHT_BYTES")
-    if not compressed and wbytes < bpk * kernels:
-        _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
-             f"uncompressed weights need BYTE_PER_KERNEL x kernels = {bpk * kernels} bytes")
-    if compressed and not wbytes:
-        _err("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES=0", "compressed weights need at least one "
-             f"{WEIGHT_BYTES_ALIGN}-byte granule")
-    if wbytes % WEIGHT_BYTES_ALIGN:
-        _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
-             f"must be a multiple of {WEIGHT_BYTES_ALIGN} bytes (weight data size alignment, "
-             "data-format spec Table 35)")
-    _same("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES", wbytes, "CSC.D_WEIGHT_BYTES.WEIGHT_BYTES",
-          _bytes(csc, "D_WEIGHT_BYTES", "WEIGHT_BYTES"), "one weight surface")
-    weight_base = _addr(cfg, cdma, "D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
-                        "D_WEIGHT_ADDR_HIGH", "WEIGHT_ADDR_HIGH")
-    if weight_base % atom:
-        _err(f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={weight_base:#x}",
-             f"must be a multiple of the {atom}-byte memory atom")
-    group_k = cfg.atomic_k if prec == INT8 else max(cfg.atomic_k // 2, 1)
-    group_bytes = min(kernels, group_k) * bpk
-    wcap = weight_bank * depth * cfg.cbuf_entry_bytes
-    if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wbytes > wcap:
-        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
-             f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
-             f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
-    # one kernel group at a time must fit the weight banks; compressed groups are checked at
-    # the fetch, where their WGS sizes are read (this core's own rule on expanded compressed
-    # groups is in sim.conv.core_limits)
-    if not compressed and group_bytes > wcap:
-        _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
-             f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) "
-             f"hold {wcap}")
-    compression = None
-    if compressed:
-        compression = _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank,
-                                   weight_bank, atom)
+    wbytes, weight_base, compression = weight_surface(cfg, cdma, csc, prec, kernels, bpk,
+                                                      data_bank, weight_bank)
 
     # sequencing
     sx = csc.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT + 1
@@ -676,15 +676,9 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
              f"must be DATAOUT_WIDTH x DATAOUT_HEIGHT - 1 = {ow * oh - 1} (the output "
              "positions of the layer)")
 
-    clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
-    if clip > ASSEMBLY_BITS - DELIVERY_BITS:
-        _err(f"CACC.D_CLIP_CFG.CLIP_TRUNCATE={clip}",
-             f"at most {ASSEMBLY_BITS - DELIVERY_BITS} bits can be truncated")
+    clip = clip_truncate(cacc)
 
-    misc = cdma.D_MISC_CFG
-    for fld in ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"):
-        _same(f"CDMA.D_MISC_CFG.{fld}", misc[fld], f"CSC.D_MISC_CFG.{fld}",
-              csc.D_MISC_CFG[fld], "CDMA and CSC manage one CBUF")
+    misc = reuse_flags(cdma, csc)
     if image is not None and misc.DATA_REUSE:
         _err("CDMA.D_MISC_CFG.DATA_REUSE=ENABLE", "data reuse of image input is not modelled")
     rls = csc.D_RELEASE.RLS_SLICES + 1
@@ -706,6 +700,100 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
         skip_weight_rls=bool(misc.SKIP_WEIGHT_RLS), rls_slices=rls, clip_truncate=clip,
         image=image, compression=compression,
         nan_to_zero=bool(_enum(cdma, D, "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")))
+
+
+def cbuf_banks(cfg, cdma, csc, slices: int, entries: int, what: str) -> tuple[int, int]:
+    """(data banks, weight banks) of ``D_BANK``, checked: CDMA and CSC agree, the build has
+    them, and ``slices`` CBUF slices of ``entries`` entries (``what`` says how they count)
+    fit the data banks."""
+    data_bank = cdma.D_BANK.DATA_BANK + 1
+    weight_bank = cdma.D_BANK.WEIGHT_BANK + 1
+    _same("CDMA.D_BANK.DATA_BANK", data_bank - 1, "CSC.D_BANK.DATA_BANK",
+          csc.D_BANK.DATA_BANK, "one CBUF split")
+    _same("CDMA.D_BANK.WEIGHT_BANK", weight_bank - 1, "CSC.D_BANK.WEIGHT_BANK",
+          csc.D_BANK.WEIGHT_BANK, "one CBUF split")
+    if data_bank + weight_bank > cfg.cbuf_banks:
+        _err(f"CDMA.D_BANK={data_bank - 1}/{weight_bank - 1}",
+             f"{data_bank} data + {weight_bank} weight banks exceed the build's "
+             f"{cfg.cbuf_banks} CBUF banks")
+    depth = cfg.cbuf_entry_depth
+    if slices * entries > data_bank * depth:
+        _err(f"CDMA.D_BANK.DATA_BANK={data_bank - 1}",
+             f"the input needs {slices * entries} CBUF entries ({what}); {data_bank} data "
+             f"bank(s) hold {data_bank * depth}")
+    return data_bank, weight_bank
+
+
+def weight_surface(cfg, cdma, csc, prec: int, kernels: int, bpk: int, data_bank: int,
+                   weight_bank: int):
+    """(WEIGHT_BYTES, weight base, :class:`Compression` or None) of the layer's weight
+    surface of ``kernels`` kernels of ``bpk`` bytes, checked (format, sizes, alignment, the
+    CBUF's weight banks, the compressed surfaces)."""
+    D = "CDMA"
+    atom = cfg.memory_atom
+    depth = cfg.cbuf_entry_depth
+    ebytes = _BYTES[prec]
+    compressed = _enum(cdma, D, "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")
+    if compressed and not cfg.weight_compression:
+        _err("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED",
+             "this build has no weight compression")
+    _same("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT", compressed, "CSC.D_WEIGHT_FORMAT.WEIGHT_FORMAT",
+          csc.D_WEIGHT_FORMAT.WEIGHT_FORMAT, "one weight format per layer")
+    wbytes = _bytes(cdma, "D_WEIGHT_BYTES", "WEIGHT_BYTES")
+    if not compressed and wbytes < bpk * kernels:
+        _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
+             f"uncompressed weights need BYTE_PER_KERNEL x kernels = {bpk * kernels} bytes")
+    if compressed and not wbytes:
+        _err("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES=0", "compressed weights need at least one "
+             f"{WEIGHT_BYTES_ALIGN}-byte granule")
+    if wbytes % WEIGHT_BYTES_ALIGN:
+        _err(f"CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES={wbytes}",
+             f"must be a multiple of {WEIGHT_BYTES_ALIGN} bytes (weight data size alignment, "
+             "data-format spec Table 35)")
+    _same("CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES", wbytes, "CSC.D_WEIGHT_BYTES.WEIGHT_BYTES",
+          _bytes(csc, "D_WEIGHT_BYTES", "WEIGHT_BYTES"), "one weight surface")
+    weight_base = _addr(cfg, cdma, "D_WEIGHT_ADDR_LOW", "WEIGHT_ADDR_LOW",
+                        "D_WEIGHT_ADDR_HIGH", "WEIGHT_ADDR_HIGH")
+    if weight_base % atom:
+        _err(f"CDMA.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW={weight_base:#x}",
+             f"must be a multiple of the {atom}-byte memory atom")
+    group_k = cfg.atomic_k if prec == INT8 else max(cfg.atomic_k // 2, 1)
+    group_bytes = min(kernels, group_k) * bpk
+    wcap = weight_bank * depth * cfg.cbuf_entry_bytes
+    if cdma.D_MISC_CFG.SKIP_WEIGHT_RLS and wbytes > wcap:
+        _err("CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS=ENABLE",
+             f"kept weights must fit the weight banks: WEIGHT_BYTES {wbytes} > {weight_bank} "
+             f"weight bank(s) of {depth * cfg.cbuf_entry_bytes} bytes")
+    # one kernel group at a time must fit the weight banks; compressed groups are checked at
+    # the fetch, where their WGS sizes are read (this core's own rule on expanded compressed
+    # groups is in sim.conv.core_limits)
+    if not compressed and group_bytes > wcap:
+        _err(f"CDMA.D_BANK.WEIGHT_BANK={weight_bank - 1}",
+             f"one kernel group needs {group_bytes} bytes; {weight_bank} weight bank(s) "
+             f"hold {wcap}")
+    compression = None
+    if compressed:
+        compression = _compression(cfg, cdma, csc, kernels, bpk, ebytes, group_k, data_bank,
+                                   weight_bank, atom)
+    return wbytes, weight_base, compression
+
+
+def reuse_flags(cdma, csc):
+    """CDMA's ``D_MISC_CFG`` view, checked: CDMA and CSC agree on the CBUF reuse fields."""
+    misc = cdma.D_MISC_CFG
+    for fld in ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"):
+        _same(f"CDMA.D_MISC_CFG.{fld}", misc[fld], f"CSC.D_MISC_CFG.{fld}",
+              csc.D_MISC_CFG[fld], "CDMA and CSC manage one CBUF")
+    return misc
+
+
+def clip_truncate(cacc) -> int:
+    """CACC's ``D_CLIP_CFG.CLIP_TRUNCATE``, checked (at most 48 - 32 bits)."""
+    clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
+    if clip > ASSEMBLY_BITS - DELIVERY_BITS:
+        _err(f"CACC.D_CLIP_CFG.CLIP_TRUNCATE={clip}",
+             f"at most {ASSEMBLY_BITS - DELIVERY_BITS} bits can be truncated")
+    return clip
 
 
 def check_batch_delivery(cfg, p: ConvProgram, cacc, sdp) -> None:

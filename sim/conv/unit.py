@@ -15,8 +15,10 @@ from .cacc import accumulate_fp16, deliver
 from .cdma import CbufState, load_cbuf
 from .cmac import convolve, convolve_fp16
 from .program import FP16, INT8, ConvProgramError, check_batch_delivery, decode
+from .winograd import winograd_fp16_psums, winograd_sums
 
-__all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc", "check_sdp_precision"]
+__all__ = ["ConvUnit", "run_conv", "run_conv_fp16_cacc", "check_sdp_precision",
+           "check_sdp_winograd"]
 
 BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
@@ -52,12 +54,24 @@ def check_sdp_precision(p, sdp) -> None:
                            f"processing precision must be {rule}")
 
 
+def check_sdp_winograd(p, sdp) -> None:
+    """SDP's ``D_FEATURE_MODE_CFG.WINOGRAD`` must say what the convolution is: CACC delivers
+    a Winograd layer in 2 x 2 tiles, which SDP's Winograd mode puts in place."""
+    on = bool(sdp.D_FEATURE_MODE_CFG.WINOGRAD)
+    if on != (p.winograd is not None):
+        raise ConvProgramError(
+            f"SDP.D_FEATURE_MODE_CFG.WINOGRAD={'ON' if on else 'OFF'}: must be "
+            f"{'OFF for a direct' if on else 'ON for a Winograd'} convolution "
+            "(CDMA.D_MISC_CFG.CONV_MODE)")
+
+
 def run_conv(core, state: CbufState):
     """Run the convolution of the consumer groups; returns (the cube CACC delivers [B, K, Ho,
     Wo]: int32 sums, or fp32 codes of an fp16 layer; hardware-written fields of the conv
     blocks)."""
     p = decode(core.cfg, *(core.view(b) for b in BLOCKS))
     check_sdp_precision(p, core.view("SDP"))
+    check_sdp_winograd(p, core.view("SDP"))
     if p.batches > 1:
         check_batch_delivery(core.cfg, p, core.view("CACC"), core.view("SDP"))
     if p.precision == FP16:
@@ -65,7 +79,8 @@ def run_conv(core, state: CbufState):
         out, sat = _fp16_cacc(core, p, state), 0
     else:
         cube, weights = load_cbuf(core, core.cfg, p, state)
-        out, sat = deliver(convolve(p, cube, weights), p.clip_truncate)
+        sums = winograd_sums(p, cube, weights) if p.winograd else convolve(p, cube, weights)
+        out, sat = deliver(sums, p.clip_truncate)
     # CDMA's fp16 NaN / infinity input counts (0 in integer layers)
     (dnan, dinf), (wnan, winf) = state.stats["data"], state.stats["weight"]
     written = {
@@ -80,6 +95,9 @@ def run_conv(core, state: CbufState):
 
 def _fp16_cacc(core, p, state):
     cube, weights = load_cbuf(core, core.cfg, p, state)
+    if p.winograd is not None:
+        # CACC folds each output's 4-channel blocks in channel order
+        return accumulate_fp16(winograd_fp16_psums(p, cube, weights)[0])
     # one atom of 16-bit elements fills a CBUF entry (Atomic-C of them with two-column
     # entries, as NVDLA's 64-channel fp16 MAC cell on nv_full); a channel group is Atomic-C
     # channels (two entries on bank-row builds)

@@ -73,6 +73,9 @@ def _decode_layer(core, unit_name, blocks, index):
             from sim.conv.program import decode
             conv = decode(core.cfg, *(core.view(b) for b in
                                       ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")))
+            if conv.winograd is not None:
+                raise NotImplementedError("the performance model has no Winograd timing "
+                                          "(CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD)")
             sdp = _decode_sdp(core, True)
             pdp = _decode_pdp(core, True) if to_pdp else None
             return Layer(index, "conv", conv=conv, sdp=sdp, pdp=pdp)

@@ -754,7 +754,24 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         if not flying:
             _err(f"{S}.D_FEATURE_MODE_CFG.WINOGRAD=ON",
                  "Winograd output only arrives from the accumulator (needs FLYING_MODE=ON)")
-        raise NotImplementedError("SDP Winograd (4x4 output tile) mode is not modelled yet")
+        # NVDLA's SDP takes the accumulator's 2 x 2 Winograd tiles (4 x 4 output blocks) and
+        # writes the ordinary output cube: the values are those of the ordinary mode
+        W = f"{S}.D_FEATURE_MODE_CFG.WINOGRAD=ON"
+        if to_pdp:
+            _err(W, "Winograd output goes to memory (needs OUTPUT_DST=MEM)")
+        if fm.BATCH_NUMBER:
+            _err(f"{S}.D_FEATURE_MODE_CFG.BATCH_NUMBER={fm.BATCH_NUMBER}",
+                 "Winograd output has one batch (must be 0)")
+        for n, fld in ((width, "D_DATA_CUBE_WIDTH.WIDTH"), (height, "D_DATA_CUBE_HEIGHT.HEIGHT")):
+            if n % 4:
+                _err(f"{S}.{fld}={n - 1}", "Winograd output is a multiple of 4 wide and high "
+                     "(must be 4n - 1)")
+        wproc = _enum_check(sdp, S, "D_DATA_FORMAT", "PROC_PRECISION")
+        wout = _enum_check(sdp, S, "D_DATA_FORMAT", "OUT_PRECISION")
+        if wproc != wout:
+            _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[wout]}",
+                 f"Winograd output converts no precision: must equal PROC_PRECISION="
+                 f"{_PRECISION_NAMES[wproc]}")
     batches = fm.BATCH_NUMBER + 1
     if batches > 1:
         where = f"{S}.D_FEATURE_MODE_CFG.BATCH_NUMBER={batches - 1}"
@@ -842,6 +859,9 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _err(f"{S}.D_DP_EW_CFG.EW_LUT_BYPASS=NO", "this build has no SDP LUT")
     eql = ew_on and not ew.alu_bypass and ew.alu_algo == ALU_EQL
 
+    if eql and fm.WINOGRAD:
+        _err(f"{S}.D_DP_EW_CFG.EW_ALU_ALGO=EQL",
+             "equal mode is not allowed with D_FEATURE_MODE_CFG.WINOGRAD=ON")
     if eql and batches > 1:
         _err(f"{S}.D_DP_EW_CFG.EW_ALU_ALGO=EQL",
              f"equal mode writes no output: not allowed with batches "
@@ -1120,8 +1140,13 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
     Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (Winograd, precision
+    NotImplementedError for valid modes this model does not cover yet (precision
     conversion int8<->int16 and fp16<->int16).
+
+    Winograd mode (``D_FEATURE_MODE_CFG.WINOGRAD=ON``, builds with Winograd): the accumulator
+    delivers a Winograd layer in 2 x 2 output tiles and SDP writes the ordinary output cube,
+    the values of the ordinary mode. NVDLA's rules: flying input, output to memory, one batch,
+    width and height multiples of 4, no precision conversion, no EW equal mode.
 
     Batch mode (flying only, output to memory): every batch's cube goes through the same
     datapath with the same operands (the read DMAs' per-element data is shared by all
