@@ -48,12 +48,14 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
                surf_extra=0, cvt=None, compress=False, weight_bytes=None, sdp=None,
                reuse=(0, 0, 0, 0), rls_slices=4, csc_height=None, emit_feature=True,
                feature_base=None, emit_weights=True, weight_base=None,
-               nan_to_zero=False) -> dict:
+               nan_to_zero=False, fetch_rows=None) -> dict:
     """One Winograd layer for ``cfg`` (``data`` [C, H, W] in memory; ``wt4`` [K, C_ext, 4, 4]
     the stored weights); ``pad`` = (left, right, top, bottom) done by the CDMA; ``Wo`` /
     ``Ho`` default to the largest output the extended input allows. ``atomics`` overrides
     ``D_ATOMICS`` (default ``Wo x Ho - 1``). ``csc_height`` (default the fetched extended
-    height) is what the CSC convolves after a data reuse. Returns ``{"regs", "images",
+    height) is what the CSC convolves after a data reuse. ``fetch_rows`` = (first, count)
+    (default all ``H`` rows) are the rows of the tensor in memory the CDMA fetches and pads
+    (``pad`` applies to them), as :func:`sim.conv.random_programs.conv_layer`'s. Returns ``{"regs", "images",
     "window", "info"}`` as :func:`sim.conv.random_programs.conv_layer`."""
     rmap = register_map(cfg)
     atom = cfg.memory_atom
@@ -61,7 +63,8 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
     pname = "int8" if prec == 0 else "int16"
     sx, sy = stride
     pl, pr, pt, pb = pad
-    we, he, ce, entries = wino_geometry(W, H, C, stride, pad, prec, cfg.cbuf_entry_bytes)
+    row0, fetch_h = fetch_rows if fetch_rows is not None else (0, H)
+    we, he, ce, entries = wino_geometry(W, fetch_h, C, stride, pad, prec, cfg.cbuf_entry_bytes)
     in_h = csc_height if csc_height is not None else he
     Wo = Wo if Wo is not None else (we - 4) // 4 * 4
     Ho = Ho if Ho is not None else (in_h - 4) // 4 * 4
@@ -74,8 +77,9 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
     if emit_feature:
         mem, _ = pack_feature(np.asarray(data), atom, pname, line_stride, surf_stride)
         images.append((fbase, mem, data_ram))
+    cdma_base = fbase + row0 * line_stride
     line_packed = line_stride == W * atom
-    surf_packed = line_packed and surf_stride == H * line_stride
+    surf_packed = line_packed and surf_stride == fetch_h * line_stride
 
     bpk = 16 * ce * nbytes
     wbytes = align_up(bpk * K, 128)
@@ -124,11 +128,11 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
         R[b].set("D_ZERO_PADDING_VALUE", PAD_VALUE=pad_value & 0xFFFF)
     for b in ("CMAC_A", "CMAC_B", "CACC"):
         R[b].set("D_MISC_CFG", CONV_MODE=1, PROC_PRECISION=prec)
-    cdma.set("D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1)
+    cdma.set("D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=fetch_h - 1)
     cdma.set("D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1)
     cdma.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
     cdma.set("D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=data_ram)
-    _addr64(cfg, cdma, "D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_HIGH_0", fbase)
+    _addr64(cfg, cdma, "D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_HIGH_0", cdma_base)
     cdma.addr("D_LINE_STRIDE", line_stride)
     cdma.addr("D_SURF_STRIDE", surf_stride)
     cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
@@ -182,6 +186,7 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
                 wbytes=wbytes, clip=clip, pra_truncate=pra_truncate, cvt=cvt,
                 feature_base=fbase, weight_base=wbase, compress=compress,
                 dst=(dbase, dline, dsurf), dst_ram=dst_ram, reuse=reuse, batches=1,
+                fetch_rows=(row0, fetch_h), rls_slices=rls_slices,
                 macs=Wo * Ho * K * ce * 4)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
