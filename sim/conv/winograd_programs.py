@@ -6,13 +6,19 @@ words and memory images, in the form of :func:`sim.conv.random_programs.conv_lay
 output side, :func:`~sim.conv.random_programs.output_program`, is shared). The weights are
 given as the stored 4 x 4 values ``[K, C_ext, 4, 4]`` (the compiler's ``G W G^T`` of the
 channel-extended kernels, :func:`sim.formats.prepare_winograd_weights`) and written in
-Winograd's phase-2 layout, optionally compressed. Winograd layers are single-batch, one per
-trace here (the CBUF reuse cases are in tests/test_conv_winograd.py).
+Winograd's phase-2 layout, optionally compressed. Winograd layers are single-batch.
 
 :func:`random_wino_program` draws a valid layer (strides 1..3, padding on all sides with pad
 values, PRA and CACC truncation, random SDP stages, input convertor, some compressed
-weights); :func:`write_random_wino_traces` writes them as trace directories with golden CRCs
-(int8 / int16 / fp16 on nv_full, int8 on nv_large).
+weights, random bank splits); :func:`random_wino_pair` two layers ping-ponged through
+register groups 0 and 1, as :func:`sim.conv.random_programs.random_pair`'s: Winograd layers
+sharing the CBUF (full data reuse: SKIP_DATA_RLS then DATA_REUSE; partial data reuse: the
+first releases ``D_RELEASE`` extended lines of the top of a tensor, the second fetches the
+next rows and convolves kept + fetched lines; weight reuse: SKIP_WEIGHT_RLS then
+WEIGHT_REUSE; data and weights; nothing) or a direct and a Winograd layer in either order, the
+second asking for what the first kept (NVDLA's CDMA fetches anew after a change of mode).
+:func:`write_random_wino_traces` writes single layers and a share of pairs as trace
+directories with golden CRCs (int8 / int16 / fp16 on nv_full, int8 on nv_large).
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from sim.formats.sparse import compress_weights
 from sim.formats.winograd import pack_winograd_weights
 
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw, Regs,
-                             RejectLog, write_random)
-from .random_programs import (CONV_BLOCKS, _BASES, _addr64, _group_k, _intr_mask, golden_core,
-                              output_program, sdp_program, write_trace)
+                             RejectLog, set_fields, write_random)
+from .random_programs import (CONV_BLOCKS, REUSE_KINDS, _BASES, _addr64, _banks, _group_k,
+                              _intr_mask, golden_core, output_program, random_program,
+                              sdp_program, write_trace)
 
-__all__ = ["wino_layer", "wino_geometry", "random_wino_program", "write_random_wino_traces",
-           "wino_reject_log"]
+__all__ = ["wino_layer", "wino_geometry", "random_wino_program", "random_wino_pair",
+           "WINO_PAIR_KINDS", "ask_reuse", "write_random_wino_traces", "wino_reject_log"]
 
 
 def wino_geometry(W, H, C, stride, pad, prec, entry_bytes):
@@ -195,73 +202,267 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
 # ------------------------------------------------------------------------------------------
 # Random layers
 # ------------------------------------------------------------------------------------------
-def random_wino_program(cfg, rng, prec=None, max_macs=400_000, slot=0) -> dict:
-    """One valid random Winograd layer for ``cfg`` (see the module docstring)."""
-    precs = [p for p, n in ((0, "int8"), (1, "int16"), (2, "fp16")) if n in cfg.data_types]
-    prec = int(rng.choice(precs)) if prec is None else prec
-    nbytes = _BYTES[prec]
-    atom_c = cfg.memory_atom // nbytes
-    C = atom_c * int(rng.integers(1, 3))
-    sx, sy = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    # padded sizes: multiples of 4 x stride, at least 8 extended columns / lines
-    we = 4 * int(rng.integers(2, 5))
-    he = 4 * int(rng.integers(2, 5))
-    tw, th = we * sx, he * sy
-    pl, pt = int(rng.integers(0, min(3, tw - 1))), int(rng.integers(0, min(3, th - 1)))
-    pr, pb = int(rng.integers(0, min(3, tw - pl - 1))), int(rng.integers(0, min(3, th - pt - 1)))
-    W, H = tw - pl - pr, th - pt - pb
-    ce = C * sx * sy
-    K = int(rng.integers(1, 2 * _group_k(cfg, prec) + 1))
-    Wo = 4 * int(rng.integers(1, (we - 4) // 4 + 1))
-    Ho = 4 * int(rng.integers(1, (he - 4) // 4 + 1))
-    if Wo * Ho * K * ce * 4 > max_macs:
-        raise Redraw()
-    _, _, _, entries = wino_geometry(W, H, C, (sx, sy), (pl, pr, pt, pb), prec,
-                                     cfg.cbuf_entry_bytes)
-    if entries > 1024 or he * entries > (cfg.cbuf_banks - 2) * cfg.cbuf_entry_depth:
-        raise Redraw()
-    cvt = None
+def _precs(cfg):
+    return [p for p, n in ((0, "int8"), (1, "int16"), (2, "fp16")) if n in cfg.data_types]
+
+
+def _values(rng, prec, shape, weights=False):
+    """Random data (or stored weights): fp16 codes (1 % special: zeros, denormals, extremes,
+    infinities, NaN) as int16 values, or integers that leave the int8 / int16 PRA some
+    headroom."""
     if prec == 2:
         from sim.nvfloat import fp16_from_float
-        data = fp16_from_float(rng.uniform(-2, 2, (C, H, W)))
-        wt4 = fp16_from_float(rng.uniform(-1, 1, (K, ce, 4, 4)))
+        a = fp16_from_float(rng.uniform(-1, 1, shape) if weights else rng.uniform(-2, 2, shape))
         special = np.array([0, 0x8000, 0x0001, 0x83FF, 0x7BFF, 0x7C00, 0xFC00, 0x7E00])
-        for a in (data, wt4):
-            m = rng.random(a.shape) < 0.01
-            a[m] = rng.choice(special, int(m.sum()))
-        data = np.where(data >= 0x8000, data - 0x10000, data)
-        wt4 = np.where(wt4 >= 0x8000, wt4 - 0x10000, wt4)
-        pad_value = int(rng.choice([0, 0x3C00, 0xBC00, int(rng.integers(0, 0x7C00))]))
-        pra = int(rng.integers(0, 4))       # the fp16 PRA does not truncate
+        m = rng.random(a.shape) < 0.01
+        a[m] = rng.choice(special, int(m.sum()))
+        return np.where(a >= 0x8000, a - 0x10000, a)
+    if weights:
+        lim = 40 if prec == 0 else 2000
     else:
-        dr = 60 if prec == 0 else 3000
-        data = rng.integers(-dr, dr + 1, (C, H, W))
-        wt4 = rng.integers(-40, 41, (K, ce, 4, 4)) if prec == 0 else \
-            rng.integers(-2000, 2001, (K, ce, 4, 4))
+        lim = 60 if prec == 0 else 3000
+    return rng.integers(-lim, lim + 1, shape)
+
+
+def _pads(rng, total, after=True):
+    """(before, after) padding of a padded size ``total``: 0..2 each (``after`` False: 0)."""
+    a = int(rng.integers(0, min(3, total - 1)))
+    return a, int(rng.integers(0, min(3, total - a - 1))) if after else 0
+
+
+def random_wino_program(cfg, rng, prec=None, max_macs=400_000, slot=0, prev=None,
+                        reuse="none") -> dict:
+    """One valid random Winograd layer for ``cfg`` (see the module docstring).
+
+    ``reuse`` as :func:`sim.conv.random_programs.random_program`'s: one of
+    :data:`~sim.conv.random_programs.REUSE_KINDS` for the second layer of a pair (``prev``
+    the first layer, a Winograd one), ``"first:<kind>"`` for the first layer, which then keeps
+    its data (``SKIP_DATA_RLS``) or releases 4..H_ext - 4 extended lines of the top of a
+    taller tensor (``D_RELEASE``; data_partial: its bottom is not padded, the next layer
+    fetches the rest) and keeps its weights (``SKIP_WEIGHT_RLS``). A data-reusing layer keeps
+    the first's width, channels, stride, pad value, convertor and NaN flush and convolves
+    the kept lines (all or the top ones, multiples of 4) or the kept and fetched ones; a
+    weight-reusing one keeps the kernels, channels, stride, format and bank split and draws
+    its input anew. The :func:`wino_layer` arguments are in ``info["spec"]``."""
+    kind = reuse.split(":")[-1]
+    first = reuse.startswith("first:")
+    second = prev is not None and reuse != "none"
+    data_reuse = second and "data" in kind
+    weight_reuse = second and "weight" in kind
+    partial = "data_partial" in kind
+    ps = prev["info"]["spec"] if second else None
+    if second:
+        prec = ps["prec"]
+    elif prec is None:
+        prec = int(rng.choice(_precs(cfg)))
+    nbytes = _BYTES[prec]
+    depth, gk = cfg.cbuf_entry_depth, _group_k(cfg, prec)
+    bank_bytes = depth * cfg.cbuf_entry_bytes
+    if second:
+        C, (sx, sy) = ps["C"], ps["stride"]
+    else:
+        C = cfg.memory_atom // nbytes * int(rng.integers(1, 3))
+        sx, sy = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    ce = C * sx * sy
+    bpk = 16 * ce * nbytes
+
+    # input: the kept one, or padded sizes 4 x stride x (2..4) with 0..2 pads a side
+    fetch_rows = csc_height = next_rows = None
+    if data_reuse:
+        W, (pl, pr), data = ps["W"], ps["pad"][:2], ps["data"]
+        if partial:
+            r0, n1 = ps["fetch_rows"]
+            H2, pb = prev["info"]["next_rows"]
+            pt, fetch_rows = 0, (r0 + n1, H2)
+            csc_height = prev["info"]["in_h"] - ps["rls_slices"] + (H2 + pb) // sy
+        else:
+            pt, pb = ps["pad"][2:]
+            fetch_rows, in1 = ps["fetch_rows"], prev["info"]["in_h"]
+            csc_height = in1 - 4 * int(rng.integers(0, (in1 - 8) // 4 + 1)) \
+                if rng.random() < 0.3 else in1
+        we = (pl + W + pr) // sx
+        he = (pt + fetch_rows[1] + pb) // sy
+        lines, entries = csc_height, prev["info"]["entries"]
+    else:
+        # a weight-reusing layer's input must fit the data banks the first layer left it
+        for _ in range(20 if weight_reuse else 1):
+            we, he = 4 * int(rng.integers(2, 5)), 4 * int(rng.integers(2, 5))
+            pl, pr = _pads(rng, we * sx)
+            pt, pb = _pads(rng, he * sy, after=not (first and partial))
+            W, H = we * sx - pl - pr, he * sy - pt - pb
+            lines = he
+            if first and partial:
+                # the next layer fetches 4 or 8 more extended lines of the tensor and holds
+                # them with the kept ones (at most H_ext - 4)
+                th2 = 4 * sy * int(rng.integers(1, 3))
+                pb2 = int(rng.integers(0, min(3, th2 - 1)))
+                next_rows = (th2 - pb2, pb2)
+                lines = max(he, he - 4 + th2 // sy)
+            entries = wino_geometry(W, H, C, (sx, sy), (pl, pr, pt, 0), prec,
+                                    cfg.cbuf_entry_bytes)[3]
+            if not weight_reuse or lines * entries <= prev["info"]["banks"][0] * depth:
+                break
+        else:
+            raise Redraw()
+        fetch_rows = (0, H)
+        data = _values(rng, prec, (C, H + (next_rows[0] if next_rows else 0), W))
+    if entries > 1024:
+        raise Redraw()
+    in_h = csc_height if csc_height is not None else he
+
+    # kernels and output
+    if weight_reuse:
+        K = ps["K"]
+    else:
+        K = int(rng.integers(1, 2 * gk + 1))
+        if data_reuse:      # one kernel group must fit the weight banks the pair shares
+            wcap = prev["info"]["banks"][1] * bank_bytes
+            K = K if min(K, gk) * bpk <= wcap else max(1, wcap // bpk)
+    Wo = 4 * int(rng.integers(1, (we - 4) // 4 + 1))
+    Ho = 4 * int(rng.integers(1, (in_h - 4) // 4 + 1))
+    if Wo * Ho * K * ce * 4 > max_macs:
+        raise Redraw()
+
+    cvt = None
+    if data_reuse:
+        pad_value, cvt, nan_to_zero = ps["pad_value"], ps["cvt"], ps["nan_to_zero"]
+    elif prec == 2:
+        pad_value = int(rng.choice([0, 0x3C00, 0xBC00, int(rng.integers(0, 0x7C00))]))
+    else:
         pad_value = int(rng.integers(0, 1 << 16))
-        pra = int(rng.integers(0, 4))
-        if rng.random() < 0.25:
+    pra = int(rng.integers(0, 4))       # the fp16 PRA does not truncate
+    if not data_reuse:
+        if prec != 2 and rng.random() < 0.25:
             cvt = (int(rng.integers(-20, 21)), int(rng.integers(1, 4)), int(rng.integers(0, 3)))
-    compress = cfg.weight_compression and rng.random() < 0.25
-    if compress:
-        wt4 = np.where(rng.random(wt4.shape) < 0.4, 0, wt4)
+        nan_to_zero = bool(rng.integers(2))
+    if weight_reuse:
+        wt4, compress = ps["wt4"], ps["compress"]
+    else:
+        wt4 = _values(rng, prec, (K, ce, 4, 4), weights=True)
+        compress = bool(cfg.weight_compression and rng.random() < 0.25)
+        if data_reuse and sum(prev["info"]["banks"]) == cfg.cbuf_banks:
+            compress = False        # the mask needs the last bank, the first layer's split
+        # NVDLA's CDMA: a mask larger than its bank streams through it a kernel group at a
+        # time (128 bytes of the bank free) and a kept mask must fit it
+        wmb = align_up(ceil_div(K * bpk // nbytes, 8), 128)
+        if wmb > bank_bytes and (first and "weight" in kind or
+                                 min(K, gk) * bpk // nbytes > 8 * (bank_bytes - 128)):
+            compress = False
+        if compress:
+            wt4 = np.where(rng.random(wt4.shape) < 0.4, 0, wt4)
     bits = 8 if prec == 0 else 16
-    clip = int(rng.integers(0, 5)) + (bits - 3 if prec != 2 else 0)
-    clip = min(clip, 16)
+    clip = min(int(rng.integers(0, 5)) + (bits - 3 if prec != 2 else 0), 16)
     sdp = sdp_program(cfg, rng, Wo, Ho, K, prec, slot, shift=0 if prec == 2 else 2)
-    return wino_layer(cfg, W=W, H=H, C=C, K=K, wt4=wt4, data=data, stride=(sx, sy),
-                      pad=(pl, pr, pt, pb), pad_value=pad_value, prec=prec, Wo=Wo, Ho=Ho,
-                      clip=clip, pra_truncate=pra, cvt=cvt, compress=bool(compress), sdp=sdp,
-                      slot=slot, line_extra=int(rng.integers(0, 2)),
-                      surf_extra=int(rng.integers(0, 2)), nan_to_zero=bool(rng.integers(2)))
+    if second:
+        line_extra, surf_extra = ps["line_extra"], ps["surf_extra"]
+    else:
+        line_extra, surf_extra = int(rng.integers(0, 2)), int(rng.integers(0, 2))
+
+    # CBUF: releases, what is kept, the bank split (a reusing layer's is the first's)
+    reuse_bits = (int(data_reuse), int(weight_reuse), int(first and "data_full" in kind),
+                  int(first and "weight" in kind))
+    if first and partial:
+        rls = 4 * int(rng.integers(1, he // 4))          # keeps 4 lines or more
+    else:
+        rls = 4 * int(rng.integers(1, in_h // 4 + 1))
+    if data_reuse or weight_reuse:
+        banks = prev["info"]["banks"]
+    else:
+        total = cfg.cbuf_banks - int(compress)     # the last bank holds a compressed mask
+        dmin = max(1, ceil_div(lines * entries, depth))
+        wneed = align_up(bpk * K, 128) if reuse_bits[3] else min(K, gk) * bpk
+        wmin = max(1, ceil_div(wneed, bank_bytes))
+        if dmin + wmin > total:
+            raise Redraw()
+        banks = _banks(cfg, rng, dmin, wmin, rng.random() < 0.5, total)
+
+    spec = dict(W=W, H=data.shape[1], C=C, K=K, wt4=wt4, data=data, stride=(sx, sy),
+                pad=(pl, pr, pt, pb), pad_value=pad_value, prec=prec, Wo=Wo, Ho=Ho, clip=clip,
+                pra_truncate=pra, cvt=cvt, compress=compress, sdp=sdp, slot=slot,
+                line_extra=line_extra, surf_extra=surf_extra, nan_to_zero=nan_to_zero,
+                banks=banks, reuse=reuse_bits, rls_slices=rls, csc_height=csc_height,
+                fetch_rows=fetch_rows, emit_feature=not data_reuse,
+                feature_base=prev["info"]["feature_base"] if data_reuse else None,
+                emit_weights=not weight_reuse,
+                weight_base=prev["info"]["weight_base"] if weight_reuse else None)
+    layer = wino_layer(cfg, **spec)
+    layer["info"]["spec"] = spec
+    if next_rows is not None:
+        layer["info"]["next_rows"] = next_rows
+    return layer
+
+
+#: the kinds of two-layer programs: the Winograd reuse kinds of
+#: :data:`sim.conv.random_programs.REUSE_KINDS`, two independent Winograd layers ("none"), and
+#: a change of mode either way (the first layer keeps what a reuse kind keeps and the second
+#: asks for it: NVDLA's CDMA fetches anew)
+WINO_PAIR_KINDS = ("none",) + REUSE_KINDS + ("direct>wino", "wino>direct")
+
+
+def _direct_layer(cfg, rng, prec, slot, reuse, max_macs):
+    """A random direct layer of precision ``prec`` (:func:`random_program`; at most
+    ``max_macs`` multiplies, and its generator's default 200000)."""
+    layer = random_program(cfg, rng, min(max_macs, 200_000), slot, reuse=reuse,
+                           compress=bool(cfg.weight_compression and rng.random() < 0.25),
+                           int8_only=prec == 0, fp16=1.0 if prec == 2 else 0.0)
+    if layer["info"]["prec"] != prec:
+        raise Redraw()
+    return layer
+
+
+def ask_reuse(cfg, layer, kept):
+    """Set ``layer``'s DATA_REUSE / WEIGHT_REUSE (CDMA and CSC) to ask for what a first layer
+    of reuse kind ``kept`` kept (in place)."""
+    dr, wr = int("data" in kept), int("weight" in kept)
+    for b in ("CDMA", "CSC"):
+        set_fields(cfg, layer, b, "D_MISC_CFG", DATA_REUSE=dr, WEIGHT_REUSE=wr)
+    info = layer["info"]
+    info["reuse"] = (dr, wr) + tuple(info["reuse"][2:])
+    if "spec" in info:
+        info["spec"]["reuse"] = info["reuse"]
+
+
+def random_wino_pair(cfg, rng, kind=None, prec=None, max_macs=400_000, kept=None) -> list:
+    """Two layers (register groups 0 and 1) of kind ``kind`` (one of :data:`WINO_PAIR_KINDS`,
+    default drawn) and precision ``prec`` (default drawn): Winograd layers sharing the CBUF,
+    or a direct and a Winograd layer (either order) whose first keeps data and / or weights
+    as reuse kind ``kept`` does (default drawn; "none": nothing) and whose second asks to
+    reuse them."""
+    kind = kind or str(rng.choice(WINO_PAIR_KINDS))
+    prec = int(rng.choice(_precs(cfg))) if prec is None else prec
+    if kind == "none":
+        return [random_wino_program(cfg, rng, prec, max_macs, 0),
+                random_wino_program(cfg, rng, prec, max_macs, 1)]
+    if kind in REUSE_KINDS:
+        first = random_wino_program(cfg, rng, prec, max_macs, 0, reuse="first:" + kind)
+        return [first, random_wino_program(cfg, rng, prec, max_macs, 1, prev=first,
+                                           reuse=kind)]
+    kept = kept or str(rng.choice(("none",) + REUSE_KINDS))
+    reuse = "none" if kept == "none" else "first:" + kept
+    if kind == "direct>wino":
+        layers = [_direct_layer(cfg, rng, prec, 0, reuse, max_macs),
+                  random_wino_program(cfg, rng, prec, max_macs, 1)]
+    elif kind == "wino>direct":
+        layers = [random_wino_program(cfg, rng, prec, max_macs, 0, reuse=reuse),
+                  _direct_layer(cfg, rng, prec, 1, "none", max_macs)]
+    else:
+        raise ValueError(f"random_wino_pair: unknown kind {kind!r}")
+    ask_reuse(cfg, layers[1], kept)
+    return layers
 
 
 def write_random_wino_traces(cfg, directory: str, count: int, seed: int = 0,
-                             prefix: str = "wino_random", prec=None) -> list:
-    """``count`` random Winograd programs as trace directories with golden CRCs (a program the
-    golden model rejects is redrawn; :data:`wino_reject_log` lists why)."""
+                             prefix: str = "wino_random", prec=None, pair_share: float = 0.4,
+                             kinds=None, max_macs: int = 400_000) -> list:
+    """``count`` random Winograd programs as trace directories with golden CRCs: one layer,
+    or (``pair_share`` of them) two of :func:`random_wino_pair` (kinds drawn from ``kinds``,
+    default :data:`WINO_PAIR_KINDS`); ``max_macs`` bounds a Winograd layer's multiplies. A
+    program the golden model rejects is redrawn; :data:`wino_reject_log` lists why."""
     def draw(rng):
-        return [random_wino_program(cfg, rng, prec)]
+        if rng.random() < pair_share:
+            kind = str(rng.choice(kinds)) if kinds else None
+            return random_wino_pair(cfg, rng, kind, prec, max_macs)
+        return [random_wino_program(cfg, rng, prec, max_macs)]
     return wino_reject_log.keep(write_random(cfg, directory, count, seed, prefix, draw,
                                              write_trace, golden_core))
 
