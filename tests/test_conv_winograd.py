@@ -4,7 +4,9 @@ Fast tests: exactly transformed weights give 4 x the direct convolution (the exi
 golden model) at strides 1..3; the PRA's rounding and saturation against a per-tile loop; the
 weight layout against NVDLA's CSC read order written out with loops; convertor, compressed
 weights, CSC padding ignored, ATOMICS, invalid programs (each naming its field); SDP's
-Winograd rules; random Winograd traces through the golden core.
+Winograd rules; random Winograd traces (single layers and two-layer programs) through the
+golden core, and each kind of random pair's second layer against the same layer run alone
+from memory.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sim.conv.unit import BLOCKS, run_conv
 from sim.conv.winograd_math import WINO_BT, extend_channels, pra_int
 from sim.formats.winograd import winograd_extend_stride, winograd_transform
 from sim.memory import SparseMemory
-from sim.random_traces import set_fields
+from sim.random_traces import GUARD, Redraw, set_fields
 from sim.regs import GroupView
 
 from .test_conv_model import naive_conv
@@ -380,17 +382,154 @@ def test_sdp_winograd_bit_on_a_direct_layer():
 # ------------------------------------------------------------------------------------------
 # random Winograd traces on the golden core
 # ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cfg,prec,n", [(NV_FULL, 0, 8), (NV_FULL, 1, 8), (NV_FULL, 2, 8),
-                                        (NV_LARGE, 0, 8)],
+@pytest.mark.parametrize("cfg,prec", [(NV_FULL, 0), (NV_FULL, 1), (NV_FULL, 2), (NV_LARGE, 0)],
                          ids=["nv_full_int8", "nv_full_int16", "nv_full_fp16", "nv_large_int8"])
-def test_random_traces_run_on_golden(tmp_path, cfg, prec, n):
+def test_random_traces_run_on_golden(tmp_path, cfg, prec):
+    """Random Winograd traces pass their golden CRCs: 4 single layers and 4 two-layer
+    programs (kinds drawn: CBUF reuse, independent layers, changes of mode); the generator
+    needed no redraw."""
     from sim.trace import parse_trace
     from sim.trace_run import run_golden
-    paths = wp.write_random_wino_traces(cfg, str(tmp_path), n, seed=5, prec=prec)
-    assert len(paths) == n and not wp.wino_reject_log()
+    paths = []
+    for share in (0.0, 1.0):
+        paths += wp.write_random_wino_traces(cfg, str(tmp_path), 4, seed=5, prec=prec,
+                                             prefix=f"wino_{share}", pair_share=share,
+                                             max_macs=60_000 if prec == 2 else 100_000)
+        assert not wp.wino_reject_log()
+    assert len(paths) == 8
+    layers = []
     for path in paths:
         res = run_golden(parse_trace(path, cfg), cfg, core=rp.golden_core(cfg))
         assert res.passed, res.message
+        assert all(c.actual == c.expected for c in res.checks)
+        layers.append(len(res.checks))
+    assert layers == [1] * 4 + [2] * 4
+
+
+# ------------------------------------------------------------------------------------------
+# random pairs: the second layer against the same layer run alone from memory
+# ------------------------------------------------------------------------------------------
+def _alone(cfg, first, second):
+    """The second layer of a pair as a layer that fetches everything from memory: its own
+    registers without DATA_REUSE / WEIGHT_REUSE, and, after a Winograd layer that kept its
+    CBUF, the input the CBUF held (the first layer's fetched rows, or the rows of its kept
+    lines followed by the second's fetch) and the kept weights, written to memory."""
+    s1 = first["info"].get("spec")
+    spec = second["info"].get("spec")
+    if s1 is None or spec is None:            # a change of mode: the second fetches anyway
+        alone = dict(second, regs={b: dict(w) for b, w in second["regs"].items()})
+        for b in ("CDMA", "CSC"):
+            set_fields(cfg, alone, b, "D_MISC_CFG", DATA_REUSE=0, WEIGHT_REUSE=0)
+        return alone
+    spec = dict(spec)
+    dr, wr = spec["reuse"][:2]
+    spec.update(reuse=(0, 0, 0, 0), emit_feature=True, emit_weights=True, feature_base=None,
+                weight_base=None, fetch_rows=None)
+    if wr:
+        assert spec["compress"] == s1["compress"]
+        spec["wt4"] = s1["wt4"]
+    if dr:
+        for k in ("W", "C", "stride", "pad_value", "cvt", "nan_to_zero", "prec"):
+            assert spec[k] == s1[k], k
+        tensor, (r0, n1) = s1["data"], s1["fetch_rows"]
+        pl, pr, pt, pb = s1["pad"]
+        if s1["reuse"][2]:                    # kept whole: the CSC convolves its top lines
+            spec.update(data=tensor[:, r0:r0 + n1], H=n1, pad=s1["pad"])
+        else:                                 # kept from extended line RLS_SLICES on
+            r2, n2 = second["info"]["fetch_rows"]
+            assert pb == 0 and r2 == r0 + n1
+            cut = s1["rls_slices"] * s1["stride"][1] - pt   # first kept tensor row
+            assert cut >= 0                  # (pads of 0..2 rows, 4 extended lines released)
+            rows = tensor[:, r0 + cut:r2 + n2]
+            spec.update(data=rows, H=rows.shape[1], csc_height=None,
+                        pad=(pl, pr, 0, spec["pad"][3]))
+            he = wp.wino_geometry(spec["W"], spec["H"], spec["C"], spec["stride"], spec["pad"],
+                                  spec["prec"], cfg.cbuf_entry_bytes)[1]
+            assert he == second["info"]["in_h"]
+    return wp.wino_layer(cfg, **spec)
+
+
+def _golden_trace(cfg, tmp_path, layers, name):
+    """Write ``layers`` as a trace with golden CRCs and run it on a golden core; returns the
+    core (its memories and its convolution unit's CBUF log)."""
+    from sim.trace import parse_trace
+    from sim.trace_run import run_golden
+    path = rp.write_trace(str(tmp_path), name, layers)
+    crcs, err = rp._golden_crcs(cfg, path, len(layers))
+    assert err is None, err
+    path = rp.write_trace(str(tmp_path), name, layers, crcs)
+    core = rp.golden_core(cfg)
+    res = run_golden(parse_trace(path, cfg), cfg, core=core)
+    assert res.passed and len(res.checks) == len(layers), res.message
+    return core
+
+
+def _window(core, layer):
+    addr, size, ram = layer["window"]
+    return (core.dbb if ram else core.sram).read(addr, size)
+
+
+#: kind -> (DATA_REUSE, WEIGHT_REUSE) the second layer asks for, the CBUF log of its fetch
+PAIR_CASES = {
+    "none": ((0, 0), ["data: fetched", "weights: fetched"]),
+    "data_full": ((1, 0), ["data: full reuse", "weights: fetched"]),
+    "data_partial": ((1, 0), ["data: partial reuse", "weights: fetched"]),
+    "weight": ((0, 1), ["data: fetched", "weights: reused"]),
+    "data_full+weight": ((1, 1), ["data: full reuse", "weights: reused"]),
+    "data_partial+weight": ((1, 1), ["data: partial reuse", "weights: reused"]),
+    # a change of mode: the first keeps both, the second asks for both and fetches
+    "direct>wino": ((1, 1), ["data: fetched", "weights: fetched"]),
+    "wino>direct": ((1, 1), ["data: fetched", "weights: fetched"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(PAIR_CASES))
+def test_random_pair_second_layer_equals_it_alone(tmp_path, kind):
+    """A random pair of each kind (precision int8 / int16 / fp16 by turn) on the golden core:
+    the second layer's output window (SDP's output and guard bands) is the one the layer
+    writes run alone from memory with its own input and weights (:func:`_alone`), so the
+    reuse path is checked against fetches; the CBUF log says the second layer reused
+    (or, after a change of mode, fetched) what the kind says."""
+    assert set(PAIR_CASES) == set(wp.WINO_PAIR_KINDS)
+    ask, log = PAIR_CASES[kind]
+    i = list(PAIR_CASES).index(kind)
+    prec = i % 3
+    rng = np.random.default_rng(100 + i)
+    while True:
+        try:
+            first, second = wp.random_wino_pair(NV_FULL, rng, kind, prec, 60_000, kept=(
+                "data_full+weight" if ">" in kind else None))
+            break
+        except Redraw:
+            pass
+    assert tuple(second["info"]["reuse"][:2]) == ask
+    modes = [int("spec" in layer["info"]) for layer in (first, second)]
+    assert modes == {"direct>wino": [0, 1], "wino>direct": [1, 0]}.get(kind, [1, 1])
+    pair = _golden_trace(NV_FULL, tmp_path, [first, second], "pair")
+    got = _window(pair, second)
+    cbuf = pair.units["CONV"].state.log
+    assert [e.split(" of ")[0] for e in cbuf[-2:]] == log, cbuf
+    if "partial" in kind:
+        kept = first["info"]["in_h"] - first["info"]["rls_slices"]
+        assert cbuf[-2] == f"data: partial reuse of {kept} slices"
+        assert second["info"]["fetch_rows"][0] == first["info"]["fetch_rows"][1] > 0
+    alone = _alone(NV_FULL, first, second)
+    want = _window(_golden_trace(NV_FULL, tmp_path, [alone], "alone"), alone)
+    np.testing.assert_array_equal(got, want)
+    out = _sdp_output(NV_FULL, pair.dbb if second["window"][2] else pair.sram, second)
+    assert out.shape == (second["info"]["K"], second["info"]["Ho"], second["info"]["Wo"])
+    assert out.any()
+    # CACC's values (before SDP's random stages): the pair on one CBUF, the layer alone
+    state = CbufState()
+    core = _Core(NV_FULL, first)
+    run_conv(core, state)
+    core = _Core(NV_FULL, second)
+    core.add(first)                   # a partial reuse fetches from the first's tensor
+    got_cacc = run_conv(core, state)[0]
+    want_cacc, _ = run_conv(_Core(NV_FULL, alone), CbufState())
+    np.testing.assert_array_equal(got_cacc, want_cacc)
+    assert np.count_nonzero(got_cacc) > got_cacc.size // 2
+    assert not got[:GUARD].any() and not got[-GUARD:].any()
 
 
 # ------------------------------------------------------------------------------------------
