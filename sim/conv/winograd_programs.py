@@ -62,8 +62,8 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
     ``D_ATOMICS`` (default ``Wo x Ho - 1``). ``csc_height`` (default the fetched extended
     height) is what the CSC convolves after a data reuse. ``fetch_rows`` = (first, count)
     (default all ``H`` rows) are the rows of the tensor in memory the CDMA fetches and pads
-    (``pad`` applies to them), as :func:`sim.conv.random_programs.conv_layer`'s. Returns ``{"regs", "images",
-    "window", "info"}`` as :func:`sim.conv.random_programs.conv_layer`."""
+    (``pad`` applies to them), as :func:`sim.conv.random_programs.conv_layer`'s. Returns
+    ``{"regs", "images", "window", "info"}`` as :func:`sim.conv.random_programs.conv_layer`."""
     rmap = register_map(cfg)
     atom = cfg.memory_atom
     nbytes = _BYTES[prec]
