@@ -12,7 +12,7 @@ from amaranth.back import verilog
 
 from arch.config import NvdlaConfig
 from hw.conv.pra import Pra, pra_elem_bits, pra_layout
-from sim.conv.winograd_math import pra_fp16, pra_int
+from sim.conv.winograd_math import WINO_BT, pra_fp16, pra_int
 from tests.test_cmac import Sink, Source, simulate
 
 NV_FULL = NvdlaConfig.preset("nv_full")
@@ -23,13 +23,17 @@ _FP16_SPECIAL = np.array([0, 0x8000, 1, 0x8001, 0x3FF, 0x83FF, 0x400, 0x7C00, 0x
 
 
 def int_tiles(rng, n, bits):
-    """[n, 4, 4] int tiles: uniform, extremes (saturating sums), small values (rounding ties)."""
+    """[n, 4, 4] int tiles: uniform, edge values, small values (rounding ties), and tiles
+    pushing one output to its largest or smallest sum (saturating at every truncation)."""
     lim = 1 << (bits - 1)
     t = rng.integers(-lim, lim, (n, 4, 4))
     edge = rng.choice([-lim, -lim + 1, lim - 1, 0, 1, -1, 2, -2, 3], (n, 4, 4))
     small = rng.integers(-9, 10, (n, 4, 4))
+    i, j = rng.integers(4, size=(2, n))
+    coef = WINO_BT[i][:, :, None] * WINO_BT[j][:, None, :] * rng.choice([-1, 1], (n, 1, 1))
+    push = np.where(coef > 0, lim - 1, np.where(coef < 0, -lim, t))
     sel = rng.random((n, 1, 1))
-    return np.where(sel < 0.3, edge, np.where(sel < 0.55, small, t))
+    return np.where(sel < 0.25, edge, np.where(sel < 0.45, small, np.where(sel < 0.65, push, t)))
 
 
 def fp16_tiles(rng, n):
@@ -83,17 +87,34 @@ def run_pra(cfg, ops, lanes, seed, p_gap=0.3, p_ready=0.7):
     return out, dut
 
 
+def saturated(ops):
+    """{(precision, truncate field)} of the integer operations where some element saturates."""
+    seen = set()
+    for prec, trunc, tiles, _ in ops:
+        if prec != 2:
+            bits = 16 if prec == 1 else 8
+            exact = pra_int(tiles, min(trunc, 2), 64)
+            if (np.abs(exact) >= 1 << (bits - 1)).any():
+                seen.add((prec, trunc))
+    return seen
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_pra_nv_full_mixed(seed):
-    """nv_full (int8, int16, fp16): 2 lanes, 200 operations of random precision / truncate."""
+    """nv_full (int8, int16, fp16): 2 lanes, 200 operations of random precision / truncate;
+    int8 and int16 saturate at every truncation."""
     rng = np.random.default_rng(seed)
-    run_pra(NV_FULL, make_ops(NV_FULL, rng, 200, 2, [0, 1, 2]), 2, seed)
+    ops = make_ops(NV_FULL, rng, 200, 2, [0, 1, 2])
+    assert saturated(ops) == {(p, t) for p in (0, 1) for t in range(4)}
+    run_pra(NV_FULL, ops, 2, seed)
 
 
 def test_pra_nv_large_int8():
     """nv_large (int8 only: 8-bit lanes, no fp16 logic): 3 lanes, 400 operations."""
     rng = np.random.default_rng(5)
-    run_pra(NV_LARGE, make_ops(NV_LARGE, rng, 400, 3, [0]), 3, 5)
+    ops = make_ops(NV_LARGE, rng, 400, 3, [0])
+    assert saturated(ops) == {(0, t) for t in range(4)}
+    run_pra(NV_LARGE, ops, 3, 5)
 
 
 def test_pra_full_rate():
