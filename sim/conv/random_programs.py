@@ -240,26 +240,9 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
     cdma.addr("D_BATCH_STRIDE", batch_stride)
     cdma.set("D_FETCH_GRAIN", GRAINS=grain - 1)
-    cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
-    cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
-    cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
-    _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
-    if compress:
-        _addr64(cfg, cdma, "D_WMB_ADDR_LOW", "D_WMB_ADDR_HIGH", wmb_base)
-        _addr64(cfg, cdma, "D_WGS_ADDR_LOW", "D_WGS_ADDR_HIGH", wgs_base)
-    cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
-    if cvt is None:
-        cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
-        cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
-        cdma.set("D_CVT_SCALE", CVT_SCALE=1)
-    else:
-        cdma.set("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt[2])
-        cdma.set("D_CVT_OFFSET", CVT_OFFSET=cvt[0] & 0xFFFF)
-        cdma.set("D_CVT_SCALE", CVT_SCALE=cvt[1] & 0xFFFF)
-    cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
-    cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
-    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(nan_to_zero))
-    cdma.set("D_PERF_ENABLE", DMA_EN=1)
+    cdma_weights_and_convertor(cfg, cdma, bpk=bpk, K=K, weight_ram=weight_ram, wbase=wbase,
+                               compress=compress, wmb_base=wmb_base, wgs_base=wgs_base, cvt=cvt,
+                               stride=(sx, sy), pad=(pl, pr, pt, pb), nan_to_zero=nan_to_zero)
 
     csc.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=in_h - 1)
     csc.set("D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=C - 1)
@@ -288,6 +271,36 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                 batch_extra=batch_extra, dst_batch=dbatch)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
+
+
+def cdma_weights_and_convertor(cfg, cdma, *, bpk, K, weight_ram, wbase, compress, wmb_base,
+                               wgs_base, cvt, stride, pad, nan_to_zero):
+    """The CDMA fields a direct and a Winograd layer program alike: the weight surface
+    (``bpk`` bytes per kernel, ``K`` kernels at ``wbase``; the WMB / WGS addresses when
+    ``compress``), the input convertor (``cvt`` = (offset, scale, truncate) or None), the
+    stride (x, y), the padding (left, right, top, bottom), NaN flushing and the DMA counters."""
+    sx, sy = stride
+    pl, pr, pt, pb = pad
+    cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
+    cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
+    cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
+    _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
+    if compress:
+        _addr64(cfg, cdma, "D_WMB_ADDR_LOW", "D_WMB_ADDR_HIGH", wmb_base)
+        _addr64(cfg, cdma, "D_WGS_ADDR_LOW", "D_WGS_ADDR_HIGH", wgs_base)
+    cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
+    if cvt is None:
+        cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
+        cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
+        cdma.set("D_CVT_SCALE", CVT_SCALE=1)
+    else:
+        cdma.set("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt[2])
+        cdma.set("D_CVT_OFFSET", CVT_OFFSET=cvt[0] & 0xFFFF)
+        cdma.set("D_CVT_SCALE", CVT_SCALE=cvt[1] & 0xFFFF)
+    cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(nan_to_zero))
+    cdma.set("D_PERF_ENABLE", DMA_EN=1)
 
 
 def _addr64(cfg, regs, low, high, value):

@@ -34,8 +34,8 @@ from sim.formats.winograd import pack_winograd_weights
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw, Regs,
                              RejectLog, set_fields, write_random)
 from .random_programs import (CONV_BLOCKS, REUSE_KINDS, _BASES, _addr64, _banks, _group_k,
-                              _intr_mask, golden_core, output_program, random_program,
-                              sdp_program, write_trace)
+                              _intr_mask, cdma_weights_and_convertor, golden_core,
+                              output_program, random_program, sdp_program, write_trace)
 
 __all__ = ["wino_layer", "wino_geometry", "random_wino_program", "random_wino_pair",
            "WINO_PAIR_KINDS", "ask_reuse", "write_random_wino_traces", "wino_reject_log"]
@@ -144,26 +144,9 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
     cdma.addr("D_SURF_STRIDE", surf_stride)
     cdma.set("D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
     cdma.set("D_FETCH_GRAIN", GRAINS=0)
-    cdma.set("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=bpk - 1)
-    cdma.set("D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1)
-    cdma.set("D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=weight_ram)
-    _addr64(cfg, cdma, "D_WEIGHT_ADDR_LOW", "D_WEIGHT_ADDR_HIGH", wbase)
-    if compress:
-        _addr64(cfg, cdma, "D_WMB_ADDR_LOW", "D_WMB_ADDR_HIGH", wmb_base)
-        _addr64(cfg, cdma, "D_WGS_ADDR_LOW", "D_WGS_ADDR_HIGH", wgs_base)
-    cdma.set("D_MEAN_FORMAT", MEAN_FORMAT=0)
-    if cvt is None:
-        cdma.set("D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0)
-        cdma.set("D_CVT_OFFSET", CVT_OFFSET=0)
-        cdma.set("D_CVT_SCALE", CVT_SCALE=1)
-    else:
-        cdma.set("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt[2])
-        cdma.set("D_CVT_OFFSET", CVT_OFFSET=cvt[0] & 0xFFFF)
-        cdma.set("D_CVT_SCALE", CVT_SCALE=cvt[1] & 0xFFFF)
-    cdma.set("D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
-    cdma.set("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
-    cdma.set("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(nan_to_zero))
-    cdma.set("D_PERF_ENABLE", DMA_EN=1)
+    cdma_weights_and_convertor(cfg, cdma, bpk=bpk, K=K, weight_ram=weight_ram, wbase=wbase,
+                               compress=compress, wmb_base=wmb_base, wgs_base=wgs_base, cvt=cvt,
+                               stride=(sx, sy), pad=(pl, pr, pt, pb), nan_to_zero=nan_to_zero)
 
     csc.set("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=in_h - 1)
     csc.set("D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=ce - 1)
