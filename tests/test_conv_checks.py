@@ -730,7 +730,9 @@ def test_invalid_programs_playback_write_nothing(tmp_path, cfg):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("cfg", [NV_SMALL_INT16, NV_SMALL_256_2COL], ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [NV_SMALL_INT16,
+                                 pytest.param(NV_SMALL_256_2COL, marks=pytest.mark.slow)],
+                         ids=lambda c: c.name)
 def test_invalid_int16_programs_playback_write_nothing(tmp_path, monkeypatch, cfg):
     """nv_small_int16 and nv_small_256_2col (two-column entries): every rule class on an int16
     layer (the mutations the golden model rejects) and the int16 mutations finish without

@@ -223,13 +223,14 @@ def test_rtl_nv_small(extracted):
 
 
 @pytest.mark.rtl
+@pytest.mark.slow          # nv_small's list runs the same engine by default (test time)
 def test_rtl_nv_small_256(extracted):
     _rtl_list(extracted, "nv_small_256")
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("lst", ["nv_small", pytest.param("nv_small_256",
-                                                          marks=pytest.mark.slow)])
+@pytest.mark.slow          # the public EW / LUT traces run on nv_small_ext by default
+@pytest.mark.parametrize("lst", ["nv_small", "nv_small_256"])
 def test_rtl_y_stage_traces(extracted, lst):
     """The EW / LUT traces on the preset with the SDP Y stage (nv_small's is the build the
     public EW / LUT traces already use; nv_small_256's is a build of its own)."""
