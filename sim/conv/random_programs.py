@@ -89,6 +89,24 @@ def _group_k(cfg, prec):
 # ------------------------------------------------------------------------------------------
 # One layer from explicit parameters
 # ------------------------------------------------------------------------------------------
+def weight_images(surf, compress, emit, wbytes, bases, ram, images) -> int:
+    """The memory images of a packed weight surface ``surf`` (direct or Winograd): the
+    WEIGHT_BYTES-long uncompressed surface at ``bases[0]``, or, with ``compress``, the packed
+    non-zero weights, WMB and WGS at ``bases`` (weight, wmb, wgs). Appends them to ``images``
+    when ``emit``; returns WEIGHT_BYTES (the packed size when compressed)."""
+    wbase, wmb_base, wgs_base = bases
+    if compress:
+        cw = compress_weights(surf)
+        if emit:
+            images += [(wbase, cw.weights, ram), (wmb_base, cw.wmb, ram), (wgs_base, cw.wgs, ram)]
+        return cw.weights.size
+    if emit:
+        wdata = np.zeros(wbytes, np.uint8)
+        wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
+        images.append((wbase, wdata, ram))
+    return wbytes
+
+
 def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
                pad=(0, 0, 0, 0), pad_value=0, clip=0, prec=0, data=None, weights=None,
                line_extra=0, surf_extra=0, grain=1, banks=None, data_ram=1, weight_ram=1,
@@ -178,16 +196,8 @@ def conv_layer(cfg, *, W, H, C, K, kh=1, kw=1, stride=(1, 1), dilation=(1, 1),
     if weights is not None:
         surf = pack_dc_weights(np.asarray(weights), pname, group_k=_group_k(cfg, prec),
                                cube_c=cfg.atomic_c)
-        if compress:
-            cw = compress_weights(surf)
-            wbytes = cw.weights.size
-            if emit_weights:
-                images += [(wbase, cw.weights, weight_ram), (wmb_base, cw.wmb, weight_ram),
-                           (wgs_base, cw.wgs, weight_ram)]
-        elif emit_weights:
-            wdata = np.zeros(wbytes, np.uint8)
-            wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
-            images.append((wbase, wdata, weight_ram))
+        wbytes = weight_images(surf, compress, emit_weights, wbytes,
+                               (wbase, wmb_base, wgs_base), weight_ram, images)
     elif emit_weights:
         raise ValueError("conv_layer: weights are needed to emit the weight image")
 

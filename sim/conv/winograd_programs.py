@@ -28,14 +28,14 @@ import numpy as np
 from arch.registers import register_map
 from sim.formats.common import align_up, ceil_div
 from sim.formats.feature import pack_feature
-from sim.formats.sparse import compress_weights
 from sim.formats.winograd import pack_winograd_weights
 
 from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Redraw, Regs,
                              RejectLog, set_fields, write_random)
 from .random_programs import (CONV_BLOCKS, REUSE_KINDS, _BASES, _addr64, _banks, _group_k,
                               _intr_mask, cdma_weights_and_convertor, golden_core,
-                              output_program, random_program, sdp_program, write_trace)
+                              output_program, random_program, sdp_program, weight_images,
+                              write_trace)
 
 __all__ = ["wino_layer", "wino_geometry", "random_wino_program", "random_wino_pair",
            "WINO_PAIR_KINDS", "ask_reuse", "write_random_wino_traces", "wino_reject_log"]
@@ -97,16 +97,8 @@ def wino_layer(cfg, *, W, H, C, K, wt4=None, data=None, stride=(1, 1), pad=(0, 0
         wbytes = weight_bytes
     if wt4 is not None:
         surf = pack_winograd_weights(np.asarray(wt4), pname, group_k=_group_k(cfg, prec))
-        if compress:
-            cw = compress_weights(surf)
-            wbytes = cw.weights.size
-            if emit_weights:
-                images += [(wbase, cw.weights, weight_ram), (wmb_base, cw.wmb, weight_ram),
-                           (wgs_base, cw.wgs, weight_ram)]
-        elif emit_weights:
-            wdata = np.zeros(wbytes, np.uint8)
-            wdata[:min(wbytes, surf.data.size)] = surf.data[:wbytes]
-            images.append((wbase, wdata, weight_ram))
+        wbytes = weight_images(surf, compress, emit_weights, wbytes,
+                               (wbase, wmb_base, wgs_base), weight_ram, images)
     if banks is None:
         depth = cfg.cbuf_entry_depth
         dmin = max(1, ceil_div(in_h * entries, depth))
