@@ -129,7 +129,7 @@ CACC -> SDP
 
 from __future__ import annotations
 
-from amaranth.hdl import signed
+from amaranth.hdl import Signal, signed
 from amaranth.lib import data
 
 __all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
@@ -139,6 +139,20 @@ __all__ = ["conv_int16", "conv_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
 ACC_BITS = 48
+
+
+def ready_gated_pipeline(m, i, o, latency: int):
+    """The valid chain of a fixed-latency pipeline between streams ``i`` and ``o``: every
+    stage register advances together when the last stage is empty or ``o.ready`` is high (the
+    returned ``adv`` signal, which also drives ``i.ready``), so one payload a cycle flows in
+    steady state and ``o.valid`` comes ``latency`` transfers after ``i.valid``. Stage registers
+    load under ``m.If(adv)``."""
+    adv = Signal()
+    valid = Signal(latency)
+    m.d.comb += [adv.eq(~valid[-1] | o.ready), i.ready.eq(adv), o.valid.eq(valid[-1])]
+    with m.If(adv):
+        m.d.sync += valid.eq((valid << 1) | i.valid)
+    return adv
 
 
 def conv_int16(cfg) -> bool:

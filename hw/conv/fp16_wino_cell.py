@@ -28,6 +28,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .common import ready_gated_pipeline
 from .fp16_cell import FP16_PSUM_BITS, SUM_BITS, _aligned, _exponents, _first_nan, _product
 
 __all__ = ["Fp16WinoCell", "fp16_wino_in_layout", "fp16_wino_out_layout"]
@@ -62,12 +63,7 @@ class Fp16WinoCell(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        adv = Signal()
-        valid = Signal(self.latency)
-        m.d.comb += [adv.eq(~valid[-1] | self.o.ready), self.i.ready.eq(adv),
-                     self.o.valid.eq(valid[-1])]
-        with m.If(adv):
-            m.d.sync += valid.eq((valid << 1) | self.i.valid)
+        adv = ready_gated_pipeline(m, self.i, self.o, self.latency)
 
         def reg(value, name):
             r = Signal(len(value), name=name)

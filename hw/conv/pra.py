@@ -38,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.nvfloat import fp16_to_fp17, fp17_add, fp17_to_fp16
 
-from .common import conv_fp16, conv_int16
+from .common import conv_fp16, conv_int16, ready_gated_pipeline
 
 __all__ = ["Pra", "pra_elem_bits", "pra_layout"]
 
@@ -91,12 +91,7 @@ class Pra(wiring.Component):
         w, n = self._w, self._lanes
         ib = 16 if self._i16 else 8                      # widest integer element
 
-        adv = Signal()
-        valid = Signal(self.latency)
-        m.d.comb += [adv.eq(~valid[-1] | self.o.ready), self.i.ready.eq(adv),
-                     self.o.valid.eq(valid[-1])]
-        with m.If(adv):
-            m.d.sync += valid.eq((valid << 1) | self.i.valid)
+        adv = ready_gated_pipeline(m, self.i, self.o, self.latency)
 
         # the layer's config travels with its tiles
         prec = [Signal(2, name=f"prec{s}") for s in range(1, 4)]

@@ -41,7 +41,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_int16
+from .common import conv_int16, ready_gated_pipeline
 
 __all__ = ["WinoMac", "wino_in_layout", "wino_out_layout", "wino_res_bits"]
 
@@ -107,12 +107,7 @@ class WinoMac(wiring.Component):
         w = self._w
         p = self.i.payload
 
-        adv = Signal()
-        valid = Signal(self.latency)
-        m.d.comb += [adv.eq(~valid[-1] | self.o.ready), self.i.ready.eq(adv),
-                     self.o.valid.eq(valid[-1])]
-        with m.If(adv):
-            m.d.sync += valid.eq((valid << 1) | self.i.valid)
+        adv = ready_gated_pipeline(m, self.i, self.o, self.latency)
 
         def sync(sig, value):
             with m.If(adv):
