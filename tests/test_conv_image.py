@@ -372,10 +372,15 @@ def _m_winograd(cfg, w):
     return "CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD"
 
 
-def _m_data_reuse(cfg, w):
-    for b in ("CDMA", "CSC"):
-        _set(cfg, w, b, "D_MISC_CFG", DATA_REUSE=1)
-    return "CDMA.D_MISC_CFG.DATA_REUSE"
+def _m_data_reuse_csc_only(cfg, w):
+    _set(cfg, w, "CSC", "D_MISC_CFG", DATA_REUSE=1)
+    return "CSC.D_MISC_CFG.DATA_REUSE"
+
+
+def _m_csc_height_without_reuse(cfg, w):
+    # without DATA_REUSE an image is fetched whole: the CSC's lines are the CDMA's
+    _set(cfg, w, "CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=5)
+    return "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT"
 
 
 def _m_cdma_csc_pad(cfg, w):
@@ -448,3 +453,46 @@ def test_post_extension_on_feature_input_is_rejected(tmp_path):
     path = rp.write_trace(str(tmp_path), "post_feature", [layer])
     res = run_golden(parse_trace(path, cfg), cfg, core=rp.golden_core(cfg))
     assert not res.passed and "CSC.D_POST_Y_EXTENSION.Y_EXTENSION=1" in res.message
+
+
+# ------------------------------------------------------------------------------------------
+# image data reuse (NVDLA's CDMA: an image layer after an image layer that kept its lines)
+# ------------------------------------------------------------------------------------------
+def _golden_layers(cfg, tmp_path, layers, name):
+    path = rp.write_trace(str(tmp_path), name, layers)
+    crcs, err = rp._golden_crcs(cfg, path, len(layers))
+    assert err is None, err
+    path = rp.write_trace(str(tmp_path), name, layers, crcs)
+    core = rp.golden_core(cfg)
+    res = run_golden(parse_trace(path, cfg), cfg, core=core)
+    assert res.passed and len(res.checks) == len(layers), res.message
+    return core
+
+
+def _out_window(core, layer):
+    addr, size, ram = layer["window"]
+    return (core.dbb if ram else core.sram).read(addr, size)
+
+
+@pytest.mark.parametrize("kind", ["full", "partial"])
+@pytest.mark.parametrize("cfg, prec", [(NV_SMALL, 0), (NV_LARGE, 0),
+                                       (NvdlaConfig.preset("nv_full"), 1),
+                                       (NvdlaConfig.preset("nv_full"), 2)],
+                         ids=["nv_small", "nv_large", "nv_full-int16", "nv_full-fp16"])
+def test_image_reuse_pair_equals_the_second_layer_alone(tmp_path, cfg, prec, kind):
+    """The second layer of a reuse pair (all the first one's lines, or its kept lines then a
+    new band) writes what the same layer writes run alone, fetching its whole image; the
+    CBUF log says it reused (and how many lines)."""
+    from sim.conv import image_programs as ip
+    rng = np.random.default_rng({"full": 11, "partial": 12}[kind] + 100 * prec)
+    for i in range(4):
+        first, second = ip.random_image_pair(cfg, rng, kind, max_macs=40_000, prec=prec)
+        pair = _golden_layers(cfg, tmp_path, [first, second], f"pair{i}")
+        log = pair.units["CONV"].state.log
+        reuse = second["info"]["reuse"]
+        assert log[-2] == ("data: full reuse" if kind == "full" else
+                           f"data: partial reuse of {reuse['kept']} slices"), log
+        assert second["info"]["H"] == reuse["kept"] + reuse["fetched"]
+        alone = ip.reuse_second_alone(cfg, second)
+        want = _out_window(_golden_layers(cfg, tmp_path, [alone], f"alone{i}"), alone)
+        np.testing.assert_array_equal(_out_window(pair, second), want)

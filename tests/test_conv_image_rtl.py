@@ -24,6 +24,7 @@ from arch.config import NvdlaConfig
 from arch.registers import register_map
 from sim.conv import image_programs as ip
 from sim.conv import random_programs as rp
+from sim.formats.pixel import pixel_format
 from sim.sdp.random_programs import Regs
 
 from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16, assert_all_pass, playback
@@ -152,6 +153,7 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
         r.words = i2["regs"][b]
         r.set("D_MISC_CFG", WEIGHT_REUSE=1)
     programs.append([i1, i2])
+    programs += _image_reuse_programs(cfg, 8, seed=13)
 
     want = [[ok for ok, _ in golden_verdicts(cfg, layers)] for layers in programs]
     got = rtl_verdicts(cfg, programs)
@@ -160,6 +162,39 @@ def test_check_gives_the_golden_verdict_on_image_programs(cfg, n_valid, n_pertur
     assert not bad, f"{len(bad)} verdicts differ: {bad[:5]}"
     n_ok = sum(all(w) for w in want)
     assert n_valid <= n_ok <= len(programs) - 30   # both kinds are well represented
+
+
+def _image_reuse_programs(cfg, n, seed):
+    """``n`` random image reuse pairs (full and partial in turn) and, for each, a copy whose
+    second layer breaks a reuse rule: another left padding, pixel format or precision (the
+    kept lines hold converted pixels), or more lines than the kept plus the fetched ones."""
+    rng = np.random.default_rng(seed)
+    precs = image_precs(cfg)
+    out = []
+    for i in range(n):
+        prec = precs[i % len(precs)]
+        pair = ip.random_image_pair(cfg, rng, ip.IMAGE_REUSE_KINDS[i % 2], 20_000, prec=prec)
+        out.append(pair)
+        bad = [pair[0], {"regs": {b: dict(w) for b, w in pair[1]["regs"].items()}}]
+        what = i % 4
+        L = bad[1]
+        if what == 0:
+            ip._mset(cfg, L, "CDMA", "D_ZERO_PADDING", PAD_LEFT=(pair[1]["info"]["pad"][0] + 1) % 4)
+            ip._mset(cfg, L, "CSC", "D_ZERO_PADDING", PAD_LEFT=(pair[1]["info"]["pad"][0] + 1) % 4)
+        elif what == 1:
+            h = pair[1]["info"]["H"]
+            ip._mset(cfg, L, "CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=h)
+        elif what == 2:
+            others = [f for f in ip.image_formats_for(cfg, prec)
+                      if f != pair[0]["info"]["fmt"][2:]]
+            ip._mset(cfg, L, "CDMA", "D_DATAIN_FORMAT",
+                     PIXEL_FORMAT=pixel_format(others[i % len(others)]).code)
+        else:
+            for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
+                ip._mset(cfg, L, b, "D_MISC_CFG",
+                         PROC_PRECISION=precs[(precs.index(prec) + 1) % len(precs)])
+        out.append(bad)
+    return out
 
 
 # -- the core on the playback engine ------------------------------------------------------------
@@ -185,6 +220,31 @@ def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
                                          max_macs=300_000)
     _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            count)
+
+
+# image data reuse: pairs of image layers, the second reusing all the first one's lines or its
+# kept lines followed by a new band (nv_small; two-column entries; int16 / fp16 processing)
+PAIR_SHARDS = [_shard(NV_SMALL, 130, 24), _shard(NV_SMALL_256_2COL, 131, 12)]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("cfg, seed, count", PAIR_SHARDS)
+def test_image_reuse_pairs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    paths = ip.write_random_image_pair_traces(cfg, str(tmp_path), count, seed=seed,
+                                              precs=image_precs(cfg))
+    assert sum("_full_" in p for p in paths) == sum("_partial_" in p for p in paths)
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
+           count)
+
+
+@pytest.mark.rtl
+def test_wide_image_reuse_pairs_rtl_matches_golden(tmp_path):
+    """int8, int16 and fp16 image reuse pairs in turn (2-byte elements in the kept lines)."""
+    paths = ip.write_random_image_pair_traces(IMG_WIDE, str(tmp_path), 12, seed=132,
+                                              precs=image_precs(IMG_WIDE))
+    assert any("_i16" in p for p in paths) and any("_fp16" in p for p in paths)
+    _check(_rtl(paths, IMG_WIDE, max_cycles=2_000_000, seed=132, busy=0.3, latency=(1, 24)),
+           len(paths))
 
 
 # int16 and fp16 image processing (every precision in turn): IMG_WIDE 60 (its own build);

@@ -37,8 +37,9 @@ Feature data (:func:`sim.conv.cdma.feature_addresses`)
 Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
     The data reader and the data side of the CBUF write port belong to the image path: one
     request per line and plane, line ``y`` written as slice ``y`` (the padded pixel line,
-    ``C`` bytes per pixel, :func:`sim.conv.image.fetch_image`). An image layer never reuses
-    data, and the data it keeps is never reused by a feature layer.
+    ``C`` bytes per pixel, :func:`sim.conv.image.fetch_image`). An image layer reuses only an
+    image's kept lines (the same pixel format, padding and precision: the check), the way a
+    feature layer reuses a feature layer's slices; a feature layer never reuses an image's.
 
 Weights (:func:`sim.conv.cdma.fetch_weights`)
     ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` as one byte stream: byte ``i`` at weight ring
@@ -70,7 +71,8 @@ Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
     At ``end`` the CDMA keeps, for the next layer, the slices not released
     (``SKIP_DATA_RLS``: all ``DATAIN_HEIGHT_EXT + 1`` the CSC used; otherwise those after the
     first ``RLS_SLICES + 1``) and whether the weights stay (``SKIP_WEIGHT_RLS``). A layer with
-    ``DATA_REUSE`` whose bank split, width and entries per slice equal the previous layer's:
+    ``DATA_REUSE`` whose bank split, input format (feature / image), width and entries per
+    slice equal the previous layer's:
     full reuse (previous layer skipped its release) fetches no data and reports all kept slices
     at once; partial reuse puts ``dat_base`` on the first kept slice, counts the kept slices as
     written and fetches the new lines right after them. ``WEIGHT_REUSE`` with kept weights, the
@@ -366,14 +368,14 @@ class Cdma(wiring.Component):
         full_reuse = Signal()
         w_reuse = Signal()
         m.d.comb += [
-            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & (key_img == is_img)
                        & (key_width == R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
                        & (key_eps == eps)),
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept & key_match & (w_kept_bytes == wbytes)),
         ]
         if bat:
-            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & (key_img == is_img)
                                    & (key_width == R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
                                    & (key_eps == eps) & (key_bat == nb_m1))
         base_next = Signal(PW)
@@ -433,7 +435,7 @@ class Cdma(wiring.Component):
                     m.d.comb += finish.eq(1)
                     m.next = "IDLE"
 
-        m.d.comb += imgf.start.eq(decide & is_img)
+        m.d.comb += imgf.start.eq(decide & is_img & ~full_reuse)
         with m.If(decide):
             m.d.sync += [acc_rls.eq(base_next), acc_need.eq(base_next),
                          left_rls.eq(rls), left_need.eq(need)]
@@ -653,8 +655,15 @@ class Cdma(wiring.Component):
         amask = (1 << ATOM) - 1
         m.d.sync += [wr.en.eq(take_d | take_w), wr_slice.eq(0), wr_dlast.eq(0), wr_wt.eq(0),
                      wr_wlast.eq(0)]
+        # image lines go after the kept ones (partial reuse: from ``kept_end``), around the
+        # data ring (bank rows; two-column entries: 2 per entry)
+        img_off = Signal(PW + 1)
+        img_addr = Signal(PW + 2)
+        ring_rows = (n_dat << 1) if twocol else n_dat
+        m.d.comb += img_addr.eq(iw.payload.addr + img_off)
         with m.If(take_d & is_img):
-            m.d.sync += [wr.addr.eq(iw.payload.addr), wr.data.eq(iw.payload.data),
+            m.d.sync += [wr.addr.eq(Mux(img_addr >= ring_rows, img_addr - ring_rows, img_addr)),
+                         wr.data.eq(iw.payload.data),
                          wr.mask.eq(iw.payload.mask), wr_slice.eq(iw.payload.slice_end),
                          wr_dlast.eq(iw.payload.last)]
         with m.If(take_d & ~is_img):
@@ -750,6 +759,7 @@ class Cdma(wiring.Component):
         # -- layer start ---------------------------------------------------------------------
         fpos = Mux(d_reuse, kept_end, 0)
         with m.If(decide):
+            m.d.sync += img_off.eq((fpos << 1) if twocol else fpos)
             m.d.sync += [
                 self.dat_base.eq(base_next), self.wt_base.eq(0),
                 self.dat_slices.eq(Mux(d_reuse, kept_count, 0)),

@@ -89,10 +89,12 @@ Rules (any one fails the program)
     * sequencing: the dilated kernel larger than the padded input; ``(out - 1) x stride +
       span`` past the padded input (width and height); ``CLIP_TRUNCATE > 16``; ``RLS_SLICES +
       1 > in_h`` unless ``SKIP_DATA_RLS``;
-    * reuse (CDMA keeps, for the next layer, the bank split, width, entries per slice and
-      memory atoms per position of the kept slices, and the kept weights' bank split, bytes,
-      kernel count, kernel size and channels): ``DATA_REUSE`` with kept slices under the same
-      bank split but another width or entries per slice; partial reuse with another number of
+    * reuse (CDMA keeps, for the next layer, the bank split, input format, width, entries per
+      slice and memory atoms per position of the kept slices (an image's also its pixel
+      format, left / right padding and precision), and the kept weights' bank split, bytes,
+      kernel count, kernel size and channels): ``DATA_REUSE`` with kept slices of the same
+      input format under the same bank split but another width or entries per slice (an
+      image: or another pixel format, padding or precision); partial reuse with another number of
       atoms per position; kept + fetched lines fewer than ``DATAIN_HEIGHT_EXT + 1`` (without
       reuse: ``DATAIN_HEIGHT < DATAIN_HEIGHT_EXT``); ``WEIGHT_REUSE`` of kept weights with any
       other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a
@@ -340,6 +342,13 @@ class ConvCheck(wiring.Component):
         w_any = Signal()                                     # a layer ended (reuse record)
         key_fmt = Signal()
         key_img = Signal()                                   # kept slices are an image's
+        # an image's kept lines hold converted pixels: its pixel format, left / right padding
+        # and precision must match too (sim.conv.cdma.load_cbuf)
+        cur_ikey = Cat(D.D_DATAIN_FORMAT.PIXEL_FORMAT, D.D_ZERO_PADDING.PAD_LEFT,
+                       D.D_ZERO_PADDING.PAD_RIGHT, prec)
+        key_ikey = Signal(len(cur_ikey))
+        ikey_ok = Signal()
+        m.d.comb += ikey_ok.eq(~img | (key_ikey == cur_ikey))
         if bat:
             key_bat = Signal(5)
         # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
@@ -362,15 +371,18 @@ class ConvCheck(wiring.Component):
         d_reuse = Signal()
         full_reuse = Signal()
         w_reuse = Signal()
+        same_fmt = Signal()                                  # kept and new: both images or not
+        m.d.comb += same_fmt.eq(key_img == img)
         m.d.comb += [
-            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                       & (key_width == wm1) & (key_eps == eps)),
+            d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
+                       & (key_width == wm1) & (key_eps == eps) & ikey_ok),
             full_reuse.eq(d_reuse & kept_all),
             w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
         ]
         if bat:
-            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                                   & (key_width == wm1) & (key_eps == eps) & (key_bat == nb_m1))
+            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
+                                   & (key_width == wm1) & (key_eps == eps) & ikey_ok
+                                   & (key_bat == nb_m1))
         # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
         errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
                     & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
@@ -381,7 +393,7 @@ class ConvCheck(wiring.Component):
                 m.d.sync += key_i16.eq(prec)
             errs.append(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
                         & (key_i16 != prec))
-        errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img & ~d_reuse,
+        errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != surfs),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
         avail = Signal(20 if bat else 15)
@@ -398,7 +410,8 @@ class ConvCheck(wiring.Component):
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
                          key_width.eq(wm1), key_eps.eq(eps),
-                         key_surfs.eq(surfs), key_img.eq(img), kept_all.eq(misc.SKIP_DATA_RLS),
+                         key_surfs.eq(surfs), key_img.eq(img), key_ikey.eq(cur_ikey),
+                         kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
                                            Mux(rls >= need, 0, need - rls))),
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_key.eq(cur_wkey), w_any.eq(1),

@@ -171,8 +171,8 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & (line_stride < need0),
         img & f_semi & (misaligned(base1) | misaligned(uv) | (uv < need1)),
         int_only(img & ~dfmt.PIXEL_SIGN_OVERRIDE & ~cvt_en),
-        img & (C.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT
-               != D.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
+        img & ~misc.DATA_REUSE & (C.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT
+                                  != D.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT),
         img & (img_eps != eps),
         img & (img_eps != C.D_ENTRY_PER_SLICE.ENTRIES + 1),
         img & (C.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT != 0),
@@ -180,7 +180,6 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
         img & (y_ext != 0) & ((wc > lanes) | (times_small(sx, in_c) > lanes)),
         img & (wc > line_elems),
         img & (reach > line_elems),
-        img & misc.DATA_REUSE,
     ]
     if has_float:
         errs.append(img & f_float & cvt_en)

@@ -219,23 +219,28 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     input cube [B, H, W, C_atoms] and weights [K, C, R, S] the sequencer works on, and update
     ``state`` for the next layer."""
     state.stats = {"data": (0, 0), "weight": (0, 0)}
-    if p.image is not None:
-        # an image layer fetches its whole input (DATA_REUSE is rejected by decode)
-        cube = fetch_image(cfg, p, _memory(core, p.ram_type), state.stats)
-        state.log.append("data: image fetched")
-        return _finish(core, cfg, p, state, cube,
-                       (0, p.data_bank, p.weight_bank, 1, p.in_width, p.entries, 1))
     mode = int(p.winograd is not None)
-    key = (mode, p.data_bank, p.weight_bank, 0, p.in_width, p.entries, p.batches)
+    img = p.image
+    key = (mode, p.data_bank, p.weight_bank, int(img is not None), p.in_width, p.entries,
+           p.batches)
     B = p.batches
     fetch = fetch_feature
     if mode:
         from .winograd import fetch_winograd as fetch
+    if img is not None:
+        # image input reuses an image's kept lines as NVDLA's CDMA does (the previous layer
+        # also image input, same banks: full reuse when it kept everything, else the kept
+        # lines then the new fetch); they hold converted pixels, so the pixel format, the
+        # CDMA's left / right padding and the processing precision must be the same too
+        fetch = fetch_image
+        key += (img.fmt.name, img.pad_left, img.pad_right, p.precision)
     if (p.data_reuse and state.slices is not None and state.key != key
             and state.key[:4] == key[:4]):
+        what = ("width, pixel format, left / right padding or precision" if img is not None
+                else "width, channel count or batch count")
         raise ConvProgramError(
-            "CDMA.D_MISC_CFG.DATA_REUSE=ENABLE: the previous layer's CBUF data has another "
-            "width, channel count or batch count (entries per slice must match to reuse it)")
+            f"CDMA.D_MISC_CFG.DATA_REUSE=ENABLE: the previous layer's CBUF data has another "
+            f"{what} (entries per slice must match to reuse it)")
     if state.slices is not None and state.key == key and p.data_reuse:
         kept = state.slices
         if state.kept_all:

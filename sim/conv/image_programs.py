@@ -22,11 +22,13 @@ from sim.formats.weight import pack_image_weights
 
 from ..sdp.random_programs import Regs
 from .program import image_entries_per_slice, uv_x_offset_bytes
+from ..random_traces import set_fields
 from .random_programs import (_BASES, _GUARD, _SLOT, CONV_BLOCKS, _addr64, _group_k,
                               _intr_mask, min_banks, output_program)
 
-__all__ = ["image_layer", "random_image_layer", "write_random_image_traces", "image_formats_of",
-           "image_formats_for"]
+__all__ = ["image_layer", "random_image_layer", "random_image_spec", "write_random_image_traces",
+           "image_formats_of", "image_formats_for", "IMAGE_REUSE_KINDS", "image_reuse_pair",
+           "reuse_second_alone", "random_image_pair", "write_random_image_pair_traces"]
 
 _PREC = {"int8": 0, "int16": 1, "fp16": 2}
 _UV_BASE = 0x8080_0000
@@ -176,6 +178,7 @@ def image_layer(cfg, *, fmt, image, weights, stride=(1, 1), pad=(0, 0, 0, 0),
     info = dict(W=W, H=H, C=C, K=K, kh=R, kw=S, stride=stride, pad=pad, prec=prec, Wo=Wo,
                 Ho=Ho, entries=entries, banks=banks, wbytes=wbytes, feature_base=base0,
                 uv_base=base1, weight_base=wbase, fmt=f.name, x_offset=x_offset,
+                line_stride=line_stride,
                 dst=(dbase, dline, dsurf), dst_ram=dst_ram, clip=clip)
     return {"regs": regs, "images": images, "window": window, "info": info,
             "intr_mask": _intr_mask(cfg)}
@@ -219,7 +222,13 @@ def image_formats_for(cfg, prec: int) -> list:
 def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0,
                        post=None, prec: int = 0) -> dict:
     """One random valid-looking image layer (the golden decode has the last word: callers
-    redraw what it rejects). Every format of the build, sign override, convertor with or
+    redraw what it rejects): :func:`image_layer` of :func:`random_image_spec`'s drawing."""
+    return image_layer(cfg, **random_image_spec(cfg, rng, max_macs, fmt, slot, post, prec))
+
+
+def random_image_spec(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 0,
+                      post=None, prec: int = 0) -> dict:
+    """The keyword arguments of :func:`image_layer` for one random image layer. Every format of the build, sign override, convertor with or
     without the mean, X offset, line stride slack, CDMA left/right and CSC top/bottom padding
     with their pad values, strides, kernel sizes, kernel counts over several groups,
     post-extension where the kernel line fits. ``prec`` is the processing precision (0 int8,
@@ -301,13 +310,148 @@ def random_image_layer(cfg, rng, max_macs: int = 100_000, fmt=None, slot: int = 
             rng.integers(-4, 5, (K, C, R, S))
         pads = [int(rng.integers(0, 1 << 16)) for _ in range(2)]
     clip = _estimate_clip(f, codes, weights, signed, cvt, mean, prec)
-    return image_layer(
-        cfg, fmt=f.name[2:], image=codes, weights=weights, stride=(sx, sy),
+    return dict(
+        fmt=f.name[2:], image=codes, weights=weights, stride=(sx, sy),
         pad=(pl, pr, pt, pb), pad_value=pads[0], csc_pad_value=pads[1],
         x_offset=int(rng.integers(0, max_x_offset(f, cfg.memory_atom) + 1)),
         signed=signed, cvt=cvt, mean=mean, post_extension=post, clip=clip, prec=prec,
         line_extra=int(rng.integers(0, 3)), uv_extra=int(rng.integers(0, 3)), slot=slot,
         nan_to_zero=prec == 2 and rng.random() < 0.5)
+
+
+#: how two image layers share the CBUF: the second reuses all the first one's lines, or the
+#: lines the first one did not release followed by a new band of the image
+IMAGE_REUSE_KINDS = ("full", "partial")
+
+
+def image_reuse_pair(cfg, spec: dict, kind: str, weights, stride=(1, 1), pad_tb=(0, 0),
+                     band=None, post_extension=1, keep: int | None = None,
+                     banks=None) -> list:
+    """Two image layers sharing the CBUF (NVDLA's CDMA image reuse): the first is
+    ``image_layer(**spec)`` keeping its lines (``full``: ``SKIP_DATA_RLS``; ``partial``: it
+    releases all but its last ``keep`` lines); the second has the same pixel format, width,
+    left / right padding, X offset, convertor and precision, its own ``weights``, ``stride``,
+    top / bottom padding ``pad_tb`` and post-extension, and ``DATA_REUSE``. ``full``: it
+    convolves the kept image; ``partial``: the kept lines followed by ``band`` (new lines
+    [channels, H2, W] of the same image), which it fetches (its CSC height is the kept plus
+    the band's lines). Its memory holds the whole virtual image (kept lines, then the band)
+    with only the band fetched, so it equals the same layer run alone without reuse
+    (:func:`reuse_second_alone`). Returns ``[first, second]``."""
+    codes = np.asarray(spec["image"])
+    C, H, W = codes.shape
+    pl, pr = spec["pad"][:2]
+    if kind == "full":
+        virtual, fetched = codes, H
+    elif kind == "partial":
+        if keep is None or not 0 < keep < H:
+            raise ValueError(f"image_reuse_pair: keep must be 1..{H - 1} lines, not {keep}")
+        band = np.asarray(band)
+        virtual, fetched = np.concatenate([codes[:, H - keep:], band], axis=1), band.shape[1]
+    else:
+        raise ValueError(f"image_reuse_pair: kind {kind!r} (one of {IMAGE_REUSE_KINDS})")
+    f = pixel_format(spec["fmt"])
+    if f.planes != 1:
+        raise ValueError("image_reuse_pair: packed formats only (one plane)")
+    prec = spec.get("prec", 0)
+    entries = image_entries_per_slice(W, pl, pr, C, prec, cfg.cbuf_entry_bytes)
+    second_spec = dict(spec, image=virtual, weights=weights, stride=stride,
+                       pad=(pl, pr) + tuple(pad_tb), post_extension=post_extension, slot=1)
+    if banks is None:
+        # one bank split for both: the kept and the fetched lines of the second layer, the
+        # first layer's lines, each layer's weights
+        need = max(H, virtual.shape[1])
+        dmin, _ = min_banks(cfg, need, entries, 0)
+        wneed = max(min_banks(cfg, 1, 1, _weight_bytes(cfg, s))[1] for s in (spec, second_spec))
+        if dmin + wneed > cfg.cbuf_banks:
+            raise ValueError("image_reuse_pair: the lines and the weights do not fit the CBUF")
+        banks = (dmin, cfg.cbuf_banks - dmin)
+    first = image_layer(cfg, **dict(spec, banks=banks))
+    second = image_layer(cfg, **dict(second_spec, banks=banks))
+    second["info"]["reuse"] = dict(kind=kind, kept=H if kind == "full" else keep,
+                                   fetched=0 if kind == "full" else fetched,
+                                   alone=dict(second_spec, banks=banks))
+    for b in ("CDMA", "CSC"):
+        if kind == "full":
+            set_fields(cfg, first, b, "D_MISC_CFG", SKIP_DATA_RLS=1)
+        set_fields(cfg, second, b, "D_MISC_CFG", DATA_REUSE=1)
+    if kind == "partial":
+        set_fields(cfg, first, "CSC", "D_RELEASE", RLS_SLICES=H - keep - 1)
+        # the second layer fetches only the band: the last ``fetched`` lines of its image
+        info = second["info"]
+        _fetch_lines(cfg, second, info["feature_base"]
+                     + (virtual.shape[1] - fetched) * info["line_stride"], fetched)
+    return [first, second]
+
+
+def _fetch_lines(cfg, layer, base, lines):
+    """Make an image layer's CDMA fetch ``lines`` lines from ``base``."""
+    rs = Regs(register_map(cfg)["CDMA"])
+    rs.words = layer["regs"]["CDMA"]
+    _addr64(cfg, rs, "D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_HIGH_0", base)
+    set_fields(cfg, layer, "CDMA", "D_DATAIN_SIZE_0", DATAIN_HEIGHT=lines - 1)
+    set_fields(cfg, layer, "CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=lines - 1)
+
+
+def _weight_bytes(cfg, spec) -> int:
+    w = np.asarray(spec["weights"])
+    K, C, R, S = w.shape
+    return align_up(R * S * C * (1 if spec.get("prec", 0) == 0 else 2) * K, 128)
+
+
+def reuse_second_alone(cfg, second: dict) -> dict:
+    """The second layer of an :func:`image_reuse_pair` as a layer of its own: no reuse, its
+    whole image (the kept lines and the band) fetched from memory."""
+    return image_layer(cfg, **second["info"]["reuse"]["alone"])
+
+
+def random_image_pair(cfg, rng, kind=None, max_macs: int = 100_000, prec: int = 0,
+                      fmt=None) -> list:
+    """A random :func:`image_reuse_pair` of a packed format of the build: the first layer
+    drawn as :func:`random_image_spec`, the second with its own kernels, stride, top / bottom
+    padding and (partial reuse) a new band of 1..12 lines after 1..H - 1 kept ones."""
+    kind = kind or str(rng.choice(IMAGE_REUSE_KINDS))
+    fmts = [x for x in image_formats_for(cfg, prec) if pixel_format(x).planes == 1]
+    fmt = fmt or str(rng.choice(fmts))
+    while True:
+        spec = random_image_spec(cfg, rng, max_macs, fmt=fmt, prec=prec)
+        C, H, W = np.asarray(spec["image"]).shape
+        if kind == "partial" and H < 2:
+            continue
+        pl, pr = spec["pad"][:2]
+        keep = int(rng.integers(1, H)) if kind == "partial" else None
+        band = None
+        Hv = H
+        if kind == "partial":
+            f = pixel_format(fmt)
+            H2 = int(rng.integers(1, 13))
+            band = np.stack([rng.integers(0, 1 << c.width, (H2, W)) for c in f.components]) \
+                if not f.is_float else np.asarray(spec["image"])[:, :1].repeat(H2, axis=1)
+            Hv = keep + H2
+        # the second layer's kernel: its line within the padded line (post-extension only
+        # where the first layer's kernel line fit it: the same x stride bound)
+        S = int(rng.integers(1, min(8, W + pl + pr) + 1))
+        sx = int(rng.integers(1, 4))
+        post = spec["post_extension"] if S * C <= cfg.atomic_c // spec["post_extension"] \
+            and sx * C <= cfg.atomic_c // spec["post_extension"] else 1
+        pt, pb = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+        R = int(rng.integers(1, min(8, Hv + pt + pb) + 1))
+        sy = int(rng.integers(1, 4))
+        K = int(rng.integers(1, 2 * cfg.atomic_k + 3))
+        Wo = (pl + W + pr - S) // sx + 1
+        Ho = (Hv + pt + pb - R) // sy + 1
+        if Wo < 1 or Ho < 1 or Wo * Ho * K * C * R * S > max_macs:
+            continue
+        if prec == 2:
+            from ..sdp.random_programs import fp16_codes
+            w = fp16_codes(rng, K * C * R * S).astype(np.int64).reshape(K, C, R, S)
+            weights = np.where(w >= 0x8000, w - 0x10000, w)
+        else:
+            weights = rng.integers(-4, 5, (K, C, R, S))
+        try:
+            return image_reuse_pair(cfg, spec, kind, weights, stride=(sx, sy), pad_tb=(pt, pb),
+                                    band=band, post_extension=post, keep=keep)
+        except ValueError:
+            continue
 
 
 def write_random_image_traces(cfg, directory: str, count: int, seed: int = 0,
@@ -337,6 +481,32 @@ def write_random_image_traces(cfg, directory: str, count: int, seed: int = 0,
             shutil.rmtree(path)
             continue
         write_trace(directory, name, [layer], crcs)
+        paths.append(path)
+    return paths
+
+
+def write_random_image_pair_traces(cfg, directory: str, count: int, seed: int = 0,
+                                   max_macs: int = 60_000, prefix: str = "img_pair",
+                                   precs=(0,)) -> list:
+    """``count`` random :func:`random_image_pair` programs (full and partial reuse in turn,
+    precisions ``precs`` in turn) as two-layer trace directories with golden CRCs; returns
+    their paths. A pair the golden model rejects is redrawn."""
+    from .random_programs import _golden_crcs, write_trace
+    import shutil
+    rng = np.random.default_rng(seed)
+    paths = []
+    while len(paths) < count:
+        kind = IMAGE_REUSE_KINDS[len(paths) % 2]
+        prec = precs[len(paths) // 2 % len(precs)]
+        layers = random_image_pair(cfg, rng, kind, max_macs, prec=prec)
+        name = f"{prefix}_{seed}_{len(paths):04d}_{kind}_{layers[0]['info']['fmt'][2:]}" + \
+            ("" if precs == (0,) else ("_i8", "_i16", "_fp16")[prec])
+        path = write_trace(directory, name, layers)
+        crcs, _ = _golden_crcs(cfg, path, 2)
+        if crcs is None:
+            shutil.rmtree(path)
+            continue
+        write_trace(directory, name, layers, crcs)
         paths.append(path)
     return paths
 
@@ -467,10 +637,12 @@ def _inv_batches(cfg, L):
     return "CDMA.D_BATCH_NUMBER.BATCHES"
 
 
-def _inv_data_reuse(cfg, L):
+def _inv_data_reuse_nothing_kept(cfg, L):
+    # DATA_REUSE with nothing kept fetches anew: the CSC's 3 more lines are not in the CBUF
     for b in ("CDMA", "CSC"):
         _mset(cfg, L, b, "D_MISC_CFG", DATA_REUSE=1)
-    return "CDMA.D_MISC_CFG.DATA_REUSE"
+    _mset(cfg, L, "CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=L["info"]["H"] + 2)
+    return "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT"
 
 
 def _inv_csc_format(cfg, L):

@@ -558,10 +558,11 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
           "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT", in_w - 1, "one input cube")
     _same("CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL", channels - 1,
           "CSC.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT", in_c - 1, "one input cube")
-    if pix is not None:
+    if pix is not None and not (cdma.D_MISC_CFG.DATA_REUSE and csc.D_MISC_CFG.DATA_REUSE):
+        # (with DATA_REUSE the CSC's lines are the kept ones plus the fetch: load_cbuf)
         _same("CDMA.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", ext_h - 1,
               "CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT", in_h - 1,
-              "image input is fetched whole (no data reuse)")
+              "image input without data reuse is fetched whole")
 
     image = None
     if pix is not None:
@@ -679,8 +680,6 @@ def decode(cfg, cdma, csc, cmac_a, cmac_b, cacc) -> ConvProgram:
     clip = clip_truncate(cacc)
 
     misc = reuse_flags(cdma, csc)
-    if image is not None and misc.DATA_REUSE:
-        _err("CDMA.D_MISC_CFG.DATA_REUSE=ENABLE", "data reuse of image input is not modelled")
     rls = csc.D_RELEASE.RLS_SLICES + 1
     if not misc.SKIP_DATA_RLS and rls > in_h * batches:
         _err(f"CSC.D_RELEASE.RLS_SLICES={rls - 1}",
