@@ -133,7 +133,7 @@ class CdpDatapath(wiring.Component):
         en = Signal()
         m.d.comb += [en.eq(~out_valid | self.o.ready), self.i.ready.eq(en)]
         pipe = _Pipe(m, en)
-        mem = lut_ram(m, self)
+        ports = lut_ram(m, self, T)
 
         p = self.i.payload
         st = {"valid": self.i.valid, "par": p.parity, "real": p.real, "last": p.last}
@@ -255,7 +255,7 @@ class CdpDatapath(wiring.Component):
             st = pipe.step(new)
 
         # -- LUT ------------------------------------------------------------------------------
-        st = self._lut(m, pipe, st, mem, fp)
+        st = self._lut(m, pipe, st, ports, fp)
 
         # -- multiply, output converter --------------------------------------------------------
         mul_bypass = r.D_FUNC_BYPASS.MUL_BYPASS
@@ -370,7 +370,7 @@ class CdpDatapath(wiring.Component):
         idx = Mux(under, 0, Mux(over, limit, idx))
         return idx, Mux(under, 0, frac), under, over
 
-    def _lut(self, m, pipe, st, mem, fp=False):
+    def _lut(self, m, pipe, st, ports, fp=False):
         """Five steps: differences; indices / fractions / flags; table choice + RAM address;
         products; rounding + select (int16). fp16 builds compute the fp16 mode beside (fp32
         differences; indices; reference and slope scale; fp32 -> fp17 difference and widened
@@ -395,7 +395,6 @@ class CdpDatapath(wiring.Component):
         lesh, losh = s.S_LUT_LE_SLOPE_SHIFT, s.S_LUT_LO_SLOPE_SHIFT
         bias = comb(m, Mux(~le_linear & (le_off >= 0) & (le_off < 48),
                             (Const(1, 48) << le_off.as_unsigned()[:6])[:48], 0), "lut_bias")
-        ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
 
         def select_bits(sel):
             """NVDLA's index select: bit 5 set = negative (6-bit two's complement), else the

@@ -175,30 +175,42 @@ def _index_fp16(m, d, exponent, offset, select, depth, name):
     return idx, Mux(under | over, 0, frac), under, over
 
 
-def lut_ram(m, access):
+def lut_ram(m, access, lanes):
     """The LE + LO lookup-table RAM of a unit (SDP, CDP): LE at 0..64, LO at 65..321, signed
     16-bit entries, with the CSB access port of ``access``: ``lut_we`` writes ``lut_wdata``
     at ``lut_table`` / ``lut_addr`` on the clock edge; ``lut_rdata`` is the entry at the
     ``lut_rd_table`` / ``lut_rd_addr`` of the previous cycle (a synchronous read, 0 past a
-    table's end), so that the RAM maps to block RAM. Returns the Memory (the caller adds its
-    lookup read ports)."""
-    mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
-    m.submodules.lut_ram = mem
+    table's end), so that the RAM maps to block RAM.
 
+    Returns ``lanes`` pairs of synchronous read ports ``(rp0, rp1)`` for the lookups (an
+    entry and its neighbour). Lane 0 reads the RAM itself (``lut_ram``); every further lane
+    reads a copy of it (``lut_ram1``, ``lut_ram2``, ...) written by the same write port, so
+    every copy holds the same entries at every clock edge and a lane reads what it would
+    read from the one RAM. One RAM with all 2 x ``lanes`` + 1 read ports (33 for nv_large's
+    SDP) is what Yosys's ``memory_libmap`` could not map for ECP5: on nv_large's SDP
+    datapath alone (``synth_ecp5``, Yosys 0.23) that pass grew from 1.7 GB to its 8 GB cap
+    within a minute and aborted; a RAM with one write and at most three read ports is an
+    ordinary block RAM mapping. With one lane (nv_small's CDP) this is the one RAM as
+    before."""
     def place(table, addr, name):
         inside = comb(m, Mux(table, addr < LO_DEPTH, addr < LE_DEPTH), f"lut_{name}inside")
         return inside, comb(m, Mux(table, addr + LE_DEPTH, addr)[:9], f"lut_{name}ram_addr")
 
     w_inside, w_addr = place(access.lut_table, access.lut_addr, "")
-    wp = mem.write_port()
-    m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(access.lut_wdata),
-                 wp.en.eq(access.lut_we & w_inside)]
+    copies = []
+    for k in range(lanes):
+        mem = Memory(shape=unsigned(16), depth=LE_DEPTH + LO_DEPTH, init=[])
+        m.submodules["lut_ram" if k == 0 else f"lut_ram{k}"] = mem
+        wp = mem.write_port()
+        m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(access.lut_wdata),
+                     wp.en.eq(access.lut_we & w_inside)]
+        copies.append(mem)
     r_inside, r_addr = place(access.lut_rd_table, access.lut_rd_addr, "rd_")
-    rp = mem.read_port()
+    rp = copies[0].read_port()
     r_inside_q = Signal(name="lut_rd_inside_q")
     m.d.sync += r_inside_q.eq(r_inside)
     m.d.comb += [rp.addr.eq(r_addr), access.lut_rdata.eq(Mux(r_inside_q, rp.data, 0))]
-    return mem
+    return [(mem.read_port(), mem.read_port()) for mem in copies]
 
 
 class _Pipe:
@@ -572,15 +584,16 @@ class SdpDatapath(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     def _lut_ram(self, m):
-        """The LE + LO RAM with its CSB access port; returns the Memory."""
-        return lut_ram(m, self)
+        """The LE + LO RAM with its CSB access port; returns each lane's pair of read
+        ports."""
+        return lut_ram(m, self, self.lanes)
 
     def _lut_steps(self, m, pipe):
         """Six steps: differences, indices, table choice + RAM address, products, rounding
         and slope shift, final select. ``x{lane}`` is replaced only when the layer uses the
         LUT; the hit/flow flags become per-transfer counts in the converter steps."""
         r, s, T = self.regs, self.s, self.lanes
-        mem = self._lut_ram(m)
+        ports = self._lut_ram(m)
         c = r.D_DP_EW_CFG
         lut_on = comb(m, ~c.EW_BYPASS & ~c.EW_LUT_BYPASS, "lut_on")
         lcfg, info = s.S_LUT_CFG, s.S_LUT_INFO
@@ -598,7 +611,6 @@ class SdpDatapath(wiring.Component):
         bias_on = comb(m, ~le_linear & (le_offset >= 0) & (le_offset < 32), "lut_bias_on")
         bias = comb(m, Mux(bias_on, (Const(1, 32) << le_offset.as_unsigned()[:5])[:32], 0),
                      "lut_bias")
-        ports = [(mem.read_port(), mem.read_port()) for _ in range(T)]
         F = LUT_FRACTION_BITS
         fp = None
         if self.fp16:
