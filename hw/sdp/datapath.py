@@ -269,6 +269,8 @@ class SdpDatapath(wiring.Component):
                        lut_lo_hit=count)
         out["unequal"] = 1
         self.fp16 = "fp16" in cfg.data_types
+        #: int16 <-> fp16 in the output converter (builds with both precisions)
+        self.fp_convert = self.fp16 and "int16" in cfg.data_types
         if self.fp16:
             out["nan_out"] = count
         self.out_layout = data.StructLayout(out)
@@ -808,6 +810,8 @@ class SdpDatapath(wiring.Component):
         scale = r.D_CVT_SCALE.CVT_SCALE.as_signed()
         cvt_shift = r.D_CVT_SHIFT.CVT_SHIFT[:6]
         int8 = comb(m, r.D_DATA_FORMAT.OUT_PRECISION == 0, "out_int8")
+        if self.fp_convert:
+            out_fp = comb(m, r.D_DATA_FORMAT.OUT_PRECISION == FP16, "out_fp16")
         if cfg.sdp_ew:
             c = r.D_DP_EW_CFG
             eql = comb(m, ~c.EW_BYPASS & ~c.EW_ALU_BYPASS & (c.EW_ALU_ALGO == ALU_EQL), "eql")
@@ -829,6 +833,9 @@ class SdpDatapath(wiring.Component):
             for lane in range(T):
                 new[f"cvt_p{lane}"] = st[f"cvt_d{lane}"] * scale                  # 49 bits
                 new[f"cvt_d{lane}"] = None
+                if self.fp_convert:
+                    # fp16 -> int16 (an fp16 layer with OUT_PRECISION = INT16)
+                    new[f"fi{lane}"] = nvfloat.fp16_to_int16(m, st[f"fo{lane}"])
 
         def shift(st, new):
             for lane in range(T):
@@ -846,7 +853,17 @@ class SdpDatapath(wiring.Component):
                 wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
                 res = Mux(eql, wrap, conv)
                 sat = st[f"cvt_s{lane}"] & ~eql
-                if self.fp16:
+                if self.fp_convert:
+                    # int16 -> fp16 from the 17-bit result, fp16 -> int16 from the fp16 one;
+                    # an fp16 output counts as saturated when it is +-65504, an int16 one
+                    # made from fp16 never does
+                    fo, fi = st[f"fo{lane}"], st[f"fi{lane}"]
+                    hf = comb(m, Mux(fp, fo, nvfloat.int17_to_fp16(m, t)), f"cvt_h{lane}")
+                    res = Mux(~eql, Mux(out_fp, hf.as_signed(), Mux(fp, fi, conv)), wrap)
+                    sat = Mux(fp | out_fp, ~eql & out_fp & (hf[:15] == 0x7BFF), sat)
+                    nans.append(out_fp & ~eql & (hf[10:15] == 0x1F) & hf[:10].any())
+                    new[f"fo{lane}"] = new[f"fi{lane}"] = None
+                elif self.fp16:
                     fo = st[f"fo{lane}"]
                     res = Mux(fp & ~eql, fo.as_signed(), res)
                     sat = Mux(fp, ~eql & (fo[:15] == 0x7BFF), sat)

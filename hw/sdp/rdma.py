@@ -83,8 +83,9 @@ class SdpFeeder(wiring.Component):
     counters and buffers between layers.
     """
 
-    def __init__(self, geom, lanes, stages, int16=False):
+    def __init__(self, geom, lanes, stages, int16=False, convert=False):
         self._geom, self._lanes, self._stages, self._int16 = geom, lanes, tuple(stages), int16
+        self._convert = convert
         atom = geom.atom_bytes
         for nbytes in (1, 2) if int16 else (1,):
             if (atom // nbytes) % lanes:
@@ -96,6 +97,8 @@ class SdpFeeder(wiring.Component):
             "int16": In(1), "width_m1": In(13), "height_m1": In(13), "clear": In(1),
             "o": Out(stream.Signature(feeder_layout(lanes, stages))),
         }
+        if convert:
+            members["in16to8"] = In(1)
         for st in self._stages:
             members[f"op_{st}"] = In(stream.Signature(atom_layout(geom)))
             members[f"cfg_{st}"] = In(operand_cfg_layout())
@@ -131,14 +134,33 @@ class SdpFeeder(wiring.Component):
         fa_valid = Signal()
         fa_last = Signal()
         m.d.comb += self.feat.ready.eq(~self.flying & (~fa_valid | (fire & j_last)))
+        if self._convert:
+            # 16 -> 8: the atoms come in pairs (int16 surfaces 2s and 2s+1 of a position);
+            # the first waits in ``fa``, the pair makes one int8 position (``fb`` the second)
+            fb = Signal(geom.atom_bits)
+            second = Signal()
+            with m.If(self.feat.valid & self.feat.ready & self.in16to8):
+                m.d.sync += second.eq(~second)
+                with m.If(second):
+                    m.d.sync += fb.eq(self.feat.payload.data)
+            with m.If(self.clear):
+                m.d.sync += second.eq(0)
+            first_half = self.in16to8 & ~second
         with m.If(self.feat.valid & self.feat.ready):
-            m.d.sync += [fa.eq(self.feat.payload.data), fa_valid.eq(1),
-                         fa_last.eq(self.feat.payload.last)]
+            if self._convert:
+                with m.If(~self.in16to8 | first_half):
+                    m.d.sync += fa.eq(self.feat.payload.data)
+                m.d.sync += [fa_valid.eq(~first_half), fa_last.eq(self.feat.payload.last)]
+            else:
+                m.d.sync += [fa.eq(self.feat.payload.data), fa_valid.eq(1),
+                             fa_last.eq(self.feat.payload.last)]
         with m.Elif(fire & j_last):
             m.d.sync += fa_valid.eq(0)
         for lane in range(T):
             c = j * T + lane
             v8 = fa.word_select(c, 8).as_signed()
+            if self._convert:
+                v8 = Mux(self.in16to8, Cat(fa, fb).word_select(c, 16).as_signed(), v8)
             if self._int16:
                 v16 = fa.word_select(c, 16).as_signed()
                 v = Mux(self.int16, v16, v8)
