@@ -409,7 +409,15 @@ class Sdp(wiring.Component):
         m.submodules.in_ser = in_ser = AtomSerializer(geom)
         wiring.connect(m, flipped(self.rd_sdp), in_reader.dma)
         wiring.connect(m, in_reader.data, in_ser.i)
-        wiring.connect(m, in_ser.o, feeder.feat)
+        if int16_ok:
+            feat_last = Signal()                 # the input's last atom (see _twin_last)
+            m.d.comb += [feeder.feat.valid.eq(in_ser.o.valid),
+                         in_ser.o.ready.eq(feeder.feat.ready),
+                         feeder.feat.payload.data.eq(in_ser.o.payload.data),
+                         feeder.feat.payload.last_line.eq(in_ser.o.payload.last_line),
+                         feeder.feat.payload.last.eq(feat_last)]
+        else:
+            wiring.connect(m, in_ser.o, feeder.feat)
         readers = {}
         for st in self._stages:
             rd = CubeReader(geom)
@@ -484,6 +492,9 @@ class Sdp(wiring.Component):
                 m.d.comb += port.payload.eq(Mux(twin[name], seq, c))
                 with m.If(fire & (~twin[name] | seq_last)):
                     m.d.sync += cmd_pend[name].eq(0)
+        if int16_ok:
+            m.d.comb += feat_last.eq(self._twin_last(m, in_ser.o, issue, twin["src"], sm1,
+                                                     hm1))
         written = writer.done                    # the output's last write completed
         if "dst" in twin:
             # 8 -> 16 writes one cube per line pair: the layer's end is the last one's
@@ -584,7 +595,8 @@ class Sdp(wiring.Component):
             with m.If(clear):
                 m.d.sync += fp_ran.eq(0)
             with m.Elif(issue):
-                m.d.sync += fp_ran.eq(isfp)
+                # (with int16: fp16 output from an int16 pipeline counts its NaN outputs too)
+                m.d.sync += fp_ran.eq(isfp | (out == FP16) if int16_ok else isfp)
         self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer,
                        fp_ran, dp)
         if cfg.sdp_lut:
@@ -653,6 +665,22 @@ class Sdp(wiring.Component):
                 m.d.sync += [s_left.eq(s_left - 1), h_left.eq(hm1), surf.eq(nxt),
                              line.eq(nxt)]
         return cmd, last
+
+    @staticmethod
+    def _twin_last(m, atoms, load, on, sm1, hm1):
+        """The input cube's last atom when 16 -> 8 reads it as one cube per (int8 surface,
+        line) (:meth:`_twin_commands`): every one of those ends with ``last``, only the final
+        one's counts (the layer's last transfer ends a PDP or EQL layer)."""
+        s_left, h_left = Signal(13, name="src_tw_last_s"), Signal(13, name="src_tw_last_h")
+        fire_last = atoms.valid & atoms.ready & atoms.payload.last
+        with m.If(load):
+            m.d.sync += [s_left.eq(sm1), h_left.eq(hm1)]
+        with m.Elif(fire_last & on):
+            with m.If(h_left != 0):
+                m.d.sync += h_left.eq(h_left - 1)
+            with m.Else():
+                m.d.sync += [s_left.eq(s_left - 1), h_left.eq(hm1)]
+        return atoms.payload.last & (~on | ((s_left == 0) & (h_left == 0)))
 
     # ------------------------------------------------------------------------------------
     def _counters(self, m, o, o_fire, clear, finish, running, readers, in_reader, writer,
