@@ -21,6 +21,8 @@ Equation 3) against the golden model (:mod:`sim.sdp`, "Precision conversion"), b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -195,6 +197,31 @@ def test_unit_invalid_conversions_finish_without_memory_traffic():
     run_layers(cfg, layers, seed=64, latency=(1, 24), backpressure=0.3)
 
 
+def _converting_programs(cfg, paths):
+    """How many trace programs have a layer that converts precision (SDP PROC != OUT, or
+    SDP_RDMA IN != PROC)."""
+    import re
+    rmap = register_map(cfg)
+
+    def field(block, reg, name, value):
+        f = next(x for x in rmap[block][reg].fields if x.name == name)
+        return (value >> f.lsb) & ((1 << f.width) - 1)
+
+    count = 0
+    for p in paths:
+        text = "".join(f.read_text() for f in Path(p).glob("*.cfg"))
+        fmts = [int(v, 16) for v in re.findall(r"NVDLA_SDP\.D_DATA_FORMAT_0, (0x[0-9a-f]+)", text)]
+        modes = [int(v, 16) for v in
+                 re.findall(r"NVDLA_SDP_RDMA\.D_FEATURE_MODE_CFG_0, (0x[0-9a-f]+)", text)]
+        sdp = any(field("SDP", "D_DATA_FORMAT", "PROC_PRECISION", v)
+                  != field("SDP", "D_DATA_FORMAT", "OUT_PRECISION", v) for v in fmts)
+        rdma = any(field("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION", v)
+                   != field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION", v)
+                   for v in modes)
+        count += sdp or rdma
+    return count
+
+
 @pytest.mark.rtl
 @pytest.mark.parametrize("seed, count", [(520, 24), pytest.param(521, 200,
                                                                  marks=pytest.mark.slow)],
@@ -204,6 +231,7 @@ def test_random_conversion_programs_rtl_int16(tmp_path, seed, count):
     nv_small_int16 core under AXI back-pressure (memory CRCs against the golden model)."""
     paths = write_random_traces(NV_SMALL_INT16, str(tmp_path), count, seed=seed,
                                 max_elems=400, convert=True)
+    assert _converting_programs(NV_SMALL_INT16, paths) >= count // 3
     assert_all_pass(playback(paths, NV_SMALL_INT16, max_cycles=1_000_000, seed=seed,
                              busy=0.3, latency=(1, 24)), count, show=20)
 
@@ -215,5 +243,6 @@ def test_random_conversion_programs_rtl_fp16(tmp_path, seed, count):
     """The same on nv_small_fp16_2col: int16 <-> fp16 beside the int8 <-> int16 ones."""
     paths = write_random_traces(NV_SMALL_FP16_2COL, str(tmp_path), count, seed=seed,
                                 max_elems=400, convert=True)
+    assert _converting_programs(NV_SMALL_FP16_2COL, paths) >= count // 3
     assert_all_pass(playback(paths, NV_SMALL_FP16_2COL, max_cycles=1_000_000, seed=seed,
                              busy=0.3, latency=(1, 24)), count, show=20)

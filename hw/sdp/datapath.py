@@ -82,8 +82,18 @@ the exponent differently, and it interpolates as ``y0 + (y1 - y0) x f``. Int lay
 builds compute as before. A flying fp16 layer's input is the accumulator's fp32 codes (an fp16
 convolution), taken as they are in the first step (NaN -> +0 with NAN_TO_ZERO).
 
-Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
-business; the arithmetic is per element).
+Precision conversion in the output converter (builds with int16 and fp16; data-format spec,
+Precision Conversion, Table 30; golden :mod:`sim.sdp.convert`): int16 -> fp16
+(``PROC_PRECISION = INT16``, ``OUT_PRECISION = FP16``) takes the converter's 17-bit result
+through :class:`hw.nvfloat.Int17ToFp16` (nearest even, infinities from 65520 up) in its last
+step, ``o.sat`` counting the outputs of magnitude 65504 instead of the 17-bit saturation;
+fp16 -> int16 (``PROC_PRECISION = FP16``, ``OUT_PRECISION = INT16``) takes the fp16 result
+through :class:`hw.nvfloat.Fp16ToInt16` (half away from zero, saturating, NaN -> -32768) in
+its second step, no saturation or NaN counted. int8 <-> int16 conversions are the unit's
+business (their arithmetic is the int8 layer's, saturated to OUT_PRECISION).
+
+Not supported: Winograd / batch ordering (the unit's business; the arithmetic is per
+element).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned

@@ -17,6 +17,11 @@ operands of the same channels beside them.
   of a surface serve all ``H x W`` positions of that surface. Each operand DMA has a filling
   buffer and a current buffer, so the next position is fetched while the current one is used.
 
+16 -> 8 (``in16to8``, built with ``convert``; data-format spec, Precision Conversion): the
+layer is int8 (``int16`` low) but its input atoms are int16 and come in pairs, int16 surfaces
+2s then 2s+1 of the same position; the pair is one int8 position's ``atom`` channels, channel
+``c`` the c-th 16-bit value of the two atoms side by side, sign-extended.
+
 Flying input (``flying`` high): the transfers come ready-made on ``fly`` (T int32 channels of
 one position, the accumulator's output in the same order, ``last`` on the layer's final one)
 instead of from ``feat`` atoms, which are then ignored; the position counters and operands work
@@ -68,7 +73,8 @@ class SdpFeeder(wiring.Component):
     """Input atoms + operand atoms -> datapath input transfers (see the module docstring).
 
     Parameters: ``geom`` (:class:`hw.mem.dma.DmaGeometry`), ``lanes`` (T), ``stages`` (the build's
-    operand stages, a subset of ``("bs", "bn", "ew")``), ``int16`` (the build has int16).
+    operand stages, a subset of ``("bs", "bn", "ew")``), ``int16`` (the build has int16),
+    ``convert`` (the build reads int16 input into int8 layers: the ``in16to8`` port).
 
     Ports
         ``feat``          input cube atoms, memory order
@@ -76,6 +82,7 @@ class SdpFeeder(wiring.Component):
         ``flying``        the layer's input is ``fly`` (else ``feat``)
         ``op_<stage>``    the stage's operand atoms, memory order
         ``int16``         the layer's precision is int16 (else int8)
+        ``in16to8``       (``convert``) 16 -> 8: int16 input atoms paired into int8 positions
         ``width_m1``, ``height_m1``  cube size minus one (positions per surface)
         ``cfg_<stage>``   :func:`operand_cfg_layout` of the stage's DMA (``en`` = enabled)
         ``o``             :func:`feeder_layout` transfers, ``last`` on the cube's final one

@@ -63,9 +63,10 @@ Invalid programs
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it (a flying FP16 layer takes an fp16 convolution's
-      fp32 codes; the convolution's check pairs the precisions); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the
-      RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's;
-      offline ``IN_PRECISION`` = ``PROC_PRECISION``;
+      fp32 codes; the convolution's check pairs the precisions) unless the layer converts
+      (below); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+      part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
+      ``IN_PRECISION`` = ``PROC_PRECISION`` unless 16 -> 8;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
       LUT too);
     * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
@@ -83,6 +84,27 @@ Invalid programs
       do not overlap (``H > 1``: line stride >= W atoms; ``S > 1``: surface stride >= (H - 1)
       x line stride + W atoms; not for 1x1 cubes), inside the address space.
 
+Precision conversion (builds with int16; data-format spec, Precision Conversion, Table 30 and
+Equation 3; golden model: "Precision conversion" of :mod:`sim.sdp.sdp`)
+    * 16 -> 8 (offline, SDP_RDMA ``IN_PRECISION = INT16`` with ``PROC_PRECISION = INT8``):
+      the layer runs as int8 (operands too); int8 surface s is int16 surfaces 2s and 2s+1
+      side by side (an odd last int16 surface is followed by one more read), the input cube
+      is read as ``2 x S`` int16 surfaces (the address checks too) and
+      :class:`hw.sdp.rdma.SdpFeeder` pairs their atoms.
+    * 8 -> 16 (offline, ``PROC_PRECISION = INT8`` with ``OUT_PRECISION = INT16``; with 16 ->
+      8 too: both): int8 surface s is written as int16 surfaces 2s and 2s+1
+      (:class:`hw.sdp.wdma.SdpAtomPacker` splits each int8 atom), the output cube has ``2 x
+      S`` surfaces (checks included).
+    * Both twin-surface modes move a position's pair of atoms together: unless the cube is
+      1x1 (one run of atoms, already in that order) the reader / writer get one cube per
+      (int8 surface, line) whose W one-atom lines pairs are ``(2s, h, w)``, ``(2s+1, h,
+      w)`` (:meth:`Sdp._twin_commands`), so a conversion layer moves one atom per request.
+    * int16 <-> fp16 (builds with fp16 too; ``PROC_PRECISION`` INT16 with ``OUT_PRECISION``
+      FP16 or the reverse, offline or flying): the output converter's business
+      (:mod:`hw.sdp.datapath`); the layout is that of the processing precision.
+    * Rejected: every other pair (int8 <-> fp16, int16 -> int8 in the converter), a flying
+      8 -> 16.
+
 Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
     ``STATUS_UNEQUAL`` every layer; ``OUT_SATURATION`` when ``PERF_SAT_EN``; the five LUT
     counters when ``PERF_LUT_EN``; the DMA stall counters when the block's ``PERF_DMA_EN``:
@@ -93,7 +115,8 @@ Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
     register file's CONSUMER). fp16 builds: an fp16 layer that ran sets SDP's
     ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to 0 (NVDLA ties them off) and
     ``D_STATUS_NAN_OUTPUT_NUM`` to the NaN outputs (padding included, whatever
-    ``PERF_NAN_INF_COUNT_EN`` says), and, with SDP_RDMA's ``PERF_NAN_INF_COUNT_EN`` and
+    ``PERF_NAN_INF_COUNT_EN`` says; an int16 -> fp16 layer sets all three too, an fp16 ->
+    int16 one counts no NaN output), and, with SDP_RDMA's ``PERF_NAN_INF_COUNT_EN`` and
     ``IN_PRECISION = FP16``, SDP_RDMA's ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to the
     fp16 NaN / infinity codes read (padding channels included); otherwise (int layers, rejected
     layers, builds without fp16) they keep their group's value.

@@ -8,6 +8,12 @@ in cube order with ``last_line`` after every ``W`` atoms (or only at the end for
 which is written as one line of surfaces) and ``last`` on the cube's final atom, ready for
 :class:`hw.mem.cube.AtomPacker` / :class:`hw.mem.cube.CubeWriter`. One transfer per cycle: the
 finished atom waits in an output register while the next one is assembled.
+
+8 -> 16 (``out8to16``, built with ``convert``; data-format spec, Precision Conversion): an int8
+layer's output written as int16; each int8 position's ``atom`` output channels (16-bit values)
+become two int16 atoms, the first half for int16 surface 2s, the second for 2s+1, leaving in
+that order, every atom a line of its own unless the cube is 1x1 (see :meth:`Sdp._twin_commands
+<hw.sdp.sdp.Sdp._twin_commands>`).
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -29,7 +35,7 @@ class SdpAtomPacker(wiring.Component):
 
     Ports: ``i`` (:func:`out_layout`), ``o`` (:func:`hw.sdp.rdma.atom_layout`), ``int16``
     (output precision int16, else int8), ``width_m1`` (W - 1), ``packed`` (1x1 cube: one
-    line), ``clear`` (reset between layers).
+    line), ``clear`` (reset between layers); with ``convert``: ``out8to16`` (8 -> 16).
     """
 
     def __init__(self, geom, lanes, int16=False, convert=False):
