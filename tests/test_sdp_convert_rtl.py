@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arch.config import NvdlaConfig
 from arch.registers import register_map
 from sim.sdp import SdpProgramError
 from sim.sdp.random_programs import random_program, write_random_traces
@@ -148,6 +149,18 @@ def test_unit_flying_int16_fp16_conversions():
             kinds.append((proc, convert))
     assert {(1, True), (2, True)} <= set(kinds)
     run_flying_layers(cfg, layers, seed=66)
+
+
+@pytest.mark.slow
+def test_unit_random_conversions_nv_full():
+    """nv_full: 16 lanes (an int8 position is two transfers, an int16 one one), 32-byte
+    atoms two to a 512-bit word (the one-atom lines of the twin-surface modes start on
+    either lane), every conversion kind, CV and MC memories."""
+    from tb.sdp_unit import run_layers
+    full = NvdlaConfig.preset("nv_full")
+    layers = conversion_layers(full, 71, 16, 600)
+    assert {"16to8", "8to16", "int16_to_fp16", "fp16_to_int16"} <= _kinds(layers)
+    run_layers(full, layers, seed=71, latency=(1, 24), backpressure=0.3)
 
 
 #: conversion mutations the golden model rejects: (name, {block: {register: fields}})
