@@ -270,7 +270,7 @@ class Sdp(wiring.Component):
                      (out != proc) & ~m8to16 & ~fp_cvt,
                      rdma_active & (rfm.PROC_PRECISION != proc),
                      ~flying & (rfm.IN_PRECISION != proc) & ~m16to8]
-            errs += self._conversion_errors(flying, to_pdp, m16to8, m8to16, fp_cvt)
+            errs += self._conversion_errors(flying, m8to16)
         else:
             m16to8 = m8to16 = None
             errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
@@ -619,7 +619,7 @@ class Sdp(wiring.Component):
                 m.d.sync += fp_ran.eq(0)
             with m.Elif(issue):
                 # (with int16: fp16 output from an int16 pipeline counts its NaN outputs too)
-                m.d.sync += fp_ran.eq(isfp | (out == FP16) if int16_ok else isfp)
+                m.d.sync += fp_ran.eq((isfp | (out == FP16)) if int16_ok else isfp)
         self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer,
                        fp_ran, dp)
         if cfg.sdp_lut:
@@ -646,7 +646,8 @@ class Sdp(wiring.Component):
             fp_cvt = Const(0)
         return m16to8, m8to16, fp_cvt
 
-    def _conversion_errors(self, flying, to_pdp, m16to8, m8to16, fp_cvt):
+    @staticmethod
+    def _conversion_errors(flying, m8to16):
         """Conversion rules beyond the precisions (the golden model's): 8 -> 16 only offline
         (a flying layer converts only between precisions of the same bit depth)."""
         return [flying & m8to16]
