@@ -25,7 +25,7 @@ __all__ = ["Fp17Add", "Fp17Mul", "Fp16ToFp17", "Fp17ToFp16", "fp17_add", "fp17_m
            "Fp16ToFp32", "Fp32ToFp16", "fp32_add", "fp32_mul", "fp32_max_min", "fp16_to_fp32",
            "fp32_to_fp16", "fp32_is_nan", "FP32_MAX_MAG", "Fp17ToFp32", "Fp32ToFp17",
            "FractionToFp17", "fp17_to_fp32", "fp32_to_fp17", "fraction_to_fp17", "fp32_sub",
-           "Int17ToFp16", "int17_to_fp16"]
+           "Int17ToFp16", "int17_to_fp16", "Fp16ToInt16", "fp16_to_int16"]
 
 _M = 10
 _MMASK = (1 << _M) - 1
@@ -261,6 +261,48 @@ class Int17ToFp16(wiring.Component):
 
 def int17_to_fp16(m, a):
     return _unit(m, Int17ToFp16, a=a)
+
+
+class Fp16ToInt16(wiring.Component):
+    """An fp16 code -> a signed 16-bit integer, as the SDP's output converter makes int16 from
+    the fp16 result of an fp16 layer (NVDLA's ``FpFloatToInt<16, 5, 10>``; data-format spec,
+    Precision Conversion, Table 30, fp16 -> int16): the significand (hidden bit always set,
+    so zeros and denormals give 0) scaled by ``2^(e - 25)`` and rounded to nearest, ties away
+    from zero; magnitudes past 32767 (infinities included) saturate to 32767 / -32768; a NaN
+    gives -32768."""
+
+    a: In(16)
+    o: Out(signed(16))
+
+    def elaborate(self, platform):
+        m = Module()
+        s, e, mant = self.a[15], self.a[10:15], self.a[:10]
+        sig = Cat(mant, Const(1, 1))                           # 11 bits
+        nan = (e == 31) & mant.any()
+        # e <= 24: sig / 2^(25 - e), rounded half up; nothing survives a shift past 12
+        rs = Signal(4)
+        m.d.comb += rs.eq(Mux(e < 13, 12, 24 - e))             # (25 - e) - 1, at most 12
+        half = Signal(12)
+        m.d.comb += half.eq(sig >> rs)                         # floor(sig / 2^(24 - e))
+        small = Signal(11)
+        m.d.comb += small.eq((half + 1) >> 1)
+        # 25 <= e <= 29: sig x 2^(e - 25) exactly (at most 32752); e >= 30 saturates
+        big = Signal(15)
+        m.d.comb += big.eq(sig << (e - 25)[:3])
+        mag = Signal(15)
+        m.d.comb += mag.eq(Mux(e >= 25, big, small))
+        with m.If(nan):
+            m.d.comb += self.o.eq(-32768)
+        with m.Elif(e >= 30):
+            m.d.comb += self.o.eq(Mux(s, -32768, 32767))
+        with m.Else():
+            m.d.comb += self.o.eq(Mux(s, -mag, mag))
+        return m
+
+
+def fp16_to_int16(m, a):
+    """An :class:`Fp16ToInt16` in ``m``; returns the signed 16-bit integer of ``a``."""
+    return _unit(m, Fp16ToInt16, a=a)
 
 
 def _unit(m, cls, **ports):

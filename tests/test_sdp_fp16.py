@@ -312,12 +312,13 @@ def test_fp16_program_rules():
                                                     "BS_ALU_ALGO": 3}}), rdma=R16)
 
 
-def test_fp16_modes_not_modelled_yet_say_so():
-    with pytest.raises(NotImplementedError, match=r"FP16 -> INT16 \(the output converter"):
-        _run(FULL, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 2, "OUT_PRECISION": 1}}, rdma=R16)
-    with pytest.raises(NotImplementedError, match=r"INT16 -> FP16"):
-        _run(FULL, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 1, "OUT_PRECISION": 2}},
-             rdma={"D_FEATURE_MODE_CFG": {"IN_PRECISION": 1, "PROC_PRECISION": 1}})
+def test_fp16_int16_conversions_run():
+    """fp16 <-> int16 output conversions are modelled (details: tests/test_sdp_convert.py)."""
+    assert _run(FULL, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 2, "OUT_PRECISION": 1}},
+                rdma=R16).wrote_memory
+    assert _run(FULL, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": 1, "OUT_PRECISION": 2}},
+                rdma={"D_FEATURE_MODE_CFG": {"IN_PRECISION": 1,
+                                             "PROC_PRECISION": 1}}).wrote_memory
 
 
 # -----------------------------------------------------------------------------------------

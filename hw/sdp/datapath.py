@@ -82,8 +82,18 @@ the exponent differently, and it interpolates as ``y0 + (y1 - y0) x f``. Int lay
 builds compute as before. A flying fp16 layer's input is the accumulator's fp32 codes (an fp16
 convolution), taken as they are in the first step (NaN -> +0 with NAN_TO_ZERO).
 
-Not supported: precision conversion layouts and Winograd / batch ordering (the unit's
-business; the arithmetic is per element).
+Precision conversion in the output converter (builds with int16 and fp16; data-format spec,
+Precision Conversion, Table 30; golden :mod:`sim.sdp.convert`): int16 -> fp16
+(``PROC_PRECISION = INT16``, ``OUT_PRECISION = FP16``) takes the converter's 17-bit result
+through :class:`hw.nvfloat.Int17ToFp16` (nearest even, infinities from 65520 up) in its last
+step, ``o.sat`` counting the outputs of magnitude 65504 instead of the 17-bit saturation;
+fp16 -> int16 (``PROC_PRECISION = FP16``, ``OUT_PRECISION = INT16``) takes the fp16 result
+through :class:`hw.nvfloat.Fp16ToInt16` (half away from zero, saturating, NaN -> -32768) in
+its second step, no saturation or NaN counted. int8 <-> int16 conversions are the unit's
+business (their arithmetic is the int8 layer's, saturated to OUT_PRECISION).
+
+Not supported: Winograd / batch ordering (the unit's business; the arithmetic is per
+element).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
@@ -281,6 +291,8 @@ class SdpDatapath(wiring.Component):
                        lut_lo_hit=count)
         out["unequal"] = 1
         self.fp16 = "fp16" in cfg.data_types
+        #: int16 <-> fp16 in the output converter (builds with both precisions)
+        self.fp_convert = self.fp16 and "int16" in cfg.data_types
         if self.fp16:
             out["nan_out"] = count
         self.out_layout = data.StructLayout(out)
@@ -820,6 +832,8 @@ class SdpDatapath(wiring.Component):
         scale = r.D_CVT_SCALE.CVT_SCALE.as_signed()
         cvt_shift = r.D_CVT_SHIFT.CVT_SHIFT[:6]
         int8 = comb(m, r.D_DATA_FORMAT.OUT_PRECISION == 0, "out_int8")
+        if self.fp_convert:
+            out_fp = comb(m, r.D_DATA_FORMAT.OUT_PRECISION == FP16, "out_fp16")
         if cfg.sdp_ew:
             c = r.D_DP_EW_CFG
             eql = comb(m, ~c.EW_BYPASS & ~c.EW_ALU_BYPASS & (c.EW_ALU_ALGO == ALU_EQL), "eql")
@@ -841,6 +855,9 @@ class SdpDatapath(wiring.Component):
             for lane in range(T):
                 new[f"cvt_p{lane}"] = st[f"cvt_d{lane}"] * scale                  # 49 bits
                 new[f"cvt_d{lane}"] = None
+                if self.fp_convert:
+                    # fp16 -> int16 (an fp16 layer with OUT_PRECISION = INT16)
+                    new[f"fi{lane}"] = nvfloat.fp16_to_int16(m, st[f"fo{lane}"])
 
         def shift(st, new):
             for lane in range(T):
@@ -858,7 +875,17 @@ class SdpDatapath(wiring.Component):
                 wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
                 res = Mux(eql, wrap, conv)
                 sat = st[f"cvt_s{lane}"] & ~eql
-                if self.fp16:
+                if self.fp_convert:
+                    # int16 -> fp16 from the 17-bit result, fp16 -> int16 from the fp16 one;
+                    # an fp16 output counts as saturated when it is +-65504, an int16 one
+                    # made from fp16 never does
+                    fo, fi = st[f"fo{lane}"], st[f"fi{lane}"]
+                    hf = comb(m, Mux(fp, fo, nvfloat.int17_to_fp16(m, t)), f"cvt_h{lane}")
+                    res = Mux(~eql, Mux(out_fp, hf.as_signed(), Mux(fp, fi, conv)), wrap)
+                    sat = Mux(fp | out_fp, ~eql & out_fp & (hf[:15] == 0x7BFF), sat)
+                    nans.append(out_fp & ~eql & (hf[10:15] == 0x1F) & hf[:10].any())
+                    new[f"fo{lane}"] = new[f"fi{lane}"] = None
+                elif self.fp16:
                     fo = st[f"fo{lane}"]
                     res = Mux(fp & ~eql, fo.as_signed(), res)
                     sat = Mux(fp, ~eql & (fo[:15] == 0x7BFF), sat)

@@ -17,6 +17,11 @@ operands of the same channels beside them.
   of a surface serve all ``H x W`` positions of that surface. Each operand DMA has a filling
   buffer and a current buffer, so the next position is fetched while the current one is used.
 
+16 -> 8 (``in16to8``, built with ``convert``; data-format spec, Precision Conversion): the
+layer is int8 (``int16`` low) but its input atoms are int16 and come in pairs, int16 surfaces
+2s then 2s+1 of the same position; the pair is one int8 position's ``atom`` channels, channel
+``c`` the c-th 16-bit value of the two atoms side by side, sign-extended.
+
 Flying input (``flying`` high): the transfers come ready-made on ``fly`` (T int32 channels of
 one position, the accumulator's output in the same order, ``last`` on the layer's final one)
 instead of from ``feat`` atoms, which are then ignored; the position counters and operands work
@@ -68,7 +73,8 @@ class SdpFeeder(wiring.Component):
     """Input atoms + operand atoms -> datapath input transfers (see the module docstring).
 
     Parameters: ``geom`` (:class:`hw.mem.dma.DmaGeometry`), ``lanes`` (T), ``stages`` (the build's
-    operand stages, a subset of ``("bs", "bn", "ew")``), ``int16`` (the build has int16).
+    operand stages, a subset of ``("bs", "bn", "ew")``), ``int16`` (the build has int16),
+    ``convert`` (the build reads int16 input into int8 layers: the ``in16to8`` port).
 
     Ports
         ``feat``          input cube atoms, memory order
@@ -76,6 +82,7 @@ class SdpFeeder(wiring.Component):
         ``flying``        the layer's input is ``fly`` (else ``feat``)
         ``op_<stage>``    the stage's operand atoms, memory order
         ``int16``         the layer's precision is int16 (else int8)
+        ``in16to8``       (``convert``) 16 -> 8: int16 input atoms paired into int8 positions
         ``width_m1``, ``height_m1``  cube size minus one (positions per surface)
         ``cfg_<stage>``   :func:`operand_cfg_layout` of the stage's DMA (``en`` = enabled)
         ``o``             :func:`feeder_layout` transfers, ``last`` on the cube's final one
@@ -83,8 +90,9 @@ class SdpFeeder(wiring.Component):
     counters and buffers between layers.
     """
 
-    def __init__(self, geom, lanes, stages, int16=False):
+    def __init__(self, geom, lanes, stages, int16=False, convert=False):
         self._geom, self._lanes, self._stages, self._int16 = geom, lanes, tuple(stages), int16
+        self._convert = convert
         atom = geom.atom_bytes
         for nbytes in (1, 2) if int16 else (1,):
             if (atom // nbytes) % lanes:
@@ -96,6 +104,8 @@ class SdpFeeder(wiring.Component):
             "int16": In(1), "width_m1": In(13), "height_m1": In(13), "clear": In(1),
             "o": Out(stream.Signature(feeder_layout(lanes, stages))),
         }
+        if convert:
+            members["in16to8"] = In(1)
         for st in self._stages:
             members[f"op_{st}"] = In(stream.Signature(atom_layout(geom)))
             members[f"cfg_{st}"] = In(operand_cfg_layout())
@@ -131,14 +141,33 @@ class SdpFeeder(wiring.Component):
         fa_valid = Signal()
         fa_last = Signal()
         m.d.comb += self.feat.ready.eq(~self.flying & (~fa_valid | (fire & j_last)))
+        if self._convert:
+            # 16 -> 8: the atoms come in pairs (int16 surfaces 2s and 2s+1 of a position);
+            # the first waits in ``fa``, the pair makes one int8 position (``fb`` the second)
+            fb = Signal(geom.atom_bits)
+            second = Signal()
+            with m.If(self.feat.valid & self.feat.ready & self.in16to8):
+                m.d.sync += second.eq(~second)
+                with m.If(second):
+                    m.d.sync += fb.eq(self.feat.payload.data)
+            with m.If(self.clear):
+                m.d.sync += second.eq(0)
+            first_half = self.in16to8 & ~second
         with m.If(self.feat.valid & self.feat.ready):
-            m.d.sync += [fa.eq(self.feat.payload.data), fa_valid.eq(1),
-                         fa_last.eq(self.feat.payload.last)]
+            if self._convert:
+                with m.If(~self.in16to8 | first_half):
+                    m.d.sync += fa.eq(self.feat.payload.data)
+                m.d.sync += [fa_valid.eq(~first_half), fa_last.eq(self.feat.payload.last)]
+            else:
+                m.d.sync += [fa.eq(self.feat.payload.data), fa_valid.eq(1),
+                             fa_last.eq(self.feat.payload.last)]
         with m.Elif(fire & j_last):
             m.d.sync += fa_valid.eq(0)
         for lane in range(T):
             c = j * T + lane
             v8 = fa.word_select(c, 8).as_signed()
+            if self._convert:
+                v8 = Mux(self.in16to8, Cat(fa, fb).word_select(c, 16).as_signed(), v8)
             if self._int16:
                 v16 = fa.word_select(c, 16).as_signed()
                 v = Mux(self.int16, v16, v8)

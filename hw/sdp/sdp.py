@@ -63,9 +63,10 @@ Invalid programs
       strides), the last batch past the address space;
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it (a flying FP16 layer takes an fp16 convolution's
-      fp32 codes; the convolution's check pairs the precisions); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the
-      RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's;
-      offline ``IN_PRECISION`` = ``PROC_PRECISION``;
+      fp32 codes; the convolution's check pairs the precisions) unless the layer converts
+      (below); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
+      part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
+      ``IN_PRECISION`` = ``PROC_PRECISION`` unless 16 -> 8;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
       LUT too);
     * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
@@ -83,6 +84,27 @@ Invalid programs
       do not overlap (``H > 1``: line stride >= W atoms; ``S > 1``: surface stride >= (H - 1)
       x line stride + W atoms; not for 1x1 cubes), inside the address space.
 
+Precision conversion (builds with int16; data-format spec, Precision Conversion, Table 30 and
+Equation 3; golden model: "Precision conversion" of :mod:`sim.sdp.sdp`)
+    * 16 -> 8 (offline, SDP_RDMA ``IN_PRECISION = INT16`` with ``PROC_PRECISION = INT8``):
+      the layer runs as int8 (operands too); int8 surface s is int16 surfaces 2s and 2s+1
+      side by side (an odd last int16 surface is followed by one more read), the input cube
+      is read as ``2 x S`` int16 surfaces (the address checks too) and
+      :class:`hw.sdp.rdma.SdpFeeder` pairs their atoms.
+    * 8 -> 16 (offline, ``PROC_PRECISION = INT8`` with ``OUT_PRECISION = INT16``; with 16 ->
+      8 too: both): int8 surface s is written as int16 surfaces 2s and 2s+1
+      (:class:`hw.sdp.wdma.SdpAtomPacker` splits each int8 atom), the output cube has ``2 x
+      S`` surfaces (checks included).
+    * Both twin-surface modes move a position's pair of atoms together: unless the cube is
+      1x1 (one run of atoms, already in that order) the reader / writer get one cube per
+      (int8 surface, line) whose W one-atom lines pairs are ``(2s, h, w)``, ``(2s+1, h,
+      w)`` (:meth:`Sdp._twin_commands`), so a conversion layer moves one atom per request.
+    * int16 <-> fp16 (builds with fp16 too; ``PROC_PRECISION`` INT16 with ``OUT_PRECISION``
+      FP16 or the reverse, offline or flying): the output converter's business
+      (:mod:`hw.sdp.datapath`); the layout is that of the processing precision.
+    * Rejected: every other pair (int8 <-> fp16, int16 -> int8 in the converter), a flying
+      8 -> 16.
+
 Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
     ``STATUS_UNEQUAL`` every layer; ``OUT_SATURATION`` when ``PERF_SAT_EN``; the five LUT
     counters when ``PERF_LUT_EN``; the DMA stall counters when the block's ``PERF_DMA_EN``:
@@ -93,7 +115,8 @@ Counters (``status`` / ``rdma_status``, valid in the cycle ``done`` pulses)
     register file's CONSUMER). fp16 builds: an fp16 layer that ran sets SDP's
     ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to 0 (NVDLA ties them off) and
     ``D_STATUS_NAN_OUTPUT_NUM`` to the NaN outputs (padding included, whatever
-    ``PERF_NAN_INF_COUNT_EN`` says), and, with SDP_RDMA's ``PERF_NAN_INF_COUNT_EN`` and
+    ``PERF_NAN_INF_COUNT_EN`` says; an int16 -> fp16 layer sets all three too, an fp16 ->
+    int16 one counts no NaN output), and, with SDP_RDMA's ``PERF_NAN_INF_COUNT_EN`` and
     ``IN_PRECISION = FP16``, SDP_RDMA's ``D_STATUS_NAN_INPUT_NUM`` / ``INF_INPUT_NUM`` to the
     fp16 NaN / infinity codes read (padding channels included); otherwise (int layers, rejected
     layers, builds without fp16) they keep their group's value.
@@ -240,9 +263,19 @@ class Sdp(wiring.Component):
             errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
         if not cfg.pdp:
             errs.append(to_pdp)
-        errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
-                 rdma_active & (rfm.PROC_PRECISION != proc),
-                 ~flying & (rfm.IN_PRECISION != proc)]
+        if int16_ok:
+            # precision conversions (data-format spec, Precision Conversion, Table 30)
+            m16to8, m8to16, fp_cvt = self._conversions(m, proc, out, rfm, flying)
+            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok,
+                     (out != proc) & ~m8to16 & ~fp_cvt,
+                     rdma_active & (rfm.PROC_PRECISION != proc),
+                     ~flying & (rfm.IN_PRECISION != proc) & ~m16to8]
+            errs += self._conversion_errors(flying, m8to16)
+        else:
+            m16to8 = m8to16 = None
+            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
+                     rdma_active & (rfm.PROC_PRECISION != proc),
+                     ~flying & (rfm.IN_PRECISION != proc)]
         errs += [rdma_active & (rfm.FLYING_MODE != flying),
                  rdma_active & (rfm.WINOGRAD != fm.WINOGRAD),
                  rdma_active & (R.D_DATA_CUBE_WIDTH.WIDTH != wm1),
@@ -327,7 +360,9 @@ class Sdp(wiring.Component):
         src_ram = R.D_SRC_DMA_CFG.SRC_RAM_TYPE
         errs += [~flying & (cv_bad(src_ram) | misaligned(src_base) | misaligned(src_ls)
                             | misaligned(src_ss))]
-        cube_src = cube("src", ~flying, src_base, src_ram, one_by_one, sm1, wm1, src_ls, src_ss)
+        src_sm1 = self._twin_surfaces(m, sm1, m16to8, "src_sm1")
+        cube_src = cube("src", ~flying, src_base, src_ram, one_by_one, src_sm1, wm1, src_ls,
+                        src_ss)
 
         writes = Signal()
         m.d.comb += writes.eq(~to_pdp & ~eql)
@@ -346,7 +381,8 @@ class Sdp(wiring.Component):
         else:
             dst_1x1, dst_bs = one_by_one, None
         errs.append(writes & ~dst_1x1 & (hm1 != 0) & (dst_ls < line_bytes))
-        cube_dst = cube("dst", writes, dst_base, dst_ram, dst_1x1, sm1, wm1, dst_ls, dst_ss,
+        dst_sm1 = self._twin_surfaces(m, sm1, m8to16, "dst_sm1")
+        cube_dst = cube("dst", writes, dst_base, dst_ram, dst_1x1, dst_sm1, wm1, dst_ls, dst_ss,
                         bs=dst_bs)
 
         # -- the check sequence: one multiplier, two products per cube -------------------------
@@ -376,7 +412,7 @@ class Sdp(wiring.Component):
             bad_range.append(enabled & (end > (1 << aw)))
         dst_surf_need = Signal(ew_)
         m.d.comb += dst_surf_need.eq(dst_lines + line_bytes)
-        overlap = writes & ~dst_1x1 & (sm1 != 0) & (dst_ss < dst_surf_need)
+        overlap = writes & ~dst_1x1 & (dst_sm1 != 0) & (dst_ss < dst_surf_need)
         if bat:
             # batches must not overlap: one batch's output spans (S-1) x surface stride +
             # (H-1) x line stride + W atoms
@@ -386,13 +422,25 @@ class Sdp(wiring.Component):
 
         # -- datapath and data movers -------------------------------------------------------------
         m.submodules.datapath = dp = self._dp
-        m.submodules.feeder = feeder = SdpFeeder(geom, T, self._stages, int16_ok or fp_ok)
-        m.submodules.packer = packer = SdpAtomPacker(geom, T, int16_ok or fp_ok)
+        m.submodules.feeder = feeder = SdpFeeder(geom, T, self._stages, int16_ok or fp_ok,
+                                                 convert=int16_ok)
+        m.submodules.packer = packer = SdpAtomPacker(geom, T, int16_ok or fp_ok,
+                                                     convert=int16_ok)
+        if int16_ok:
+            m.d.comb += [feeder.in16to8.eq(m16to8), packer.out8to16.eq(m8to16)]
         m.submodules.in_reader = in_reader = CubeReader(geom)
         m.submodules.in_ser = in_ser = AtomSerializer(geom)
         wiring.connect(m, flipped(self.rd_sdp), in_reader.dma)
         wiring.connect(m, in_reader.data, in_ser.i)
-        wiring.connect(m, in_ser.o, feeder.feat)
+        if int16_ok:
+            feat_last = Signal()                 # the input's last atom (see _twin_last)
+            m.d.comb += [feeder.feat.valid.eq(in_ser.o.valid),
+                         in_ser.o.ready.eq(feeder.feat.ready),
+                         feeder.feat.payload.data.eq(in_ser.o.payload.data),
+                         feeder.feat.payload.last_line.eq(in_ser.o.payload.last_line),
+                         feeder.feat.payload.last.eq(feat_last)]
+        else:
+            wiring.connect(m, in_ser.o, feeder.feat)
         readers = {}
         for st in self._stages:
             rd = CubeReader(geom)
@@ -439,9 +487,18 @@ class Sdp(wiring.Component):
         cmd_pend = {name: Signal(name=f"pend_{name}") for name, _, _ in cubes}
         cmd_port = {"src": in_reader.cmd, "dst": writer.cmd,
                     **{st: readers[st].cmd for st in self._stages}}
+        twin = {}                                # cube -> its twin-surface mode
+        if int16_ok:
+            twin["src"] = Signal(name="twin_src")
+            twin["dst"] = Signal(name="twin_dst")
+            m.d.comb += [twin["src"].eq(m16to8 & ~one_by_one),
+                         twin["dst"].eq(m8to16 & ~dst_1x1)]
         for name, enabled, c in cubes:
             port = cmd_port[name]
-            m.d.comb += [port.valid.eq(cmd_pend[name]), port.payload.eq(c)]
+            m.d.comb += port.valid.eq(cmd_pend[name])
+            if name in twin:
+                continue                         # (below, with the layer's issue)
+            m.d.comb += port.payload.eq(c)
             with m.If(port.valid & port.ready):
                 m.d.sync += cmd_pend[name].eq(0)
         clear = Signal()
@@ -450,6 +507,26 @@ class Sdp(wiring.Component):
         finish = Signal()
         m.d.comb += [self.done.eq(finish), self.rdma_done.eq(finish & rdma_active)]
         issue = Signal()                         # start the layer's DMA commands
+        for name, enabled, c in cubes:
+            if name in twin:
+                port = cmd_port[name]
+                fire = port.valid & port.ready
+                seq, seq_last = self._twin_commands(m, name, c, issue, fire, sm1, hm1, wm1)
+                m.d.comb += port.payload.eq(Mux(twin[name], seq, c))
+                with m.If(fire & (~twin[name] | seq_last)):
+                    m.d.sync += cmd_pend[name].eq(0)
+        if int16_ok:
+            m.d.comb += feat_last.eq(self._twin_last(m, in_ser.o, issue, twin["src"], sm1,
+                                                     hm1))
+        written = writer.done                    # the output's last write completed
+        if "dst" in twin:
+            # 8 -> 16 writes one cube per line pair: the layer's end is the last one's
+            inflight = Signal(range(writer.queue + 3))
+            dst_fire = writer.cmd.valid & writer.cmd.ready
+            m.d.sync += inflight.eq(inflight + dst_fire - writer.done)
+            with m.If(clear):
+                m.d.sync += inflight.eq(0)
+            written = writer.done & (~twin["dst"] | (~cmd_pend["dst"] & (inflight == 1)))
         with m.If(issue):
             for name, enabled, c in cubes:
                 m.d.sync += cmd_pend[name].eq(enabled)
@@ -504,7 +581,7 @@ class Sdp(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += [running.eq(1), self.pdp_go.eq(to_pdp)]
                 with m.If(writes):
-                    with m.If(writer.done):
+                    with m.If(written):
                         m.next = "FINISH"
                 with m.Elif(o_fire & o.payload.last):
                     m.next = "FINISH"
@@ -541,12 +618,93 @@ class Sdp(wiring.Component):
             with m.If(clear):
                 m.d.sync += fp_ran.eq(0)
             with m.Elif(issue):
-                m.d.sync += fp_ran.eq(isfp)
+                # (with int16: fp16 output from an int16 pipeline counts its NaN outputs too)
+                m.d.sync += fp_ran.eq((isfp | (out == FP16)) if int16_ok else isfp)
         self._counters(m, o, o_fire, clear, finish, running, readers, in_reader, writer,
                        fp_ran, dp)
         if cfg.sdp_lut:
             self._lut_access(m, dp)
         return m
+
+    # ------------------------------------------------------------------------------------
+    def _conversions(self, m, proc, out, rfm, flying):
+        """The precision conversions a layer asks for (builds with int16; data-format spec,
+        Precision Conversion, Table 30 and Equation 3): ``(16to8, 8to16, fp)``. 16 -> 8: an
+        offline int16 input (SDP_RDMA ``IN_PRECISION = INT16``) processed as int8
+        (``PROC_PRECISION = INT8``): the read DMA pairs int16 surfaces 2s and 2s+1 into int8
+        surface s. 8 -> 16: int8 processing written as int16 (``OUT_PRECISION = INT16``):
+        int8 surface s goes to int16 surfaces 2s and 2s+1. fp: int16 <-> fp16 in the output
+        converter (builds with fp16 too), offline or flying."""
+        m16to8, m8to16 = Signal(name="mode_16to8"), Signal(name="mode_8to16")
+        m.d.comb += [m16to8.eq(~flying & (rfm.IN_PRECISION == INT16) & (proc == INT8)),
+                     m8to16.eq((proc == INT8) & (out == INT16))]
+        if "fp16" in self._cfg.data_types:
+            fp_cvt = Signal(name="mode_fp_convert")
+            m.d.comb += fp_cvt.eq(((proc == INT16) & (out == FP16))
+                                  | ((proc == FP16) & (out == INT16)))
+        else:
+            fp_cvt = Const(0)
+        return m16to8, m8to16, fp_cvt
+
+    @staticmethod
+    def _conversion_errors(flying, m8to16):
+        """Conversion rules beyond the precisions (the golden model's): 8 -> 16 only offline
+        (a flying layer converts only between precisions of the same bit depth)."""
+        return [flying & m8to16]
+
+    @staticmethod
+    def _twin_surfaces(m, sm1, mode, name):
+        """Surfaces - 1 of a cube in memory: ``sm1``, or with a twin-surface conversion
+        (``mode``: 16 -> 8 input, 8 -> 16 output) the two int16 surfaces of every int8 one."""
+        if mode is None:
+            return sm1
+        v = Signal(14, name=name)
+        m.d.comb += v.eq(Mux(mode, (sm1 << 1) | 1, sm1))
+        return v
+
+    def _twin_commands(self, m, name, c, load, fire, sm1, hm1, wm1):
+        """The cube commands of a twin-surface conversion (not 1x1): for each int8 surface s
+        and line h, one cube of W one-atom lines pairs: position w's atom in int16 surface 2s
+        then in 2s+1 (``lines = 1`` with the surface stride as line stride, ``surfaces = W -
+        1`` one atom apart). ``c`` is the whole cube (base, strides, RAM type); ``load``
+        starts the sequence, ``fire`` takes one command. Returns (command, last)."""
+        geom = self._geom
+        aw = geom.addr_width
+        s_left, h_left = Signal(13, name=f"{name}_tw_s"), Signal(13, name=f"{name}_tw_h")
+        surf, line = Signal(aw, name=f"{name}_tw_surf"), Signal(aw, name=f"{name}_tw_line")
+        cmd = Signal(cube_layout(geom), name=f"{name}_tw_cmd")
+        m.d.comb += [cmd.base.eq(line), cmd.ram_type.eq(c.ram_type), cmd.line_atoms.eq(0),
+                     cmd.lines.eq(1), cmd.line_stride.eq(c.surface_stride),
+                     cmd.surfaces.eq(wm1), cmd.surface_stride.eq(1 << geom.atom_shift),
+                     cmd.batches.eq(0)]
+        last = Signal(name=f"{name}_tw_last")
+        m.d.comb += last.eq((s_left == 0) & (h_left == 0))
+        with m.If(load):
+            m.d.sync += [s_left.eq(sm1), h_left.eq(hm1), surf.eq(c.base), line.eq(c.base)]
+        with m.Elif(fire):
+            with m.If(h_left != 0):
+                m.d.sync += [h_left.eq(h_left - 1), line.eq(line + c.line_stride)]
+            with m.Else():
+                nxt = (surf + (c.surface_stride << 1))[:aw]
+                m.d.sync += [s_left.eq(s_left - 1), h_left.eq(hm1), surf.eq(nxt),
+                             line.eq(nxt)]
+        return cmd, last
+
+    @staticmethod
+    def _twin_last(m, atoms, load, on, sm1, hm1):
+        """The input cube's last atom when 16 -> 8 reads it as one cube per (int8 surface,
+        line) (:meth:`_twin_commands`): every one of those ends with ``last``, only the final
+        one's counts (the layer's last transfer ends a PDP or EQL layer)."""
+        s_left, h_left = Signal(13, name="src_tw_last_s"), Signal(13, name="src_tw_last_h")
+        fire_last = atoms.valid & atoms.ready & atoms.payload.last
+        with m.If(load):
+            m.d.sync += [s_left.eq(sm1), h_left.eq(hm1)]
+        with m.Elif(fire_last & on):
+            with m.If(h_left != 0):
+                m.d.sync += h_left.eq(h_left - 1)
+            with m.Else():
+                m.d.sync += [s_left.eq(s_left - 1), h_left.eq(hm1)]
+        return atoms.payload.last & (~on | ((s_left == 0) & (h_left == 0)))
 
     # ------------------------------------------------------------------------------------
     def _counters(self, m, o, o_fire, clear, finish, running, readers, in_reader, writer,

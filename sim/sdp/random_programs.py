@@ -32,6 +32,10 @@ from ..random_traces import (BYTES as _BYTES, GUARD as _GUARD, SLOT as _SLOT, Re
 __all__ = ["random_program", "random_lut_fp16", "fp16_codes", "fp16_layer", "use_lut", "write_trace", "write_random_traces",
            "write_invalid_traces", "INVALID_MUTATIONS", "Regs"]
 
+#: conversion name -> (SDP_RDMA IN_PRECISION, PROC_PRECISION, SDP OUT_PRECISION)
+_CONVERSIONS = {"16to8": (1, 0, 0), "8to16": (0, 0, 1), "16to8to16": (1, 0, 1),
+                "int16_to_fp16": (1, 1, 2), "fp16_to_int16": (2, 2, 1)}
+
 _BASES = {"src": 0x8000_0000, "B": 0x8100_0000, "N": 0x8200_0000, "E": 0x8300_0000,
           "dst": 0x9000_0000}
 
@@ -128,12 +132,19 @@ def use_lut(cfg, sdp_words: dict) -> None:
     sdp_words["D_DP_EW_CFG"] = word & ~f["EW_BYPASS"].mask & ~f["EW_LUT_BYPASS"].mask
 
 
-def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = True) -> dict:
+def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = True,
+                   convert: bool = False) -> dict:
     """One random valid-looking SDP layer for ``cfg`` (the golden model has the last word).
 
     On builds with fp16, fp16 layers are drawn too unless ``fp16`` is False (suites whose seeds
     were chosen before the RTL SDP had fp16): then the draws are the same as a build without
     fp16, and on every other build they do not depend on ``fp16``.
+
+    ``convert`` (builds with int16): 60 % of the layers convert precision, one of the read
+    DMA's 16to8, the write DMA's 8to16, both, and (builds with fp16, ``fp16`` True) int16 ->
+    fp16 and fp16 -> int16 (the result's ``"convert"`` names it, see
+    :func:`sim.sdp.convert.conversion_mode`; None without). Without ``convert`` the draws do
+    not change.
 
     Returns ``{"sdp": {reg: word}, "rdma": {reg: word}, "images": [(addr, bytes, ram)],
     "window": (addr, size, ram)}``; ``ram`` is the register enum (1 = MC / DBBIF =
@@ -148,6 +159,13 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = 
     precs = [0] + ([1] if "int16" in cfg.data_types else []) + \
         ([2] if fp16 and "fp16" in cfg.data_types else [])
     prec = int(rng.choice(precs))
+    conv = None
+    if convert and "int16" in cfg.data_types and rng.random() < 0.6:
+        kinds = ["16to8", "8to16", "16to8to16"]
+        if fp16 and "fp16" in cfg.data_types:
+            kinds += ["int16_to_fp16", "fp16_to_int16"]
+        conv = kinds[int(rng.integers(len(kinds)))]
+    in_prec, prec, out_prec = _CONVERSIONS[conv] if conv else (prec, prec, prec)
     nbytes = _BYTES[prec]
     group = atom // nbytes
 
@@ -172,19 +190,24 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = 
         surf = H * line + atom * int(rng.integers(0, 4)) * int(rng.random() < 0.5)
         return line, surf
 
-    def extent(line, surf):
-        return W * H * surfaces * atom if (W == 1 and H == 1) else surfaces * surf
+    # surfaces in memory: the input's / output's precision (pairs of int16 surfaces per
+    # int8 atom in the 16to8 / 8to16 modes)
+    src_surfaces = surfaces * group // (atom // _BYTES[in_prec])
+    dst_surfaces = surfaces * group // (atom // _BYTES[out_prec])
+
+    def extent(line, surf, n):
+        return W * H * n * atom if (W == 1 and H == 1) else n * surf
 
     images = []
     src_ram, dst_ram = random_ram(cfg, rng), random_ram(cfg, rng)
     src_off = atom * int(rng.integers(0, 64))
     src_line, src_surf = strides()
     src = bases["src"] + src_off
-    images.append((src, rng.integers(0, 256, extent(src_line, src_surf), dtype=np.uint8),
-                   src_ram))
+    images.append((src, rng.integers(0, 256, extent(src_line, src_surf, src_surfaces),
+                                     dtype=np.uint8), src_ram))
     dst = bases["dst"] + _GUARD + atom * int(rng.integers(0, 64))
     dst_line, dst_surf = strides()
-    window = (dst - _GUARD, extent(dst_line, dst_surf) + 2 * _GUARD, dst_ram)
+    window = (dst - _GUARD, extent(dst_line, dst_surf, dst_surfaces) + 2 * _GUARD, dst_ram)
 
     for regs in (sdp, rdma):
         regs.set("D_DATA_CUBE_WIDTH", WIDTH=W - 1)
@@ -194,14 +217,14 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = 
     rdma.addr("D_SRC_LINE_STRIDE", src_line)
     rdma.addr("D_SRC_SURFACE_STRIDE", src_surf)
     rdma.set("D_SRC_DMA_CFG", SRC_RAM_TYPE=src_ram)
-    rdma.set("D_FEATURE_MODE_CFG", FLYING_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
-             OUT_PRECISION=prec)
+    rdma.set("D_FEATURE_MODE_CFG", FLYING_MODE=0, IN_PRECISION=in_prec, PROC_PRECISION=prec,
+             OUT_PRECISION=out_prec)
     sdp.addr("D_DST_BASE_ADDR_LOW", dst)
     sdp.addr("D_DST_LINE_STRIDE", dst_line)
     sdp.addr("D_DST_SURFACE_STRIDE", dst_surf)
     sdp.set("D_DST_DMA_CFG", DST_RAM_TYPE=dst_ram)
     sdp.set("D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0)
-    sdp.set("D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=prec)
+    sdp.set("D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=out_prec)
     sdp.set("D_PERF_ENABLE", PERF_DMA_EN=int(rng.integers(2)), PERF_LUT_EN=int(rng.integers(2)),
             PERF_SAT_EN=int(rng.integers(2)))
 
@@ -308,7 +331,7 @@ def random_program(cfg, rng, max_elems: int = 1200, slot: int = 0, fp16: bool = 
     if prec == 2:
         fp16_layer(cfg, rng, sdp, rdma, images)
     return {"sdp": sdp.words, "rdma": rdma.words, "images": images, "window": window,
-            "shape": (W, H, C, prec)}
+            "shape": (W, H, C, prec), "convert": conv}
 
 
 # ------------------------------------------------------------------------------------------
@@ -336,20 +359,21 @@ def write_trace(directory: str, name: str, layers: list, crcs=None) -> str:
 
 def write_random_traces(cfg, directory: str, count: int, seed: int = 0,
                         two_layer_share: float = 0.25, max_elems: int = 1200,
-                        fp16: bool = True, lut: bool = False) -> list:
+                        fp16: bool = True, lut: bool = False, convert: bool = False) -> list:
     """``count`` random valid programs as trace directories with golden CRCs; returns paths.
 
     Programs the golden model rejects are redrawn (the generator is constrained, not exact).
     ``fp16=False`` draws no fp16 layers on builds with fp16. ``lut`` (builds with fp16 and the
     SDP LUT, fp16 layers drawn): each program gets a LUT of :func:`random_lut_fp16` and 70 %
     of its fp16 layers use it (EW on, LUT on); without ``lut`` (and on other builds) the
-    draws do not change.
+    draws do not change. ``convert``: layers with precision conversion too (see
+    :func:`random_program`; builds with int16).
     """
     with_lut = lut and fp16 and cfg.sdp_lut and "fp16" in cfg.data_types
 
     def draw(rng):
         n_layers = 2 if rng.random() < two_layer_share else 1
-        layers = [random_program(cfg, rng, max_elems, slot=i, fp16=fp16)
+        layers = [random_program(cfg, rng, max_elems, slot=i, fp16=fp16, convert=convert)
                   for i in range(n_layers)]
         if with_lut:
             layers[0]["lut"] = random_lut_fp16(cfg, rng)

@@ -63,6 +63,31 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     to 0). Outputs (``output``, ``padded_output``) are raw fp16 codes; a flying input is fp32
     codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
 
+Precision conversion (SDP_RDMA IN / PROC_PRECISION, SDP PROC / OUT_PRECISION; the two
+PROC_PRECISIONs always agree)
+    int16 -> int8 (offline): the read DMA's 16to8 mode, SDP_RDMA IN_PRECISION=INT16 with
+    PROC_PRECISION=INT8 (SDP: PROC=OUT=INT8). The datapath works in int8 atoms (memory_atom
+    channels): int8 atom k holds int16 surfaces 2k and 2k + 1 side by side, so an odd last
+    int16 surface is followed by one more read at its surface stride (its values fill the
+    padding channels). Operand DMAs use int8 atoms (1-byte operands allowed). The int16
+    values go through the integer datapath as they are; the converter saturates to int8.
+    SDP PROC=INT16 with OUT=INT8 is rejected (NVDLA's write DMA has no 16to8 mode).
+    int8 -> int16 (offline): the write DMA's 8to16 mode, SDP PROC_PRECISION=INT8 with
+    OUT_PRECISION=INT16: each int8 atom (memory_atom channels) is written as two int16 atoms,
+    surfaces 2k and 2k + 1 at DST_SURFACE_STRIDE steps (2 x ceil(C / memory_atom) surfaces,
+    the second of the last pair too); the converter saturates to int16. With IN_PRECISION=
+    INT16 on the read side too, both modes run (int16 in and out in int8 atoms).
+    int16 -> fp16 (PROC=INT16, OUT=FP16, offline or flying): the integer converter into 17
+    bits (its saturation is not counted), then :func:`sim.sdp.convert.int17_to_fp16`
+    (nearest even; magnitudes from 65520 become infinities). Saturation counts outputs of
+    magnitude 65504; NaN outputs are counted (none occur).
+    fp16 -> int16 (PROC=FP16, OUT=INT16, offline or flying): fp32 -> fp16 as in fp16 layers,
+    then :func:`sim.sdp.convert.fp16_to_int16` (half away from zero, saturating, NaN ->
+    -32768); CVT_OFFSET / SCALE / SHIFT take no part; the saturation count is 0, the NaN
+    output count 0.
+    Invalid: int8 <-> fp16, flying int8 <-> int16 (a flying layer keeps the bit depth),
+    Winograd conversion, read-DMA conversions other than 16to8.
+
 Memory layout: feature cubes are surfaces of ``memory_atom / bytes_per_element`` channels;
 each line is ``W`` atoms, lines ``LINE_STRIDE`` apart, surfaces ``SURFACE_STRIDE`` apart. A
 1x1 cube (W = H = 1) is read and written as one contiguous run of atoms (strides unused;
@@ -85,6 +110,7 @@ from ..nvfloat import (fp16_is_inf, fp16_is_nan, fp16_to_fp17, fp16_to_fp32, fp1
                        fp17_mul, fp17_to_fp32, fp32_add, fp32_is_nan, fp32_max, fp32_min,
                        fp32_mul, fp32_relu, fp32_sub, fp32_to_fp16, fp32_to_fp17,
                        fraction_to_fp17)
+from .convert import fp16_saturated, fp32_to_int16, int17_to_fp16
 from .lut import LE_DEPTH, LO_DEPTH, SdpLut
 
 __all__ = [
@@ -810,21 +836,23 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         if _PRECISION_TYPES[in_prec] not in cfg.data_types:
             _err(f"{R}.D_FEATURE_MODE_CFG.IN_PRECISION={_PRECISION_NAMES[in_prec]}",
                  f"this build only supports {sorted(cfg.data_types)}")
-        if in_prec != proc:
+        if in_prec != proc and (in_prec, proc) != (INT16, INT8):
             _err(f"{R}.D_FEATURE_MODE_CFG.IN_PRECISION={_PRECISION_NAMES[in_prec]}",
                  f"offline input must have the processing precision "
-                 f"({_PRECISION_NAMES[proc]}); the read DMA does not convert precision")
+                 f"({_PRECISION_NAMES[proc]}); the read DMA converts only INT16 input to "
+                 f"PROC_PRECISION=INT8 (its 16to8 mode)")
     invalid = {(INT8, FP16): "an int8 pipeline cannot produce fp16",
-               (FP16, INT8): "an fp16 pipeline cannot produce int8"}
+               (FP16, INT8): "an fp16 pipeline cannot produce int8",
+               (INT16, INT8): "the output converter does not narrow int16 data to int8 (the "
+                              "read DMA does: SDP_RDMA IN_PRECISION=INT16 with SDP_RDMA and SDP "
+                              "PROC_PRECISION=INT8)"}
     if (proc, out) in invalid:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              invalid[(proc, out)] + f" (PROC_PRECISION={_PRECISION_NAMES[proc]})")
-    if proc != out:
-        what = ("the WDMA's 8to16 / RDMA's 16to8 surface interleave" if FP16 not in (proc, out)
-                else "the output converter's fp16 <-> int16 conversion")
-        raise NotImplementedError(
-            f"SDP precision conversion {_PRECISION_NAMES[proc]} -> {_PRECISION_NAMES[out]} "
-            f"({what}) is not modelled yet")
+    if flying and _BYTES[proc] != _BYTES[out]:
+        _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
+             f"a flying layer converts only between precisions of the same bit depth "
+             f"(PROC_PRECISION={_PRECISION_NAMES[proc]}, FLYING_MODE=ON)")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
@@ -983,7 +1011,10 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _check_aligned(cfg, line, f"{S}.D_DST_LINE_STRIDE")
         _check_aligned(cfg, surf, f"{S}.D_DST_SURFACE_STRIDE")
         atom = cfg.memory_atom
-        surfaces = -(-channel // (atom // _BYTES[out]))
+        # surfaces of the output precision: the processing precision's surfaces, each
+        # split in two in the write DMA's 8to16 mode (an int8 atom -> two int16 atoms)
+        proc_group = atom // _BYTES[proc]
+        surfaces = -(-channel // proc_group) * proc_group // (atom // _BYTES[out])
         # a 1x1 cube of one batch is written as one run of atoms; batched output always
         # follows the strides (NVDLA's WDMA packs 1x1 cubes only without batches)
         if not (width == 1 and height == 1) or batches > 1:
@@ -1139,9 +1170,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
                   B - 1)
     sram          memory of RAM type CV (SRAMIF), if the build has one
 
-    Raises :class:`SdpProgramError` for programs the hardware cannot run, and
-    NotImplementedError for valid modes this model does not cover yet (precision
-    conversion int8<->int16 and fp16<->int16).
+    Raises :class:`SdpProgramError` for programs the hardware cannot run.
+
+    Precision conversion (see "Precision conversion" in the module docstring): offline int8
+    -> int16 (write DMA 8to16), int16 -> int8 (read DMA 16to8), int16 -> fp16 and fp16 ->
+    int16 (output converter); flying only int16 <-> fp16.
 
     Winograd mode (``D_FEATURE_MODE_CFG.WINOGRAD=ON``, builds with Winograd): the accumulator
     delivers a Winograd layer in 2 x 2 output tiles and SDP writes the ordinary output cube,
@@ -1252,15 +1285,27 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
             x = lut_out.value
 
     out_bits = 8 * _BYTES[prog.out_prec]
+    out_fp = prog.out_prec == FP16
     if prog.eql:
         # Equal mode: the converter passes the comparison result through; nothing is written.
         padded = wrap_signed(x, out_bits)
         sat = None
-    elif fp:
+    elif fp and out_fp:
         # fp16 output: fp32 -> fp16 (CVT_OFFSET / SCALE / SHIFT take no part); the
         # saturation counter counts the outputs of magnitude 65504 (the converter's limit)
         padded = fp32_to_fp16(x)
-        sat = (padded & 0x7FFF) == 0x7BFF
+        sat = fp16_saturated(padded)
+    elif fp:
+        # fp16 pipeline -> int16: fp32 -> fp16 -> int16 (CVT_* take no part); the converter
+        # flags no saturation
+        padded = fp32_to_int16(x)
+        sat = np.zeros(padded.shape, dtype=bool)
+    elif out_fp:
+        # int16 pipeline -> fp16: the integer converter into 17 bits, then int -> fp16; the
+        # counter counts the fp16 outputs of magnitude 65504 (not the 17-bit saturation)
+        t, _ = output_convert(x, *prog.cvt, 17)
+        padded = int17_to_fp16(t)
+        sat = fp16_saturated(padded)
     else:
         padded, sat = output_convert(x, *prog.cvt, out_bits)
 
@@ -1282,11 +1327,12 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
             result.lut_hybrid = lut_out.hybrid
             result.lut_le_hit, result.lut_lo_hit = lut_out.le_hit, lut_out.lo_hit
 
-    if fp:
+    if fp or out_fp:
         # NVDLA's SDP ties its own input counters to 0 (SDP_RDMA counts the input); the
-        # WDMA counts NaN outputs of every fp16 layer (not gated by PERF_NAN_INF_COUNT_EN)
+        # WDMA counts NaN outputs of every layer with fp16 output (not gated by
+        # PERF_NAN_INF_COUNT_EN), none when an fp16 pipeline writes int16
         result.nan_input_num = result.inf_input_num = 0
-        result.nan_output_num = int(fp16_is_nan(padded).sum())
+        result.nan_output_num = int(fp16_is_nan(padded).sum()) if out_fp else 0
         if rdma_counts is not None:
             result.rdma_nan_input_num, result.rdma_inf_input_num = rdma_counts
 
