@@ -6,7 +6,11 @@ output), both at once, and the output converter's int16 -> fp16 and fp16 -> int1
 checked against straightforward scalar references written here from NVDLA's C model
 semantics, byte for byte in memory (guard bytes around the output stay untouched), with the
 counters; invalid programs must name their field. The slow test at the end drives NVDLA's
-own output converter Verilog (``NV_NVDLA_SDP_CORE_c``) in Icarus in every precision pair:
+own output converter Verilog (``NV_NVDLA_SDP_CORE_c``) in Icarus in every precision pair
+(outputs and saturation flags; NVDLA flags a saturation when the truncated value is more
+than 1 away from the saturated 17-bit result, which differs from the golden model's
+``output_convert`` flag at floor = 65536 / -65537 and a rounding up to 65536: counted and
+printed, not failed):
 
     NVDLA_HW_GIT=<nvdla/hw git dir> python -m pytest -m slow tests/test_sdp_convert.py
 """
