@@ -3,7 +3,7 @@
 Public functions (vectorized, integer-exact, codes as int64 arrays):
 
 * :func:`int17_to_fp16` -- 17-bit integers -> fp16 codes (nearest even; magnitudes that
-  round past 65504 give an infinity): the int16 -> fp16 output (PROC=INT16, OUT=FP16).
+  round past 65504 saturate to +-65504): the int16 -> fp16 output (PROC=INT16, OUT=FP16).
 * :func:`fp16_to_int16` -- fp16 codes -> int16 (round half away from zero, saturate, NaN ->
   -32768, an infinity saturates): second step of the fp16 -> int16 output.
 * :func:`fp32_to_int16` -- fp32 codes -> int16: NVDLA's fp32 -> fp16
@@ -29,14 +29,15 @@ __all__ = ["int17_to_fp16", "fp16_to_int16", "fp32_to_int16", "fp16_saturated",
            "conversion_mode", "INT8", "INT16", "FP16"]
 
 INT8, INT16, FP16 = 0, 1, 2
-FP16_INF = 0x7C00
+FP16_MAX = 0x7BFF
 
 
 def int17_to_fp16(t):
     """fp16 codes of signed integers within 17 bits (NVDLA's int -> fp16 of the output
     converter): the magnitude rounded to 11 significant bits, nearest even (a carry moves
     the exponent up); a result past the largest finite value (magnitudes from 65520 up)
-    is an infinity of the sign. 0 gives +0."""
+    saturates to 65504 of the sign (NVDLA's Verilog; its HLS C source gives an infinity
+    there). 0 gives +0."""
     t = np.asarray(t, dtype=np.int64)
     sign = (t < 0).astype(np.int64)
     v = np.abs(t)
@@ -52,7 +53,7 @@ def int17_to_fp16(t):
     q = np.where(n < 11, v << np.maximum(11 - n, 0), q)  # exact: left-align to 11 bits
     expo = n - 1 + carry + 15
     code = (expo << 10) | (q & 0x3FF)
-    code = np.where(expo >= 31, FP16_INF, code)
+    code = np.where(expo >= 31, FP16_MAX, code)
     code = np.where(v == 0, 0, code)
     return (sign << 15) | code
 

@@ -79,8 +79,8 @@ PROC_PRECISIONs always agree)
     INT16 on the read side too, both modes run (int16 in and out in int8 atoms).
     int16 -> fp16 (PROC=INT16, OUT=FP16, offline or flying): the integer converter into 17
     bits (its saturation is not counted), then :func:`sim.sdp.convert.int17_to_fp16`
-    (nearest even; magnitudes from 65520 become infinities). Saturation counts outputs of
-    magnitude 65504; NaN outputs are counted (none occur).
+    (nearest even; magnitudes from 65520 saturate to 65504, no infinity). Saturation counts
+    outputs of magnitude 65504; NaN outputs are counted (none occur).
     fp16 -> int16 (PROC=FP16, OUT=INT16, offline or flying): fp32 -> fp16 as in fp16 layers,
     then :func:`sim.sdp.convert.fp16_to_int16` (half away from zero, saturating, NaN ->
     -32768); CVT_OFFSET / SCALE / SHIFT take no part; the saturation count is 0, the NaN
