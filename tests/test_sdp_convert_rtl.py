@@ -112,12 +112,36 @@ def test_unit_random_int8_int16_conversions(seed, count):
                          ids=["seed66", "seed67"])
 def test_unit_random_conversions_with_fp16(seed, count):
     """nv_small_fp16_2col (int8 + int16 + fp16): every conversion kind, int16 -> fp16 (the
-    saturation counter counts +-65504 outputs, infinities from 65520 up) and fp16 -> int16
+    saturation counter counts +-65504 outputs, magnitudes from 65520 up saturating to them) and fp16 -> int16
     (NaN -> -32768, saturation, no counts), under AXI back-pressure."""
     from tb.sdp_unit import run_layers
     layers = conversion_layers(NV_SMALL_FP16_2COL, seed, count, 160)
     assert {"int16_to_fp16", "fp16_to_int16"} <= _kinds(layers)
     run_layers(NV_SMALL_FP16_2COL, layers, seed=seed, latency=(1, 24), backpressure=0.3)
+
+
+def test_unit_int16_to_fp16_saturates_at_65504():
+    """int16 -> fp16 layers whose converter results pass the fp16 range (scale 0x7fff, no
+    shift: 17-bit values up to +-65535): NVDLA's Verilog gives +-65504, never an infinity,
+    and counts them as saturated."""
+    from tb.sdp_unit import golden, run_layers
+    from tests.test_sdp import _image
+    cfg = NV_SMALL_FP16_2COL
+    sb = register_map(cfg)["SDP"]
+    layers = [L for L in conversion_layers(cfg, 68, 12, 160, convert_share=1.0)
+              if L["convert"] == "int16_to_fp16"][:3]
+    assert layers
+    big = 0
+    for L in layers:
+        _set(sb, L["sdp"], "D_CVT_OFFSET", CVT_OFFSET=0)
+        _set(sb, L["sdp"], "D_CVT_SCALE", CVT_SCALE=0x7FFF)
+        _set(sb, L["sdp"], "D_CVT_SHIFT", CVT_SHIFT=0)
+        _set(sb, L["sdp"], "D_PERF_ENABLE", PERF_SAT_EN=1)
+        out = np.asarray(golden(cfg, L, _image(L)).output).astype(np.int64) & 0xFFFF
+        assert not np.any((out & 0x7FFF) == 0x7C00)                  # no infinity
+        big += int(np.sum((out & 0x7FFF) == 0x7BFF))
+    assert big > 0
+    run_layers(cfg, layers, seed=68, latency=(1, 24), backpressure=0.3)
 
 
 def test_unit_flying_int16_fp16_conversions():

@@ -85,8 +85,8 @@ convolution), taken as they are in the first step (NaN -> +0 with NAN_TO_ZERO).
 Precision conversion in the output converter (builds with int16 and fp16; data-format spec,
 Precision Conversion, Table 30; golden :mod:`sim.sdp.convert`): int16 -> fp16
 (``PROC_PRECISION = INT16``, ``OUT_PRECISION = FP16``) takes the converter's 17-bit result
-through :class:`hw.nvfloat.Int17ToFp16` (nearest even, infinities from 65520 up) in its last
-step, ``o.sat`` counting the outputs of magnitude 65504 instead of the 17-bit saturation;
+through :class:`hw.nvfloat.Int17ToFp16` (nearest even) in its last step, magnitudes from
+65520 up saturating to +-65504 (NVDLA's Verilog; no infinity), ``o.sat`` counting the outputs of magnitude 65504 instead of the 17-bit saturation;
 fp16 -> int16 (``PROC_PRECISION = FP16``, ``OUT_PRECISION = INT16``) takes the fp16 result
 through :class:`hw.nvfloat.Fp16ToInt16` (half away from zero, saturating, NaN -> -32768) in
 its second step, no saturation or NaN counted. int8 <-> int16 conversions are the unit's
@@ -880,7 +880,10 @@ class SdpDatapath(wiring.Component):
                     # an fp16 output counts as saturated when it is +-65504, an int16 one
                     # made from fp16 never does
                     fo, fi = st[f"fo{lane}"], st[f"fi{lane}"]
-                    hf = comb(m, Mux(fp, fo, nvfloat.int17_to_fp16(m, t)), f"cvt_h{lane}")
+                    # (an int past the fp16 range saturates to +-65504, NVDLA's Verilog)
+                    hi = comb(m, nvfloat.int17_to_fp16(m, t), f"cvt_hi{lane}")
+                    hs = Mux(hi[10:15] == 0x1F, Cat(Const(0x7BFF, 15), hi[15]), hi)
+                    hf = comb(m, Mux(fp, fo, hs), f"cvt_h{lane}")
                     res = Mux(~eql, Mux(out_fp, hf.as_signed(), Mux(fp, fi, conv)), wrap)
                     sat = Mux(fp | out_fp, ~eql & out_fp & (hf[:15] == 0x7BFF), sat)
                     nans.append(out_fp & ~eql & (hf[10:15] == 0x1F) & hf[:10].any())
