@@ -190,7 +190,7 @@ def test_fp16_cdp_counters_rtl(tmp_path):
                 latency=(1, 24)), len(paths))
 
 
-SHARDS = [(NV_SMALL, seed, 100) for seed in range(2)] + [(NV_SMALL_T8, 100, 50)] + \
+SHARDS = [(NV_SMALL, seed, 100) for seed in range(2)] + [(NV_SMALL_T8, 100, 25)] + \
     [(NV_SMALL_INT16, 200, 120), (NV_SMALL_T4_INT16, 300, 60)] + \
     [pytest.param(NV_SMALL, 2, 100, marks=pytest.mark.slow),
      pytest.param(NV_SMALL_INT16, 201, 120, marks=pytest.mark.slow)]

@@ -159,7 +159,7 @@ def test_check_matches_golden_rules_fp16(monkeypatch):
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", [
-    (CFG, 500, 60),
+    (CFG, 500, 36),
     pytest.param(NV_SMALL_FP16_ROWS, 501, 200, marks=pytest.mark.slow),
     pytest.param(NV_SMALL_FP16_2COL, 600, 100, marks=pytest.mark.slow),
     pytest.param(NV_FULL, 610, 40, marks=pytest.mark.slow)],

@@ -208,8 +208,8 @@ def _shard(cfg, seed, count, *marks):
 
 
 SHARDS = [_shard(NV_SMALL, seed, 40) for seed in range(8)] + \
-    [_shard(NvdlaConfig.preset("nv_small_256"), 100, 40), _shard(NV_SMALL_INT16, 7, 40),
-     _shard(NV_SMALL_256_2COL, 110, 40),
+    [_shard(NvdlaConfig.preset("nv_small_256"), 100, 20), _shard(NV_SMALL_INT16, 7, 40),
+     _shard(NV_SMALL_256_2COL, 110, 20),
      _shard(NvdlaConfig.preset("nv_full"), 111, 30, pytest.mark.slow)]
 
 
@@ -240,7 +240,7 @@ def test_image_reuse_pairs_rtl_matches_golden(tmp_path, cfg, seed, count):
 @pytest.mark.rtl
 def test_wide_image_reuse_pairs_rtl_matches_golden(tmp_path):
     """int8, int16 and fp16 image reuse pairs in turn (2-byte elements in the kept lines)."""
-    paths = ip.write_random_image_pair_traces(IMG_WIDE, str(tmp_path), 12, seed=132,
+    paths = ip.write_random_image_pair_traces(IMG_WIDE, str(tmp_path), 6, seed=132,
                                               precs=image_precs(IMG_WIDE))
     assert any("_i16" in p for p in paths) and any("_fp16" in p for p in paths)
     _check(_rtl(paths, IMG_WIDE, max_cycles=2_000_000, seed=132, busy=0.3, latency=(1, 24)),

@@ -105,7 +105,8 @@ RTL_TESTS = ["reset_values", "read_write_masks", "pingpong_groups", "interrupts"
 #: datapaths in the default one (tests/conftest.py NV_LARGE_LAYOUT, NV_FULL_LAYOUT)
 _LAYOUT_OF = {NV_LARGE_LAYOUT.name: "nv_large", NV_FULL_LAYOUT.name: "nv_full"}
 _PLANE_BUILDS = [pytest.param(PRESETS[p], marks=pytest.mark.slow) if p in _LAYOUT_OF.values()
-                 else PRESETS[p] for p in PRESETS] + [NV_LARGE_LAYOUT, NV_FULL_LAYOUT]
+                 else PRESETS[p] for p in PRESETS] + \
+    [NV_LARGE_LAYOUT, pytest.param(NV_FULL_LAYOUT, marks=pytest.mark.slow)]
 
 
 def _map_shape(cfg):
