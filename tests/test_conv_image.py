@@ -458,20 +458,7 @@ def test_post_extension_on_feature_input_is_rejected(tmp_path):
 # ------------------------------------------------------------------------------------------
 # image data reuse (NVDLA's CDMA: an image layer after an image layer that kept its lines)
 # ------------------------------------------------------------------------------------------
-def _golden_layers(cfg, tmp_path, layers, name):
-    path = rp.write_trace(str(tmp_path), name, layers)
-    crcs, err = rp._golden_crcs(cfg, path, len(layers))
-    assert err is None, err
-    path = rp.write_trace(str(tmp_path), name, layers, crcs)
-    core = rp.golden_core(cfg)
-    res = run_golden(parse_trace(path, cfg), cfg, core=core)
-    assert res.passed and len(res.checks) == len(layers), res.message
-    return core
-
-
-def _out_window(core, layer):
-    addr, size, ram = layer["window"]
-    return (core.dbb if ram else core.sram).read(addr, size)
+from .test_conv_winograd import _golden_trace, _window   # noqa: E402
 
 
 @pytest.mark.parametrize("kind", ["full", "partial"])
@@ -487,12 +474,12 @@ def test_image_reuse_pair_equals_the_second_layer_alone(tmp_path, cfg, prec, kin
     rng = np.random.default_rng({"full": 11, "partial": 12}[kind] + 100 * prec)
     for i in range(4):
         first, second = ip.random_image_pair(cfg, rng, kind, max_macs=40_000, prec=prec)
-        pair = _golden_layers(cfg, tmp_path, [first, second], f"pair{i}")
+        pair = _golden_trace(cfg, tmp_path, [first, second], f"pair{i}")
         log = pair.units["CONV"].state.log
         reuse = second["info"]["reuse"]
         assert log[-2] == ("data: full reuse" if kind == "full" else
                            f"data: partial reuse of {reuse['kept']} slices"), log
         assert second["info"]["H"] == reuse["kept"] + reuse["fetched"]
         alone = ip.reuse_second_alone(cfg, second)
-        want = _out_window(_golden_layers(cfg, tmp_path, [alone], f"alone{i}"), alone)
-        np.testing.assert_array_equal(_out_window(pair, second), want)
+        want = _window(_golden_trace(cfg, tmp_path, [alone], f"alone{i}"), alone)
+        np.testing.assert_array_equal(_window(pair, second), want)
