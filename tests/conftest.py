@@ -13,18 +13,32 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("NVDLA_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "nvdla" / "traces"
 
-#: nv_small with int16 beside int8 (each layer picks its precision) and batching (up to 8
-#: batches): the one int16 build the conv, PDP and CDP RTL suites share and the batched
-#: convolution's (one Verilator build)
-NV_SMALL_INT16 = NvdlaConfig.preset("nv_small").replace(
+#: the 16-bit integer pixel formats (int16 and fp16 image processing) and the fp16 ones (fp16
+#: processing only): the int16 and fp16 builds below take them beside nv_small's own
+WIDE_INT_PIXELS = frozenset({"R16", "R16_I", "A16B16G16R16", "X16B16G16R16"})
+WIDE_FP_PIXELS = frozenset({"R16_F", "A16B16G16R16_F", "A16Y16U16V16_F"})
+WIDE_SEMI_PIXELS = frozenset({"Y16___U16V16_N444"})
+_NV_SMALL = NvdlaConfig.preset("nv_small")
+
+#: nv_small with int16 beside int8 (each layer picks its precision), batching (up to 8
+#: batches), weight compression, CDP throughput 4 (an int16 atom is one transfer of 4 lanes)
+#: and the 16-bit integer pixel formats: the one int16 build the conv, PDP, CDP, batched,
+#: compressed-weight and int16 image RTL suites share (one Verilator build: each distinct
+#: build costs the default run about 1.5 minutes of its 2 cores). Programs without compressed
+#: weights or images draw and run as on a build without them.
+NV_SMALL_INT16 = _NV_SMALL.replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
-    max_batch=8)
+    max_batch=8, weight_compression=True, cdp_throughput=4,
+    image_packed_formats=_NV_SMALL.image_packed_formats | WIDE_INT_PIXELS,
+    image_semi_formats=_NV_SMALL.image_semi_formats | WIDE_SEMI_PIXELS)
 #: nv_small with fp16 beside int8 (one lane per unit, 8-byte atoms of 4 fp16 channels) on
 #: two-column CBUF entries (16-byte register entries of two 8-byte bank rows, as nv_full's 128
-#: of 2 x 64: the fp16 cells multiply whole entries, as nv_full's do): the fp16 suites of the
-#: SDP, PDP, CDP and convolution
-NV_SMALL_FP16 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}), cbuf_entry_width=16)
+#: of 2 x 64: the fp16 cells multiply whole entries, as nv_full's do), and the 16-bit and fp16
+#: pixel formats: the fp16 suites of the SDP, PDP, CDP, convolution and image input
+NV_SMALL_FP16 = _NV_SMALL.replace(
+    name="nv_small_fp16", data_types=frozenset({"int8", "fp16"}), cbuf_entry_width=16,
+    image_packed_formats=_NV_SMALL.image_packed_formats | WIDE_INT_PIXELS | WIDE_FP_PIXELS,
+    image_semi_formats=_NV_SMALL.image_semi_formats | WIDE_SEMI_PIXELS)
 #: the same on bank-row CBUF entries (an fp16 cell per Csc atom of Atomic-C / 2 channels: a
 #: channel group is two cell operations): the golden fp16 convolution tests, the Cmac / Cacc
 #: units and the slow suite's bank-row fp16 shards

@@ -1,7 +1,10 @@
 """Compressed weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=COMPRESSED``) on the convolution RTL of a
-build with ``weight_compression`` (nv_small_wc: nv_small plus compression): the CDMA reads the
-WMB and the packed non-zero weights through its weight client and expands them into the CBUF
-(:mod:`hw.conv.wdecomp`).
+build with ``weight_compression``: the CDMA reads the WMB and the packed non-zero weights through
+its weight client and expands them into the CBUF (:mod:`hw.conv.wdecomp`).
+
+The int8 programs are drawn and judged on nv_small_wc (nv_small plus compression) and played on
+the shared int16 build of tests/conftest.py (nv_small plus int16, batching, compression: the
+same results for int8 layers, one Verilator build fewer); the int16 programs draw on that build.
 
 * ``ConvCheck`` in Amaranth simulation gives the golden verdict on valid compressed layers and
   pairs and on every register-level compressed rule (the mutations of
@@ -29,12 +32,14 @@ from arch.config import NvdlaConfig
 from sim.conv import random_programs as rp
 from sim.random_traces import MEM, set_fields
 
-from .conftest import assert_all_pass, playback
+from .conftest import NV_SMALL_INT16, assert_all_pass, playback
 from .test_conv_checks import _no_write_trace, golden_verdicts, rtl_verdicts, verdict_mismatches
 from .test_conv_compression import INVALID as GOLDEN_INVALID
 
 NV_SMALL_WC = NvdlaConfig.preset("nv_small").replace(name="nv_small_wc", weight_compression=True)
 CFG = NV_SMALL_WC
+#: the build the int8 programs drawn on CFG play on (a superset of CFG)
+PLAY = NV_SMALL_INT16
 #: the golden model's run-time errors (memory contents, not registers): the check passes them
 RUNTIME = ("wgs_mismatch", "wmb_mismatch", "wmb_tail_bit")
 
@@ -196,7 +201,7 @@ def test_random_compressed_programs_rtl_matches_golden(tmp_path, seed, count):
     _check(paths, count, seed)
 
 
-def _check(paths, count, seed, cfg=CFG):
+def _check(paths, count, seed, cfg=PLAY):
     assert_all_pass(playback(paths, cfg, max_cycles=1_000_000, seed=seed, busy=0.3,
                              latency=(1, 24)), count)
 
@@ -277,6 +282,8 @@ def test_invalid_compressed_programs_playback(tmp_path):
             continue
         if len(layers) > 1 and not all(ok for ok, _ in golden_verdicts(CFG, layers[:-1])):
             continue
+        # the build it plays on rejects it too (its int16 and batching change no rule here)
+        assert golden_verdicts(PLAY, layers) == golden_verdicts(CFG, layers), name
         path = _no_write_trace(CFG, d, f"wc_nowrite_{name}", layers)
         assert not rp.run_trace_golden(path, CFG).passed, name
         paths.append(path)
@@ -298,7 +305,7 @@ def test_invalid_compressed_programs_playback(tmp_path):
     layers = [_base()]
     layers[0]["window"] = (layers[0]["window"][0], 0, layers[0]["window"][2])
     paths.append(_runtime_trace(d, "wc_runtime_control", layers))
-    results = playback(paths, CFG, max_cycles=400_000, busy=0.3, latency=(1, 24), seed=3)
+    results = playback(paths, PLAY, max_cycles=400_000, busy=0.3, latency=(1, 24), seed=3)
     assert len(results) == len(paths) and n_rules >= 10
     ctl = results.pop()
     assert not ctl.passed and "check_crc" in ctl.message, ctl.message
@@ -365,10 +372,10 @@ def test_image_layers_with_compressed_weights(tmp_path):
 
 # -- int16 and fp16 --------------------------------------------------------------------------
 #: compression with 2-byte elements (a mask bit per element: per byte pair): int16 beside int8,
-#: and batching (up to 8 batches: compressed batched layers, weights larger than the banks)
-NV_SMALL_WC_INT16 = NV_SMALL_WC.replace(name="nv_small_wc_int16",
-                                        data_types=frozenset({"int8", "int16"}),
-                                        batching=True, max_batch=8)
+#: and batching (up to 8 batches: compressed batched layers, weights larger than the banks):
+#: the shared int16 build, which has compression
+NV_SMALL_WC_INT16 = NV_SMALL_INT16
+assert NV_SMALL_WC_INT16.weight_compression and NV_SMALL_WC_INT16.max_batch == 8
 #: and fp16 (the slow suite's playback build)
 NV_SMALL_WC_FP16 = NV_SMALL_WC.replace(name="nv_small_wc_int16_fp16",
                                        data_types=frozenset({"int8", "int16", "fp16"}),
@@ -425,7 +432,7 @@ def test_check_matches_golden_on_wide_compressed_programs(cfg):
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count, fp16", [
-    pytest.param(NV_SMALL_WC_INT16, 500, 40, 0.0, id="nv_small_wc_int16-seed500"),
+    pytest.param(NV_SMALL_WC_INT16, 500, 40, 0.0, id="nv_small_int16-seed500"),
     pytest.param(NV_SMALL_WC_FP16, 501, 60, 0.5, id="nv_small_wc_int16_fp16-seed501",
                  marks=pytest.mark.slow)])
 def test_random_wide_compressed_programs_rtl_matches_golden(tmp_path, cfg, seed, count, fp16):

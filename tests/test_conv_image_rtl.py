@@ -27,14 +27,16 @@ from sim.conv import random_programs as rp
 from sim.formats.pixel import pixel_format
 from sim.sdp.random_programs import Regs
 
-from .conftest import NV_SMALL_256_2COL, NV_SMALL_INT16, assert_all_pass, playback
+from .conftest import NV_SMALL_256_2COL, NV_SMALL_FP16, NV_SMALL_INT16, assert_all_pass, playback
 from .test_conv_image_fp16 import CFG as IMG_FP16_CFG
 from .test_conv_checks import golden_verdicts, rtl_verdicts
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
 #: int16 and fp16 image processing: nv_small with int16 and fp16 on two-column entries (as
 #: nv_full) and every 16-bit and fp16 pixel format besides nv_small's own (the golden tests'
-#: build), and the same on bank-row entries
+#: build), and the same on bank-row entries. On the playback engine the default suite runs
+#: int16 images on the shared int16 build and fp16 ones on the shared fp16 build (both have
+#: the wide pixel formats: no Verilator build of their own); these two in the slow suite.
 IMG_WIDE = IMG_FP16_CFG.replace(name="nv_small_img_wide")
 IMG_WIDE_ROWS = IMG_WIDE.replace(name="nv_small_img_wide_rows", cbuf_entry_width=0)
 
@@ -237,33 +239,46 @@ def test_image_reuse_pairs_rtl_matches_golden(tmp_path, cfg, seed, count):
            count)
 
 
+#: the tag of each processing precision in a random image trace's name
+_PREC_TAG = {1: "_i16", 2: "_fp16"}
+
+
 @pytest.mark.rtl
-def test_wide_image_reuse_pairs_rtl_matches_golden(tmp_path):
-    """int8, int16 and fp16 image reuse pairs in turn (2-byte elements in the kept lines)."""
-    paths = ip.write_random_image_pair_traces(IMG_WIDE, str(tmp_path), 6, seed=132,
-                                              precs=image_precs(IMG_WIDE))
-    assert any("_i16" in p for p in paths) and any("_fp16" in p for p in paths)
-    _check(_rtl(paths, IMG_WIDE, max_cycles=2_000_000, seed=132, busy=0.3, latency=(1, 24)),
+@pytest.mark.parametrize("cfg, seed, count", [
+    _shard(NV_SMALL_INT16, 133, 4), _shard(NV_SMALL_FP16, 134, 4),
+    _shard(IMG_WIDE, 132, 6, pytest.mark.slow)])
+def test_wide_image_reuse_pairs_rtl_matches_golden(tmp_path, cfg, seed, count):
+    """int8 and the build's int16 / fp16 image reuse pairs in turn (2-byte elements in the kept
+    lines)."""
+    paths = ip.write_random_image_pair_traces(cfg, str(tmp_path), count, seed=seed,
+                                              precs=image_precs(cfg))
+    for prec in image_precs(cfg)[1:]:
+        assert any(_PREC_TAG[prec] in p for p in paths), prec
+    _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
            len(paths))
 
 
-# int16 and fp16 image processing (every precision in turn): IMG_WIDE 60 (its own build);
-# slow: 120 on bank-row entries, 30 on nv_full
-WIDE_SHARDS = [_shard(IMG_WIDE, 120, 36), _shard(IMG_WIDE, 123, 60, pytest.mark.slow), _shard(IMG_WIDE_ROWS, 121, 120, pytest.mark.slow),
+# int16 and fp16 image processing (the build's precisions in turn): the shared int16 build
+# (bank-row entries) and fp16 build (two-column entries), 24 each; slow: 60 on IMG_WIDE (both on
+# two-column entries), 120 on bank-row entries, 30 on nv_full
+WIDE_SHARDS = [_shard(NV_SMALL_INT16, 124, 24), _shard(NV_SMALL_FP16, 120, 24),
+               _shard(IMG_WIDE, 123, 60, pytest.mark.slow),
+               _shard(IMG_WIDE_ROWS, 121, 120, pytest.mark.slow),
                _shard(NvdlaConfig.preset("nv_full"), 122, 30, pytest.mark.slow)]
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize("cfg, seed, count", WIDE_SHARDS)
 def test_wide_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
-    """int8, int16 and fp16 processing of random image layers in turn: integer pixels through
-    the convertor into int16 and fp16 (17-bit saturation, nearest fp16), fp16 pixels as they
-    are (NaN flushing at random), 16-bit pad values, int16 halves of a group and of a
-    post-extended row group."""
+    """int8 and the build's int16 / fp16 processing of random image layers in turn: integer
+    pixels through the convertor into int16 and fp16 (17-bit saturation, nearest fp16), fp16
+    pixels as they are (NaN flushing at random), 16-bit pad values, int16 halves of a group
+    and of a post-extended row group."""
     paths = ip.write_random_image_traces(cfg, str(tmp_path), count, seed=seed,
                                          max_macs=100_000, precs=image_precs(cfg))
     names = " ".join(paths)
-    assert "_i16" in names and "_fp16" in names
+    for prec in image_precs(cfg)[1:]:
+        assert _PREC_TAG[prec] in names, prec
     if any(f.endswith("_F") for f in cfg.image_packed_formats):
         assert "_F_fp16" in names
     _check(_rtl(paths, cfg, max_cycles=2_000_000, seed=seed, busy=0.3, latency=(1, 24)),
