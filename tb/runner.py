@@ -128,7 +128,10 @@ class _EnvPatch:
 
 
 class _Locked:
-    """Exclusive lock of a build directory (between processes)."""
+    """Exclusive lock of a build directory (between processes). A wait of a second or more
+    (another process building the same thing: with ``pytest -n`` a worker idles meanwhile) is
+    appended to ``build/lock-waits.log`` (seconds, directory), so a test run shows what
+    build contention cost it."""
 
     def __init__(self, bdir: Path):
         self.bdir = bdir
@@ -136,7 +139,18 @@ class _Locked:
     def __enter__(self):
         self.bdir.mkdir(parents=True, exist_ok=True)
         self.f = open(self.bdir / ".lock", "w")
-        fcntl.flock(self.f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            t0 = time.monotonic()
+            fcntl.flock(self.f, fcntl.LOCK_EX)
+            waited = time.monotonic() - t0
+            if waited >= 1:
+                try:
+                    with open(BUILD / "lock-waits.log", "a") as log:
+                        log.write(f"{waited:.1f} {self.bdir.relative_to(BUILD)}\n")
+                except (OSError, ValueError):
+                    pass
         return self.bdir / ".built"
 
     def __exit__(self, *exc):

@@ -50,6 +50,10 @@ NV_SMALL_FP16_ROWS = NV_SMALL_FP16.replace(name="nv_small_fp16_rows", cbuf_entry
 NV_SMALL_EXT = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True,
     rubik=True)
+#: PDP and CDP throughput 8 with a 512-bit DBBIF, nv_small-sized otherwise: the PDP and CDP
+#: suites' multi-lane build
+NV_SMALL_T8 = NvdlaConfig.preset("nv_small").replace(
+    name="nv_small_t8", pdp_throughput=8, cdp_throughput=8, dbbif_width=512)
 #: nv_small_256 with two-column CBUF entries (64-byte register entries of two 32-byte bank
 #: rows, as nv_full's 128 of 2 x 64; such entries need int16 in data_types) and batching, as
 #: nv_full has both: the RTL runs its int8 feature layers, batched or not
@@ -119,3 +123,75 @@ def assert_all_pass(results, count, what="programs", show=10):
     bad = [f"{r.name}: {r.message}" for r in results if not r.passed]
     assert not bad, f"{len(bad)}/{count} {what} differ from the golden model:\n" + \
         "\n".join(bad[:show])
+
+
+# -- build contention -------------------------------------------------------------------------
+def _lock_wait_log() -> Path:
+    from tb.runner import BUILD
+    return BUILD / "lock-waits.log"
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):            # the controller (or no xdist)
+        log = _lock_wait_log()
+        session.config._nvdla_lock_wait_start = log.stat().st_size if log.exists() else 0
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """How long test processes waited for a build another one was making (tb.runner._Locked):
+    with ``pytest -n`` a waiting worker idles, so this is run time the builds cost twice."""
+    start = getattr(config, "_nvdla_lock_wait_start", None)
+    log = _lock_wait_log()
+    if start is None or not log.exists():
+        return
+    with open(log) as f:
+        f.seek(start)
+        waits = [line.split(maxsplit=1) for line in f if line.strip()]
+    if waits:
+        total = sum(float(w) for w, _ in waits)
+        worst = max(waits, key=lambda w: float(w[0]))
+        terminalreporter.write_line(
+            f"build lock waits: {len(waits)}, {total:.0f} s in all (longest {float(worst[0]):.0f}"
+            f" s on {worst[1].strip()})")
+
+
+# -- builds ahead of their tests ----------------------------------------------------------------
+#: the playback builds of the suite, by name: a session whose selected RTL tests take one of
+#: them as a parameter builds it ahead (tb.playback.prebuild) when it runs on several workers
+PREBUILDS = {c.name: c for c in (NvdlaConfig.preset("nv_small"), NV_SMALL_INT16, NV_SMALL_FP16,
+                                 NV_SMALL_EXT, NvdlaConfig.preset("nv_small_256"),
+                                 NV_SMALL_256_2COL, NV_SMALL_T8)}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """On the first xdist worker (``pytest -n`` 2 or more; ``NVDLA_PREBUILD=0`` turns it off):
+    start building the playback harnesses of :data:`PREBUILDS` that the selected RTL tests
+    take as parameters, in the order the tests come, in one background process."""
+    worker = getattr(config, "workerinput", None)
+    if worker is None or worker.get("workerid") != "gw0" or \
+            int(worker.get("workercount", 1)) < 2 or os.environ.get("NVDLA_PREBUILD") == "0" \
+            or config.option.collectonly:
+        return
+    order = []
+    for item in items:
+        if item.get_closest_marker("rtl") and hasattr(item, "callspec"):
+            order += [v for v in item.callspec.params.values()
+                      if isinstance(v, NvdlaConfig) and PREBUILDS.get(v.name) == v]
+    if order:
+        from tb.playback.prebuild import start
+        from tb.runner import BUILD
+        BUILD.mkdir(parents=True, exist_ok=True)
+        config._nvdla_prebuild = start(order, BUILD / "prebuild.log")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """An interrupted session stops the builds ahead (their process group: Verilator, make and
+    the compilers); otherwise they finish (the last tests may still need them)."""
+    proc = getattr(session.config, "_nvdla_prebuild", None)
+    if proc is not None and proc.poll() is None and exitstatus == pytest.ExitCode.INTERRUPTED:
+        import signal
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass

@@ -34,14 +34,11 @@ from arch.config import NvdlaConfig
 from sim.cdp.program import FP16, INT16
 from sim.cdp.random_programs import write_random_traces, write_invalid_traces
 
-from .conftest import NV_SMALL_FP16, NV_SMALL_INT16, TRACES, assert_all_pass, playback
+from .conftest import (NV_SMALL_FP16, NV_SMALL_INT16, NV_SMALL_T8, TRACES, assert_all_pass,
+                       playback)
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
-#: CDP (and PDP) throughput 8 with a 512-bit DBBIF, nv_small-sized otherwise: the same build as
-#: tests/test_pdp_rtl.py's, so the two suites share one playback build.
-NV_SMALL_T8 = NV_SMALL.replace(name="nv_small_t8", pdp_throughput=8, cdp_throughput=8,
-                               dbbif_width=512)
 #: the shared int16 build (tests/conftest.py) has CDP throughput 4: an int16 atom is one
 #: transfer of 4 lanes
 NV_SMALL_T4_INT16 = NV_SMALL_INT16

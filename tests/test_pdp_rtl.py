@@ -29,12 +29,10 @@ from arch.config import NvdlaConfig
 from sim.pdp import random_programs
 from sim.pdp.random_programs import write_invalid_traces, write_random_traces
 
-from .conftest import NV_SMALL_INT16, TRACES, assert_all_pass, playback
+from .conftest import NV_SMALL_INT16, NV_SMALL_T8, TRACES, assert_all_pass, playback
 from .test_trace import make_trace
 
 NV_SMALL = NvdlaConfig.preset("nv_small")
-NV_SMALL_T8 = NvdlaConfig.preset("nv_small").replace(name="nv_small_t8", pdp_throughput=8,
-                                                      cdp_throughput=8, dbbif_width=512)
 DIR = TRACES / "nv_small"
 PDP_TRACES = ["pdp_16x6x16_4x2_split_max_int8_0", "pdp_1x1x1_3x3_ave_int8_0",
               "pdp_1x3x8_8x8_ave_int8_0", "pdp_24x16x1_8x8_ave_int8_0",
