@@ -187,6 +187,21 @@ def test_nv_small_random_programs():
     run_layers(SMALL, layers, seed=1)
 
 
+def test_saturation_counter_at_the_17_bit_boundary():
+    """D_PERF_OUT_SATURATION at the converter's 17-bit limits (int8 and int16 layers, int8 and
+    int16 outputs): the golden model's count is NVDLA's (floors of 65536 / -65537 and a
+    rounding up onto 65536 are not flagged), and the RTL's counter equals it."""
+    from .test_sdp_model import boundary_layers
+    layers = []
+    for rdma, sdp, image, flagged in boundary_layers(SMALL_EW, out_precs=(0, 1)):
+        prog = {"sdp": dict(sdp.words), "rdma": dict(rdma.words), "s": {}, "lut": None,
+                "images": [(0x8000_1000, image, 1)]}
+        assert golden(SMALL_EW, prog, _image(prog)).out_saturation == flagged == 2
+        layers.append(prog)
+    assert len(layers) == 6
+    run_layers(SMALL_EW, layers, seed=9)
+
+
 def test_nv_small_invalid_programs_finish_without_memory_traffic():
     names = [n for n in INVALID if n not in ("ew_missing",)] + ["ew_missing"]
     layers = make_layers(SMALL, 2, 2, 64, invalid=names)

@@ -37,12 +37,18 @@ def test_round_shift_right_rounds_half_away_from_zero(x, s, want):
 
 
 def test_round_shift_right_saturation_flag_and_width():
-    # 17-bit output: 0x1FFFF / 2 = 65535.5 rounds to 65536 -> saturates to 65535.
-    assert [int(a) for a in round_shift_right(0x1FFFF, 1, 17)] == [65535, True]
+    # 17-bit output: 0x1FFFF / 2 = 65535.5 rounds to 65536 -> saturates to 65535, but the
+    # flag (NVDLA's: the floor more than 1 from the result) stays low; so at floors of
+    # 65536 and -65537; beyond them it is raised.
+    assert [int(a) for a in round_shift_right(0x1FFFF, 1, 17)] == [65535, False]
+    assert [int(a) for a in round_shift_right(0x20001, 1, 17)] == [65535, False]
+    assert [int(a) for a in round_shift_right(0x20004, 1, 17)] == [65535, True]
     assert [int(a) for a in round_shift_right(-131072, 1, 17)] == [-65536, False]
-    assert [int(a) for a in round_shift_right(-131074, 1, 17)] == [-65536, True]
-    # Below the range before rounding but rounding up into it: value min, flagged (hardware).
-    assert [int(a) for a in round_shift_right(-131073, 2, 16)] == [-32768, True]
+    assert [int(a) for a in round_shift_right(-131074, 1, 17)] == [-65536, False]
+    assert [int(a) for a in round_shift_right(-131075, 1, 17)] == [-65536, True]
+    # Floor below the range (-32769) but rounding up into it: value min, not flagged.
+    assert [int(a) for a in round_shift_right(-131073, 2, 16)] == [-32768, False]
+    assert [int(a) for a in round_shift_right(-131077, 2, 16)] == [-32768, True]
     # A shift of the full operand width or more gives 0, not saturated.
     assert [int(a) for a in round_shift_right(-(2**40), 49, 32, in_bits=49)] == [0, False]
     assert int(round_shift_right(2**47, 48, 32, in_bits=49)[0]) == 1
@@ -542,6 +548,55 @@ def test_saturation_counter():
     # 100 * 1000 and -100 * 1000 leave the 17-bit range; 5 * 1000 stays in it (but not int8).
     assert res.out_saturation == 2
     assert list(res.output[:, 0, 0]) == [127, -128, 0, 127, 127, 127, 127, 127]
+
+
+#: (CVT_OFFSET, input values, flagged inputs) around the 17-bit limits with CVT_SHIFT = 1
+#: (p = x - offset, floor = p >> 1): NVDLA's Verilog flags a saturation only when the floor
+#: lies beyond 65536 or -65537 (more than 1 from the saturated result).
+SAT_EDGES = [
+    # p = x + 131000: 70 -> floor 65535; 71 -> 65535 rounding up onto 65536; 72, 73 -> 65536
+    (-131000, [70, 71, 72, 73, 74, 127, -128, 0], {74, 127}),
+    # p = x - 131000: -72 -> -65536; -73, -74 -> -65537; -75 -> -65538
+    (131000, [-72, -73, -74, -75, -128, 0, 127, -1], {-75, -128}),
+]
+
+
+def boundary_layers(cfg, out_precs=(0,)):
+    """Layers (rdma, sdp, input bytes at 0x8000_1000, flagged count) of :data:`SAT_EDGES`:
+    one 1 x 1 x 8 pass-through layer per entry, precision and output precision the build
+    has (int16 layers read int16 elements)."""
+    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    layers = []
+    for prec in precs:
+        for out in out_precs:
+            if out < prec or out not in precs:
+                continue
+            for offset, values, flagged in SAT_EDGES:
+                rdma, sdp = program(cfg, 1, 1, 8, sdp={
+                    "D_DATA_FORMAT": {"PROC_PRECISION": prec, "OUT_PRECISION": out},
+                    "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+                    "D_CVT_SHIFT": {"CVT_SHIFT": 1}, "D_PERF_ENABLE": {"PERF_SAT_EN": 1}},
+                    rdma={"D_FEATURE_MODE_CFG": {"IN_PRECISION": prec, "PROC_PRECISION": prec}},
+                    src_surf=cfg.memory_atom, dst_surf=cfg.memory_atom)
+                # surfaces one atom apart: the 8 elements lie back to back
+                image = np.array(values, dtype="<i2" if prec else "i1").view(np.uint8)
+                layers.append((rdma, sdp, image, len(flagged)))
+    return layers
+
+
+@pytest.mark.parametrize("cfg", [SMALL, FULL], ids=["nv_small", "nv_full"])
+def test_saturation_counter_at_the_17_bit_boundary(cfg):
+    """D_PERF_OUT_SATURATION on int8 and int16 outputs counts NVDLA's flag: floors of 65536 /
+    -65537 and a rounding up onto 65536 saturate (to 127 / -128, 32767 / -32768) uncounted."""
+    layers = boundary_layers(cfg, out_precs=(0, 1))
+    assert len(layers) == (6 if "int16" in cfg.data_types else 2)
+    for rdma, sdp, image, flagged in layers:
+        mem = SparseMemory()
+        mem.write(0x8000_1000, image)
+        res = run_sdp(cfg, rdma, sdp, mem)
+        assert res.out_saturation == flagged
+        hi = 127 if sdp.D_DATA_FORMAT.OUT_PRECISION == 0 else 32767
+        assert np.all(np.isin(res.output, (hi, -hi - 1)))       # every value saturates
 
 
 def test_int16_on_a_32_byte_atom_build():

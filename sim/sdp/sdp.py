@@ -32,7 +32,9 @@ Y stage (EW)
     equal, else 1) on 33 bits, saturated to int32. Then the LUT (see :func:`lut_lookup`).
 C (output converter)
     ((x - CVT_OFFSET) * CVT_SCALE) round_shift_right by CVT_SHIFT into 17 bits (saturating;
-    this is the saturation the OUT_SATURATION counter counts), then saturated to int8 / int16.
+    this is the saturation the OUT_SATURATION counter counts on int8 / int16 outputs, flagged
+    as NVDLA's Verilog does: only when the truncated value lies beyond 65536 or -65537), then
+    saturated to int8 / int16 (that saturation is not counted).
 
 Rounding everywhere is "round half away from zero" (the hardware adds the guard bit, and for
 negative values only when a sticky bit is set too). A right shift by at least the operand width
@@ -168,8 +170,10 @@ def round_shift_right(x, shift, out_bits: int, in_bits: int = 64):
 
     ``shift`` may be a scalar or an array (>= 0). A shift of ``in_bits`` or more gives 0 (the
     hardware's shifter only has that many bits). Returns ``(value, saturated)``; the
-    saturation flag is the hardware's: set when the value before rounding is already below the
-    range, or the rounded value is above it.
+    saturation flag is the hardware's (NVDLA's ``IntShiftRightSat``): set when the truncated
+    value ``x >> shift`` differs by more than 1 from the rounded, saturated result, that is when
+    it lies above ``hi + 1`` or below ``lo - 1`` (so a floor of ``hi + 1`` or ``lo - 1``, or a
+    rounding up onto ``hi + 1``, saturates the value but raises no flag).
     """
     x = np.asarray(x, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
@@ -181,7 +185,7 @@ def round_shift_right(x, shift, out_bits: int, in_bits: int = 64):
     up = (guard == 1) & ((x >= 0) | sticky)
     rounded = floor + up
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
-    sat = (floor < lo) | (rounded > hi)
+    sat = (floor > hi + 1) | (floor < lo - 1)
     value = np.clip(rounded, lo, hi)
     beyond = s >= in_bits
     return np.where(beyond, 0, value), np.where(beyond, False, sat)
