@@ -29,7 +29,8 @@ Arithmetic follows the bit-exact golden model :mod:`sim.sdp` (``x_stage``, ``y_o
   under/overflow/hybrid priorities, interpolation between two entries (35-bit fraction) or
   extrapolation from the first / last entry with the slope scale and signed shift.
 * Output converter: ``(x - CVT_OFFSET) * CVT_SCALE`` rounded right by CVT_SHIFT into 17 bits
-  (that saturation is what ``o.sat`` counts) and saturated to OUT_PRECISION (int8 / int16). In
+  (that saturation is what ``o.sat`` counts, flagged as NVDLA's Verilog does: only when the
+  truncated value lies beyond 65536 or -65537) and saturated to OUT_PRECISION (int8 / int16). In
   EQL mode (EW on, EW ALU on, algo EQL) the converter is bypassed: the output is ``x``
   truncated to the output precision and nothing is counted as saturated.
 
