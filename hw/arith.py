@@ -96,11 +96,9 @@ def _rsr_sum(m, x, s_c, out_bits, name):
     if out_bits >= wt:                     # the slice above dropped the sign extension
         value = rounded
     # floor > hi + 1 or floor < lo - 1  <=>  (x ^ sign) >> s >= hi + 2
-    mag = comb(m, x.as_unsigned() ^ x[-1].replicate(width), f"{name}_m")
-    if isinstance(s_c, int):
-        limit = Const((hi + 2) << s_c)
-    else:
-        limit = comb(m, Const(hi + 2, out_bits) << s_c, f"{name}_l")
+    # (unnamed: where the flag is not used, nothing of it is left in the Verilog)
+    mag = x.as_unsigned() ^ x[-1].replicate(width)
+    limit = Const((hi + 2) << s_c) if isinstance(s_c, int) else Const(hi + 2, out_bits) << s_c
     return value, mag >= limit
 
 
