@@ -367,6 +367,8 @@ def program(cfg, W, H, C, src=0x8000_1000, dst=0x9000_0000, sdp=None, rdma=None,
     for base, extra in ((s, sdp), (r, rdma)):
         for reg, fields in (extra or {}).items():
             base[reg] = {**base.get(reg, {}), **fields}
+    # SDP_RDMA's OUT_PRECISION follows SDP's unless given
+    r["D_FEATURE_MODE_CFG"].setdefault("OUT_PRECISION", s["D_DATA_FORMAT"]["OUT_PRECISION"])
     return GroupView.from_fields(rb, **r), GroupView.from_fields(sb, **s)
 
 
@@ -653,6 +655,36 @@ def test_error_precisions():
                                                          "PROC_PRECISION": 2}})
     # fp16 -> int16 is a valid conversion (tests/test_sdp_convert.py)
     assert run_sdp(FULL, rdma_v, sdp_v, SparseMemory()).wrote_memory
+
+
+def test_error_rdma_out_precision():
+    """SDP_RDMA's OUT_PRECISION: a defined value, and the SDP's OUT_PRECISION whenever the
+    read DMA takes part (the read DMA's precision pair is the layer's, Table 30); a flying
+    layer without SDP_RDMA ignores it."""
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT16: must equal "
+                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT8", rdma={"D_FEATURE_MODE_CFG":
+                                                                   {"OUT_PRECISION": 1}})
+    _expect_error(SMALL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=FP16: must equal",
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 2}})
+    # the write DMA's 8to16 with the read DMA left at INT8 output
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT8: must equal "
+                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT16",
+                  sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 0}})
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=3: reserved",
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 3}})
+    rdma_v, sdp_v = program(FULL, 1, 1, 8, sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},
+                            rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 1}})
+    assert run_sdp(FULL, rdma_v, sdp_v, SparseMemory()).wrote_memory          # 8to16
+    # flying, SDP_RDMA not enabled: its OUT_PRECISION takes no part
+    rmap = register_map(SMALL)
+    for rout in (1, 2):
+        rdma_v = GroupView.from_fields(rmap["SDP_RDMA"],
+                                       D_FEATURE_MODE_CFG={"OUT_PRECISION": rout})
+        _, sdp_v = program(SMALL, 1, 1, 8, sdp={"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1}})
+        res = run_sdp(SMALL, rdma_v, sdp_v, SparseMemory(),
+                      flying_input=np.zeros((8, 1, 1), dtype=np.int64))
+        assert res.wrote_memory
 
 
 def test_error_misaligned_addresses_and_strides():

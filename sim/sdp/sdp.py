@@ -66,7 +66,7 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
 
 Precision conversion (SDP_RDMA IN / PROC_PRECISION, SDP PROC / OUT_PRECISION; the two
-PROC_PRECISIONs always agree)
+PROC_PRECISIONs always agree, and so do the two OUT_PRECISIONs whenever SDP_RDMA takes part)
     int16 -> int8 (offline): the read DMA's 16to8 mode, SDP_RDMA IN_PRECISION=INT16 with
     PROC_PRECISION=INT8 (SDP: PROC=OUT=INT8). The datapath works in int8 atoms (memory_atom
     channels): int8 atom k holds int16 surfaces 2k and 2k + 1 side by side, so an odd last
@@ -826,6 +826,7 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     rfm = rdma.D_FEATURE_MODE_CFG
     in_prec = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "IN_PRECISION")
     rproc = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "PROC_PRECISION")
+    rout = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "OUT_PRECISION")
     for where, p in ((f"{S}.D_DATA_FORMAT.PROC_PRECISION", proc),
                      (f"{S}.D_DATA_FORMAT.OUT_PRECISION", out)):
         if _PRECISION_TYPES[p] not in cfg.data_types:
@@ -857,6 +858,13 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              f"a flying layer converts only between precisions of the same bit depth "
              f"(PROC_PRECISION={_PRECISION_NAMES[proc]}, FLYING_MODE=ON)")
+    if rdma_active and rout != out:
+        # NVDLA's B / N / E read DMAs lay out their operand data by their own OUT_PRECISION
+        # (batch mode); the pair must be one of Table 30's, the SDP's own
+        _err(f"{R}.D_FEATURE_MODE_CFG.OUT_PRECISION={_PRECISION_NAMES[rout]}",
+             f"must equal {S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]} (the read "
+             f"DMA's precisions are the layer's: IN_PRECISION -> OUT_PRECISION one pair of "
+             f"the data-format spec's Table 30)")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
