@@ -9,6 +9,9 @@ What it follows (this core's RTL, ``hw/conv``; contract in ``hw/conv/common.py``
   both have an atom). The read rate is ``min(1, dbbif bytes x efficiency / atom)`` atoms per
   cycle. Weights larger than the weight banks stream through a ring: a byte is fetched only
   when the CSC has released the bytes one ring before it (released a kernel group at a time).
+  ``DATA_REUSE`` (:func:`data_reuse`, from the previous convolution layer's release): after
+  a layer that kept every slice nothing is fetched; after one that released some, the kept
+  lines are there from the start and the CDMA's ``DATAIN_HEIGHT`` lines follow them.
 - CSC (``hw/conv/csc.py``): for kernel group g, stripe, channel group j, kernel position
   (r, s): one weight load (Atomic-K + 2 cycles, prepared while the previous block streams),
   then one atom per output position of the stripe. Stripes are ``max(16, 2 x Atomic-K)``
