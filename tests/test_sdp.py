@@ -204,6 +204,26 @@ def test_saturation_counter_at_the_17_bit_boundary():
     run_layers(SMALL_EW, layers, seed=9)
 
 
+def test_eql_layers_count_the_converters_saturation():
+    """EQL layers (nothing written) whose converter saturates the 0 / 1 comparison results:
+    D_PERF_OUT_SATURATION counts them as NVDLA's converter flags them (golden counts fixed
+    here, the RTL's counter against them)."""
+    from .test_sdp_model import program
+    layers = []
+    image = np.array([7, 7, 7, 8, 7, 7, 7, 7], dtype=np.uint8)
+    for offset, want in ((-(1 << 20), 8), (65538, 7), (65537, 0), (-65536, 1)):
+        rdma, sdp = program(SMALL_EW, 1, 1, 8, sdp={
+            "D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_ALU_BYPASS": 0, "EW_ALU_ALGO": 3},
+            "D_DP_EW_ALU_SRC_VALUE": {"EW_ALU_OPERAND": 7},
+            "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+            "D_PERF_ENABLE": {"PERF_SAT_EN": 1}})
+        prog = {"sdp": dict(sdp.words), "rdma": dict(rdma.words), "s": {}, "lut": None,
+                "images": [(0x8000_1000, image, 1)]}
+        assert golden(SMALL_EW, prog, _image(prog)).out_saturation == want
+        layers.append(prog)
+    run_layers(SMALL_EW, layers, seed=10)
+
+
 def test_nv_small_invalid_programs_finish_without_memory_traffic():
     names = [n for n in INVALID if n not in ("ew_missing",)] + ["ew_missing"]
     layers = make_layers(SMALL, 2, 2, 64, invalid=names)

@@ -501,6 +501,24 @@ def test_output_converter_against_nvdla_verilog():
                 _check(got, want, f"proc={proc} out={out} off={off} scale={scale} "
                        f"shift={shift}")
                 _check(got_sat, want_sat, f"saturation flags proc={proc} out={out}")
+        # EQL mode: the data passes through, the 17-bit flags are still raised (and counted:
+        # run_sdp counts them on integer layers); values past 0 / 1 too, flags only
+        for proc, out in ((0, 0), (1, 1)):
+            for off, scale, shift in ((-(1 << 20), 1, 0), (65538, 1, 0), (65537, 3, 1),
+                                      (-65536, 1, 0), (7, -300, 2)):
+                x = np.concatenate([np.arange(-40, 40), np.arange(-65600, -65500),
+                                    np.arange(65500, 65600), [0, 1] * 10])
+                x = np.concatenate([x, np.zeros(-len(x) % 16, dtype=np.int64)])
+                lanes = x.reshape(-1, 16)
+                cfg = {"cfg_offset_rsc_z": off & 0xFFFFFFFF, "cfg_scale_rsc_z": scale & 0xFFFF,
+                       "cfg_truncate_rsc_z": shift, "cfg_proc_precision_rsc_z": proc,
+                       "cfg_out_precision_rsc_z": out, "cfg_mode_eql_rsc_z": 1}
+                beats = bench.run({"chn_in": pack(lanes & 0xFFFFFFFF, 32)}, cfg, len(lanes))
+                got_sat = unpack([b >> 256 for b in beats], 16, 1)
+                want_sat = output_convert(lanes, off, scale, shift, 17)[1].astype(np.int64)
+                flagged += int(want_sat.sum())
+                mismatches += int((got_sat != want_sat).sum())
+                _check(got_sat, want_sat, f"EQL saturation flags proc={proc} off={off}")
     finally:
         bench.close()
     print(f"NV_NVDLA_SDP_CORE_c: {mismatches} mismatches; {flagged} saturation flags, "

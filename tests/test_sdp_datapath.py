@@ -178,13 +178,12 @@ def golden(v, lut, data, ops):
     e = v.D_DP_EW_CFG
     eql = not e.EW_BYPASS and not e.EW_ALU_BYPASS and e.EW_ALU_ALGO == ALU_EQL
     out_bits = 16 if v.D_DATA_FORMAT.OUT_PRECISION else 8
+    out, sat = output_convert(x, sign_extend(v.D_CVT_OFFSET.CVT_OFFSET, 32),
+                              sign_extend(v.D_CVT_SCALE.CVT_SCALE, 16),
+                              v.D_CVT_SHIFT.CVT_SHIFT, out_bits)
+    stats["sat"] = sat.sum(axis=1)         # (counted in EQL mode too, as NVDLA's converter)
     if eql:
         out = wrap_signed(x, out_bits)
-    else:
-        out, sat = output_convert(x, sign_extend(v.D_CVT_OFFSET.CVT_OFFSET, 32),
-                                  sign_extend(v.D_CVT_SCALE.CVT_SCALE, 16),
-                                  v.D_CVT_SHIFT.CVT_SHIFT, out_bits)
-        stats["sat"] = sat.sum(axis=1)
     stats["unequal"] = np.any((out & ((1 << out_bits) - 1)) != 0, axis=1).astype(np.int64)
     return out, stats
 

@@ -526,6 +526,27 @@ def test_eql_mode_sets_status_and_writes_nothing():
     assert res.status_unequal == 1 and list(res.output[:, 0, 0]) == [0, 0, 0, 1, 0, 0, 0, 0]
 
 
+def test_eql_mode_counts_the_converters_saturation():
+    """NVDLA's output converter (``NV_NVDLA_SDP_CORE_c``) flags saturations on the comparison
+    result it passes through in EQL mode, and SDP counts them: (x - CVT_OFFSET) x CVT_SCALE
+    >> CVT_SHIFT past 65536 / -65537 for the 0 / 1 results."""
+    mem = SparseMemory()
+    mem.write(0x8000_1000, np.array([7, 7, 7, 8, 7, 7, 7, 7], dtype=np.uint8))
+    # (results 0 seven times, 1 once)
+    for offset, scale, shift, want in ((-(1 << 20), 1, 0, 8), (65536, 1, 0, 0),
+                                       (65537, 1, 0, 0), (65538, 1, 0, 7), (0, 1, 0, 0),
+                                       (-65536, 1, 0, 1), (-65537, 3, 1, 8), (0, -1, 0, 0)):
+        kw = dict(sdp={"D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_ALU_BYPASS": 0, "EW_ALU_ALGO": 3},
+                       "D_DP_EW_ALU_SRC_VALUE": {"EW_ALU_OPERAND": 7},
+                       "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+                       "D_CVT_SCALE": {"CVT_SCALE": scale & 0xFFFF},
+                       "D_CVT_SHIFT": {"CVT_SHIFT": shift},
+                       "D_PERF_ENABLE": {"PERF_SAT_EN": 1}})
+        res = run_sdp(SMALL_EW, *program(SMALL_EW, 1, 1, 8, **kw), mem)
+        assert not res.wrote_memory and res.status_unequal == 1
+        assert res.out_saturation == want, (offset, res.out_saturation)
+
+
 def test_flying_input_to_pdp_returns_the_cube():
     cfg = SMALL
     rmap = register_map(cfg)

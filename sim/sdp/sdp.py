@@ -1300,8 +1300,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     out_fp = prog.out_prec == FP16
     if prog.eql:
         # Equal mode: the converter passes the comparison result through; nothing is written.
+        # NVDLA's converter still runs on it and flags 17-bit saturations (counted on integer
+        # layers; fp16 outputs are compared with +-65504, which a 0 / 1 result never is)
         padded = wrap_signed(x, out_bits)
-        sat = None
+        sat = output_convert(x, *prog.cvt, 17)[1] if not (fp or out_fp) else \
+            np.zeros(padded.shape, dtype=bool)
     elif fp and out_fp:
         # fp16 output: fp32 -> fp16 (CVT_OFFSET / SCALE / SHIFT take no part); the
         # saturation counter counts the outputs of magnitude 65504 (the converter's limit)
