@@ -34,8 +34,9 @@ def round_shift_right(m, x, shift, out_bits, in_bits, name, *, structure=None):
     """:func:`sim.sdp.round_shift_right` in logic: arithmetic right shift of signed ``x`` by
     the unsigned ``shift`` (a Value or an int), rounded half away from zero, saturated to
     ``out_bits``; a shift of ``in_bits`` or more gives 0. Returns ``(value, saturated)``:
-    ``value`` is signed(``out_bits``), ``saturated`` the hardware's flag (the value before
-    rounding already below the range, or the rounded value above it).
+    ``value`` is signed(``out_bits``), ``saturated`` the hardware's flag (NVDLA's
+    ``IntShiftRightSat``: the truncated value ``x >> shift`` more than 1 away from ``value``,
+    i.e. above ``hi + 1`` or below ``lo - 1``).
 
     Two structures give the same values; the cheaper one depends on how much narrower the
     output is than ``x`` (ECP5 synthesis of the SDP, CDP and CDMA datapaths), and
@@ -47,7 +48,10 @@ def round_shift_right(m, x, shift, out_bits, in_bits, name, *, structure=None):
       the sum are shifted out, and the range is checked on the bits from ``s + out_bits - 1``
       up against a thermometer mask of the shift, not by full-width comparisons;
     * ``"floor"``: ``x >> s`` and its guard and sticky bits, an increment, and comparisons of
-      the floor and the rounded value with the range."""
+      the floor and the rounded value with the range.
+
+    The flag of the ``"sum"`` structure compares ``x`` (one's-complemented when negative: the
+    floor of ``~x`` is ``~floor``) with ``(hi + 2) << s``, a constant of the shift alone."""
     if structure is None:
         structure = "sum" if 2 * out_bits <= len(Value.cast(x)) else "floor"
     x = Value.cast(x).as_signed()
@@ -85,15 +89,17 @@ def _rsr_sum(m, x, s_c, out_bits, name):
     rounded = comb(m, total >> s_c, f"{name}_t")                      # the rounded value
     # in range <=> the bits from s + out_bits - 1 up all equal the sign
     t_mask = comb(m, (Const((1 << wt) - 1, wt) << (s_c + (out_bits - 1)))[:wt], f"{name}_tm")
-    x_mask = t_mask[:width]
     tsign = total[-1]
     ovf = comb(m, ((total.as_unsigned() ^ tsign.replicate(wt)) & t_mask).any(), f"{name}_o")
-    floor_low = x[-1] & (~x.as_unsigned() & x_mask).any()             # floor < lo
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
     value = Mux(ovf, Mux(tsign, lo, hi), rounded[:out_bits].as_signed())
     if out_bits >= wt:                     # the slice above dropped the sign extension
         value = rounded
-    return value, floor_low | (ovf & ~tsign)
+    # floor > hi + 1 or floor < lo - 1  <=>  (x ^ sign) >> s >= hi + 2
+    # (unnamed: where the flag is not used, nothing of it is left in the Verilog)
+    mag = x.as_unsigned() ^ x[-1].replicate(width)
+    limit = Const((hi + 2) << s_c) if isinstance(s_c, int) else Const(hi + 2, out_bits) << s_c
+    return value, mag >= limit
 
 
 def _rsr_floor(m, x, s_c, out_bits, name):
@@ -108,7 +114,7 @@ def _rsr_floor(m, x, s_c, out_bits, name):
     up = guard & (~x[-1] | sticky)
     rounded = comb(m, floor + up, f"{name}_r")
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
-    return saturate(rounded, out_bits), (floor < lo) | (rounded > hi)
+    return saturate(rounded, out_bits), (floor > hi + 1) | (floor < lo - 1)
 
 
 def seq_remainder(m, start, x, n, name):

@@ -45,6 +45,11 @@ class GroupView:
     def block(self):
         return self._block
 
+    @property
+    def words(self) -> dict:
+        """The register words given (register name -> 32-bit word; reset values not added)."""
+        return self._words
+
     def __getitem__(self, name):
         reg = self._block[name]
         return RegView(reg, self._words.get(name, reg.reset))

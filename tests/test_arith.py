@@ -54,3 +54,50 @@ def test_round_shift_right_matches_golden(width, shift_bits, out_bits, in_bits, 
     sim.add_testbench(tb)
     sim.run()
     assert not bad, bad[:10]
+
+
+#: (x, shift, value, flag) at the 17-bit limits of the SDP output converter (49-bit input):
+#: NVDLA's ``IntShiftRightSat`` flags a saturation only when the truncated value ``x >> s``
+#: is more than 1 from the saturated result (``NV_NVDLA_SDP_CORE_c``: the flag is
+#: ``i != o && i != o + 1 && i != o - 1`` with ``i`` the shifted value and ``o`` the output)
+SAT17_EDGES = [
+    (65535, 0, 65535, False), (65536, 0, 65535, False), (65537, 0, 65535, True),
+    (-65536, 0, -65536, False), (-65537, 0, -65536, False), (-65538, 0, -65536, True),
+    (131071, 1, 65535, False),            # 65535.5 rounds up onto 65536
+    (131073, 1, 65535, False), (131074, 1, 65535, True),
+    (-131073, 1, -65536, False),          # -65536.5 rounds away onto -65537
+    (-131074, 1, -65536, False), (-131075, 1, -65536, True),
+    ((65536 << 5) + 31, 5, 65535, False), ((65537 << 5), 5, 65535, True),
+    (-(65537 << 5), 5, -65536, False), (-(65537 << 5) - 1, 5, -65536, True),
+    ((1 << 48) - 1, 32, 65535, False), ((1 << 48) - 1, 31, 65535, True),
+    (-(1 << 48), 32, -65536, False), (-(1 << 48), 31, -65536, True),
+    (-(1 << 48), 48, -1, False), (-(1 << 48), 49, 0, False), ((1 << 48) - 1, 63, 0, False),
+]
+
+
+@pytest.mark.parametrize("structure", ["sum", "floor"])
+def test_saturation_flag_is_nvdlas(structure):
+    """The flag at the 17-bit limits, golden model and both structures, against
+    :data:`SAT17_EDGES` (a floor of 65536 / -65537 or a rounding up onto 65536 saturates the
+    value without a flag)."""
+    xs = np.array([c[0] for c in SAT17_EDGES])
+    ss = np.array([c[1] for c in SAT17_EDGES])
+    want = [(c[2], c[3]) for c in SAT17_EDGES]
+    ev, es = golden(xs, ss, 17, 49)
+    assert [(int(v), bool(f)) for v, f in zip(ev, es)] == want
+    m = Module()
+    x = Signal(signed(49))
+    sh = Signal(6)
+    v, s = round_shift_right(m, x, sh, 17, 49, "r", structure=structure)
+    got = []
+
+    async def tb(ctx):
+        for xv, shv, *_ in SAT17_EDGES:
+            ctx.set(x, xv)
+            ctx.set(sh, shv)
+            got.append((ctx.get(v), bool(ctx.get(s))))
+
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
+    assert got == want

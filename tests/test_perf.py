@@ -197,3 +197,32 @@ def test_sweep_invalid_value_is_reported_not_a_crash(capsys):
     assert "atomic_c=12: must be a power of two" in out
     assert "cbuf_bank_depth=100: must be a power of two" in out
     assert "1 valid" in out
+
+
+def test_partial_data_reuse_counts_the_fetched_lines(tmp_path):
+    """A DATA_REUSE layer after one that released part of its slices (``partial_reuse_pair``:
+    5 kept lines, 3 fetched) fetches its 3 lines: they count in the fetch bound and the bytes
+    (before, any DATA_REUSE layer fetched nothing); after one that kept everything
+    (SKIP_DATA_RLS) it fetches none."""
+    from dataclasses import replace
+
+    from sim.conv.random_programs import partial_reuse_pair, write_trace
+    from sim.perf.conv import data_reuse
+    from sim.perf.decode import trace_layers
+    cfg = PRESETS["nv_small"]
+    atom = cfg.memory_atom
+    path = write_trace(str(tmp_path), "partial_reuse", partial_reuse_pair(cfg, 3))
+    first, second = (lay.conv for lay in trace_layers(path, cfg))
+    assert second.data_reuse and not first.skip_data_rls
+    assert data_reuse(first, second) == (5, 3)
+    assert data_reuse(None, second) == (0, None)               # nothing kept: a plain fetch
+    assert data_reuse(replace(first, skip_data_rls=True), second) == (6, 0)   # full reuse
+    est = estimate_trace(path, cfg).layers[1]
+    line = second.in_width * atom                              # C = one atom per position
+    weights = -(-second.weight_bytes // atom) * atom
+    out = second.out_width * second.out_height * atom
+    assert est.bytes == 3 * line + weights + out
+    # alone (no previous layer known) the same layer counts as a full reuse, as before
+    alone = estimate_conv(cfg, ConvShape.from_program(second, cfg), memory_for("harness", cfg))
+    assert alone["bytes"] == weights + out
+    assert est.bounds["fetch"] > alone["bounds"]["fetch"]

@@ -127,6 +127,8 @@ INVALID = {
     "in_fp16": _m_field("rdma", "D_FEATURE_MODE_CFG", IN_PRECISION=2),
     "out_reserved": _m_field("sdp", "D_DATA_FORMAT", OUT_PRECISION=3),
     "proc_mismatch": _m_field("rdma", "D_FEATURE_MODE_CFG", PROC_PRECISION=1),
+    "rdma_out_mismatch": _m_field("rdma", "D_FEATURE_MODE_CFG", OUT_PRECISION=1),
+    "rdma_out_reserved": _m_field("rdma", "D_FEATURE_MODE_CFG", OUT_PRECISION=3),
     "x_alu_eql": _m_field("sdp", "D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=0, BS_ALU_ALGO=3),
     "misaligned_dst": _m_add("sdp", "D_DST_BASE_ADDR_LOW", 4),
     "misaligned_src_stride": _m_add("rdma", "D_SRC_LINE_STRIDE", 3),
@@ -185,6 +187,41 @@ def _image(prog):
 def test_nv_small_random_programs():
     layers = make_layers(SMALL, 1, 8, 200)
     run_layers(SMALL, layers, seed=1)
+
+
+def test_saturation_counter_at_the_17_bit_boundary():
+    """D_PERF_OUT_SATURATION at the converter's 17-bit limits (int8 and int16 layers, int8 and
+    int16 outputs): the golden model's count is NVDLA's (floors of 65536 / -65537 and a
+    rounding up onto 65536 are not flagged), and the RTL's counter equals it."""
+    from .test_sdp_model import boundary_layers
+    layers = []
+    for rdma, sdp, image, flagged in boundary_layers(SMALL_EW, out_precs=(0, 1)):
+        prog = {"sdp": dict(sdp.words), "rdma": dict(rdma.words), "s": {}, "lut": None,
+                "images": [(0x8000_1000, image, 1)]}
+        assert golden(SMALL_EW, prog, _image(prog)).out_saturation == flagged == 2
+        layers.append(prog)
+    assert len(layers) == 6
+    run_layers(SMALL_EW, layers, seed=9)
+
+
+def test_eql_layers_count_the_converters_saturation():
+    """EQL layers (nothing written) whose converter saturates the 0 / 1 comparison results:
+    D_PERF_OUT_SATURATION counts them as NVDLA's converter flags them (golden counts fixed
+    here, the RTL's counter against them)."""
+    from .test_sdp_model import program
+    layers = []
+    image = np.array([7, 7, 7, 8, 7, 7, 7, 7], dtype=np.uint8)
+    for offset, want in ((-(1 << 20), 8), (65538, 7), (65537, 0), (-65536, 1)):
+        rdma, sdp = program(SMALL_EW, 1, 1, 8, sdp={
+            "D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_ALU_BYPASS": 0, "EW_ALU_ALGO": 3},
+            "D_DP_EW_ALU_SRC_VALUE": {"EW_ALU_OPERAND": 7},
+            "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+            "D_PERF_ENABLE": {"PERF_SAT_EN": 1}})
+        prog = {"sdp": dict(sdp.words), "rdma": dict(rdma.words), "s": {}, "lut": None,
+                "images": [(0x8000_1000, image, 1)]}
+        assert golden(SMALL_EW, prog, _image(prog)).out_saturation == want
+        layers.append(prog)
+    run_layers(SMALL_EW, layers, seed=10)
 
 
 def test_nv_small_invalid_programs_finish_without_memory_traffic():

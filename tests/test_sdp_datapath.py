@@ -178,13 +178,12 @@ def golden(v, lut, data, ops):
     e = v.D_DP_EW_CFG
     eql = not e.EW_BYPASS and not e.EW_ALU_BYPASS and e.EW_ALU_ALGO == ALU_EQL
     out_bits = 16 if v.D_DATA_FORMAT.OUT_PRECISION else 8
+    out, sat = output_convert(x, sign_extend(v.D_CVT_OFFSET.CVT_OFFSET, 32),
+                              sign_extend(v.D_CVT_SCALE.CVT_SCALE, 16),
+                              v.D_CVT_SHIFT.CVT_SHIFT, out_bits)
+    stats["sat"] = sat.sum(axis=1)         # (counted in EQL mode too, as NVDLA's converter)
     if eql:
         out = wrap_signed(x, out_bits)
-    else:
-        out, sat = output_convert(x, sign_extend(v.D_CVT_OFFSET.CVT_OFFSET, 32),
-                                  sign_extend(v.D_CVT_SCALE.CVT_SCALE, 16),
-                                  v.D_CVT_SHIFT.CVT_SHIFT, out_bits)
-        stats["sat"] = sat.sum(axis=1)
     stats["unequal"] = np.any((out & ((1 << out_bits) - 1)) != 0, axis=1).astype(np.int64)
     return out, stats
 
@@ -445,9 +444,11 @@ def _run_directed(cfg, programs):
 
 def test_directed_edges():
     """Extremes through bypassed stages and the converter's saturation boundaries: a value
-    whose floor is below the 17-bit range but rounds onto its minimum still counts."""
+    whose floor is 65536 or -65537, or that rounds up onto 65536, saturates uncounted
+    (NVDLA's flag: the floor more than 1 from the result)."""
     edge = [-(1 << 31), (1 << 31) - 1, 0, 1, -1, -262145, -262146, -262143, 262141, 262142,
-            262143, 262144, -131073, 131071, 65535, -65536, 32767, -32768, 127, -128, 128, -129]
+            262143, 262144, -131073, 131071, 65535, -65536, 32767, -32768, 127, -128, 128, -129,
+            65536, 65537, -65537, -65538, 131073, 131074, 131075, -131074, -131075, -131076]
     passthrough = {"D_DP_BS_CFG": {"BS_BYPASS": 1}, "D_DP_BN_CFG": {"BN_BYPASS": 1},
                    "D_DP_EW_CFG": {"EW_BYPASS": 1}, "D_CVT_OFFSET": {"CVT_OFFSET": 0},
                    "D_CVT_SCALE": {"CVT_SCALE": 1}}

@@ -37,12 +37,18 @@ def test_round_shift_right_rounds_half_away_from_zero(x, s, want):
 
 
 def test_round_shift_right_saturation_flag_and_width():
-    # 17-bit output: 0x1FFFF / 2 = 65535.5 rounds to 65536 -> saturates to 65535.
-    assert [int(a) for a in round_shift_right(0x1FFFF, 1, 17)] == [65535, True]
+    # 17-bit output: 0x1FFFF / 2 = 65535.5 rounds to 65536 -> saturates to 65535, but the
+    # flag (NVDLA's: the floor more than 1 from the result) stays low; so at floors of
+    # 65536 and -65537; beyond them it is raised.
+    assert [int(a) for a in round_shift_right(0x1FFFF, 1, 17)] == [65535, False]
+    assert [int(a) for a in round_shift_right(0x20001, 1, 17)] == [65535, False]
+    assert [int(a) for a in round_shift_right(0x20004, 1, 17)] == [65535, True]
     assert [int(a) for a in round_shift_right(-131072, 1, 17)] == [-65536, False]
-    assert [int(a) for a in round_shift_right(-131074, 1, 17)] == [-65536, True]
-    # Below the range before rounding but rounding up into it: value min, flagged (hardware).
-    assert [int(a) for a in round_shift_right(-131073, 2, 16)] == [-32768, True]
+    assert [int(a) for a in round_shift_right(-131074, 1, 17)] == [-65536, False]
+    assert [int(a) for a in round_shift_right(-131075, 1, 17)] == [-65536, True]
+    # Floor below the range (-32769) but rounding up into it: value min, not flagged.
+    assert [int(a) for a in round_shift_right(-131073, 2, 16)] == [-32768, False]
+    assert [int(a) for a in round_shift_right(-131077, 2, 16)] == [-32768, True]
     # A shift of the full operand width or more gives 0, not saturated.
     assert [int(a) for a in round_shift_right(-(2**40), 49, 32, in_bits=49)] == [0, False]
     assert int(round_shift_right(2**47, 48, 32, in_bits=49)[0]) == 1
@@ -361,6 +367,8 @@ def program(cfg, W, H, C, src=0x8000_1000, dst=0x9000_0000, sdp=None, rdma=None,
     for base, extra in ((s, sdp), (r, rdma)):
         for reg, fields in (extra or {}).items():
             base[reg] = {**base.get(reg, {}), **fields}
+    # SDP_RDMA's OUT_PRECISION follows SDP's unless given
+    r["D_FEATURE_MODE_CFG"].setdefault("OUT_PRECISION", s["D_DATA_FORMAT"]["OUT_PRECISION"])
     return GroupView.from_fields(rb, **r), GroupView.from_fields(sb, **s)
 
 
@@ -518,6 +526,27 @@ def test_eql_mode_sets_status_and_writes_nothing():
     assert res.status_unequal == 1 and list(res.output[:, 0, 0]) == [0, 0, 0, 1, 0, 0, 0, 0]
 
 
+def test_eql_mode_counts_the_converters_saturation():
+    """NVDLA's output converter (``NV_NVDLA_SDP_CORE_c``) flags saturations on the comparison
+    result it passes through in EQL mode, and SDP counts them: (x - CVT_OFFSET) x CVT_SCALE
+    >> CVT_SHIFT past 65536 / -65537 for the 0 / 1 results."""
+    mem = SparseMemory()
+    mem.write(0x8000_1000, np.array([7, 7, 7, 8, 7, 7, 7, 7], dtype=np.uint8))
+    # (results 0 seven times, 1 once)
+    for offset, scale, shift, want in ((-(1 << 20), 1, 0, 8), (65536, 1, 0, 0),
+                                       (65537, 1, 0, 0), (65538, 1, 0, 7), (0, 1, 0, 0),
+                                       (-65536, 1, 0, 1), (-65537, 3, 1, 8), (0, -1, 0, 0)):
+        kw = dict(sdp={"D_DP_EW_CFG": {"EW_BYPASS": 0, "EW_ALU_BYPASS": 0, "EW_ALU_ALGO": 3},
+                       "D_DP_EW_ALU_SRC_VALUE": {"EW_ALU_OPERAND": 7},
+                       "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+                       "D_CVT_SCALE": {"CVT_SCALE": scale & 0xFFFF},
+                       "D_CVT_SHIFT": {"CVT_SHIFT": shift},
+                       "D_PERF_ENABLE": {"PERF_SAT_EN": 1}})
+        res = run_sdp(SMALL_EW, *program(SMALL_EW, 1, 1, 8, **kw), mem)
+        assert not res.wrote_memory and res.status_unequal == 1
+        assert res.out_saturation == want, (offset, res.out_saturation)
+
+
 def test_flying_input_to_pdp_returns_the_cube():
     cfg = SMALL
     rmap = register_map(cfg)
@@ -542,6 +571,55 @@ def test_saturation_counter():
     # 100 * 1000 and -100 * 1000 leave the 17-bit range; 5 * 1000 stays in it (but not int8).
     assert res.out_saturation == 2
     assert list(res.output[:, 0, 0]) == [127, -128, 0, 127, 127, 127, 127, 127]
+
+
+#: (CVT_OFFSET, input values, flagged inputs) around the 17-bit limits with CVT_SHIFT = 1
+#: (p = x - offset, floor = p >> 1): NVDLA's Verilog flags a saturation only when the floor
+#: lies beyond 65536 or -65537 (more than 1 from the saturated result).
+SAT_EDGES = [
+    # p = x + 131000: 70 -> floor 65535; 71 -> 65535 rounding up onto 65536; 72, 73 -> 65536
+    (-131000, [70, 71, 72, 73, 74, 127, -128, 0], {74, 127}),
+    # p = x - 131000: -72 -> -65536; -73, -74 -> -65537; -75 -> -65538
+    (131000, [-72, -73, -74, -75, -128, 0, 127, -1], {-75, -128}),
+]
+
+
+def boundary_layers(cfg, out_precs=(0,)):
+    """Layers (rdma, sdp, input bytes at 0x8000_1000, flagged count) of :data:`SAT_EDGES`:
+    one 1 x 1 x 8 pass-through layer per entry, precision and output precision the build
+    has (int16 layers read int16 elements)."""
+    precs = [0] + ([1] if "int16" in cfg.data_types else [])
+    layers = []
+    for prec in precs:
+        for out in out_precs:
+            if out < prec or out not in precs:
+                continue
+            for offset, values, flagged in SAT_EDGES:
+                rdma, sdp = program(cfg, 1, 1, 8, sdp={
+                    "D_DATA_FORMAT": {"PROC_PRECISION": prec, "OUT_PRECISION": out},
+                    "D_CVT_OFFSET": {"CVT_OFFSET": offset & 0xFFFFFFFF},
+                    "D_CVT_SHIFT": {"CVT_SHIFT": 1}, "D_PERF_ENABLE": {"PERF_SAT_EN": 1}},
+                    rdma={"D_FEATURE_MODE_CFG": {"IN_PRECISION": prec, "PROC_PRECISION": prec}},
+                    src_surf=cfg.memory_atom, dst_surf=cfg.memory_atom)
+                # surfaces one atom apart: the 8 elements lie back to back
+                image = np.array(values, dtype="<i2" if prec else "i1").view(np.uint8)
+                layers.append((rdma, sdp, image, len(flagged)))
+    return layers
+
+
+@pytest.mark.parametrize("cfg", [SMALL, FULL], ids=["nv_small", "nv_full"])
+def test_saturation_counter_at_the_17_bit_boundary(cfg):
+    """D_PERF_OUT_SATURATION on int8 and int16 outputs counts NVDLA's flag: floors of 65536 /
+    -65537 and a rounding up onto 65536 saturate (to 127 / -128, 32767 / -32768) uncounted."""
+    layers = boundary_layers(cfg, out_precs=(0, 1))
+    assert len(layers) == (6 if "int16" in cfg.data_types else 2)
+    for rdma, sdp, image, flagged in layers:
+        mem = SparseMemory()
+        mem.write(0x8000_1000, image)
+        res = run_sdp(cfg, rdma, sdp, mem)
+        assert res.out_saturation == flagged
+        hi = 127 if sdp.D_DATA_FORMAT.OUT_PRECISION == 0 else 32767
+        assert np.all(np.isin(res.output, (hi, -hi - 1)))       # every value saturates
 
 
 def test_int16_on_a_32_byte_atom_build():
@@ -598,6 +676,36 @@ def test_error_precisions():
                                                          "PROC_PRECISION": 2}})
     # fp16 -> int16 is a valid conversion (tests/test_sdp_convert.py)
     assert run_sdp(FULL, rdma_v, sdp_v, SparseMemory()).wrote_memory
+
+
+def test_error_rdma_out_precision():
+    """SDP_RDMA's OUT_PRECISION: a defined value, and the SDP's OUT_PRECISION whenever the
+    read DMA takes part (the read DMA's precision pair is the layer's, Table 30); a flying
+    layer without SDP_RDMA ignores it."""
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT16: must equal "
+                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT8", rdma={"D_FEATURE_MODE_CFG":
+                                                                   {"OUT_PRECISION": 1}})
+    _expect_error(SMALL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=FP16: must equal",
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 2}})
+    # the write DMA's 8to16 with the read DMA left at INT8 output
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT8: must equal "
+                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT16",
+                  sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 0}})
+    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=3: reserved",
+                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 3}})
+    rdma_v, sdp_v = program(FULL, 1, 1, 8, sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},
+                            rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 1}})
+    assert run_sdp(FULL, rdma_v, sdp_v, SparseMemory()).wrote_memory          # 8to16
+    # flying, SDP_RDMA not enabled: its OUT_PRECISION takes no part
+    rmap = register_map(SMALL)
+    for rout in (1, 2):
+        rdma_v = GroupView.from_fields(rmap["SDP_RDMA"],
+                                       D_FEATURE_MODE_CFG={"OUT_PRECISION": rout})
+        _, sdp_v = program(SMALL, 1, 1, 8, sdp={"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1}})
+        res = run_sdp(SMALL, rdma_v, sdp_v, SparseMemory(),
+                      flying_input=np.zeros((8, 1, 1), dtype=np.int64))
+        assert res.wrote_memory
 
 
 def test_error_misaligned_addresses_and_strides():

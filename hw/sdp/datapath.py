@@ -29,9 +29,12 @@ Arithmetic follows the bit-exact golden model :mod:`sim.sdp` (``x_stage``, ``y_o
   under/overflow/hybrid priorities, interpolation between two entries (35-bit fraction) or
   extrapolation from the first / last entry with the slope scale and signed shift.
 * Output converter: ``(x - CVT_OFFSET) * CVT_SCALE`` rounded right by CVT_SHIFT into 17 bits
-  (that saturation is what ``o.sat`` counts) and saturated to OUT_PRECISION (int8 / int16). In
+  (that saturation is what ``o.sat`` counts, flagged as NVDLA's Verilog does: only when the
+  truncated value lies beyond 65536 or -65537) and saturated to OUT_PRECISION (int8 / int16). In
   EQL mode (EW on, EW ALU on, algo EQL) the converter is bypassed: the output is ``x``
-  truncated to the output precision and nothing is counted as saturated.
+  truncated to the output precision, while the 17-bit flag of the converter's result on
+  ``x`` still counts on integer layers (NVDLA's ``NV_NVDLA_SDP_CORE_c`` computes it
+  whatever the mode).
 
 Rounding is round-half-away-from-zero everywhere, as in the golden model.
 
@@ -874,7 +877,7 @@ class SdpDatapath(wiring.Component):
                 conv = Mux(int8, saturate(t, 8), saturate(t, 16))
                 wrap = Mux(int8, xl[:8].as_signed(), xl.as_signed())
                 res = Mux(eql, wrap, conv)
-                sat = st[f"cvt_s{lane}"] & ~eql
+                sat = st[f"cvt_s{lane}"]          # EQL too: NVDLA's converter flags it
                 if self.fp_convert:
                     # int16 -> fp16 from the 17-bit result, fp16 -> int16 from the fp16 one;
                     # an fp16 output counts as saturated when it is +-65504, an int16 one

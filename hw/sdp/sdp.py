@@ -64,9 +64,9 @@ Invalid programs
     * precision: ``PROC_PRECISION`` must be INT8, (int16 builds) INT16 or (fp16 builds)
       FP16, ``OUT_PRECISION`` equal to it (a flying FP16 layer takes an fp16 convolution's
       fp32 codes; the convolution's check pairs the precisions) unless the layer converts
-      (below); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` not 3, and when the RDMA takes
-      part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's; offline
-      ``IN_PRECISION`` = ``PROC_PRECISION`` unless 16 -> 8;
+      (below); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` / ``OUT_PRECISION`` not 3, and
+      when the RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` and
+      ``OUT_PRECISION`` = SDP's; offline ``IN_PRECISION`` = ``PROC_PRECISION`` unless 16 -> 8;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
       LUT too);
     * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
@@ -266,15 +266,18 @@ class Sdp(wiring.Component):
         if int16_ok:
             # precision conversions (data-format spec, Precision Conversion, Table 30)
             m16to8, m8to16, fp_cvt = self._conversions(m, proc, out, rfm, flying)
-            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok,
-                     (out != proc) & ~m8to16 & ~fp_cvt,
+            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, rfm.OUT_PRECISION == 3,
+                     ~prec_ok, (out != proc) & ~m8to16 & ~fp_cvt,
                      rdma_active & (rfm.PROC_PRECISION != proc),
+                     rdma_active & (rfm.OUT_PRECISION != out),
                      ~flying & (rfm.IN_PRECISION != proc) & ~m16to8]
             errs += self._conversion_errors(flying, m8to16)
         else:
             m16to8 = m8to16 = None
-            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, ~prec_ok, out != proc,
+            errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, rfm.OUT_PRECISION == 3,
+                     ~prec_ok, out != proc,
                      rdma_active & (rfm.PROC_PRECISION != proc),
+                     rdma_active & (rfm.OUT_PRECISION != out),
                      ~flying & (rfm.IN_PRECISION != proc)]
         errs += [rdma_active & (rfm.FLYING_MODE != flying),
                  rdma_active & (rfm.WINOGRAD != fm.WINOGRAD),

@@ -9,6 +9,9 @@ What it follows (this core's RTL, ``hw/conv``; contract in ``hw/conv/common.py``
   both have an atom). The read rate is ``min(1, dbbif bytes x efficiency / atom)`` atoms per
   cycle. Weights larger than the weight banks stream through a ring: a byte is fetched only
   when the CSC has released the bytes one ring before it (released a kernel group at a time).
+  ``DATA_REUSE`` (:func:`data_reuse`, from the previous convolution layer's release): after
+  a layer that kept every slice nothing is fetched; after one that released some, the kept
+  lines are there from the start and the CDMA's ``DATAIN_HEIGHT`` lines follow them.
 - CSC (``hw/conv/csc.py``): for kernel group g, stripe, channel group j, kernel position
   (r, s): one weight load (Atomic-K + 2 cycles, prepared while the previous block streams),
   then one atom per output position of the stripe. Stripes are ``max(16, 2 x Atomic-K)``
@@ -34,7 +37,8 @@ import numpy as np
 
 from sim.formats.common import ceil_div
 
-__all__ = ["ConvShape", "estimate_conv", "mac_ops", "stripes", "OVERHEAD", "BLOCK_EXTRA"]
+__all__ = ["ConvShape", "estimate_conv", "data_reuse", "mac_ops", "stripes", "OVERHEAD",
+           "BLOCK_EXTRA"]
 
 #: cycles from the final D_OP_ENABLE write to the interrupt that no rate hides: the register
 #: copy, the first request, the CSC/CMAC/CACC pipeline depth, SDP's write-back and the
@@ -67,10 +71,16 @@ class ConvShape:
     data_fetched: bool = True  #: False when the layer fully reuses the kept slices
     weights_fetched: bool = True
     weight_banks: int = 0      #: the layer's weight banks (0: whatever the data leaves)
+    #: partial data reuse: the input lines (per batch) already in the CBUF, the first ones
+    #: of the CSC's, and the lines the CDMA fetches after them (None: ``height``)
+    kept_lines: int = 0
+    fetched_lines: int | None = None
 
     @classmethod
-    def from_program(cls, p, cfg) -> "ConvShape":
-        """From a :class:`sim.conv.program.ConvProgram` decoded on ``cfg``."""
+    def from_program(cls, p, cfg, reuse=None) -> "ConvShape":
+        """From a :class:`sim.conv.program.ConvProgram` decoded on ``cfg``; ``reuse``: the
+        ``(kept, fetched)`` lines of :func:`data_reuse` (what the layer before it left in the
+        CBUF); without it a ``DATA_REUSE`` layer fetches nothing."""
         eb = p.element_bytes
         if p.image is not None:
             line = ceil_div(p.width * p.in_channels // max(p.kw, 1) * eb, cfg.memory_atom) \
@@ -79,12 +89,15 @@ class ConvShape:
         else:
             line = p.width * ceil_div(p.channels * eb, cfg.memory_atom) * cfg.memory_atom
             channels, kw = p.in_channels, p.kw
+        kept, fetched = reuse if reuse is not None else \
+            ((p.in_height, 0) if p.data_reuse else (0, None))
         return cls(width=p.in_width, height=p.in_height, channels=channels, batches=p.batches,
                    kernels=p.kernels, kh=p.kh, kw=kw, stride_y=p.stride_y, dil_y=p.dil_y,
                    pad_top=p.pad_top, out_width=p.out_width, out_height=p.out_height,
                    element_bytes=eb, line_bytes=line, weight_bytes=p.weight_bytes,
-                   data_fetched=not p.data_reuse, weights_fetched=not p.weight_reuse,
-                   weight_banks=p.weight_bank)
+                   data_fetched=fetched != 0, weights_fetched=not p.weight_reuse,
+                   weight_banks=p.weight_bank, kept_lines=kept if fetched else 0,
+                   fetched_lines=fetched if kept and fetched else None)
 
     def retarget(self, cfg) -> "ConvShape":
         """The same layer as it would be programmed on ``cfg``: whole atoms of that build's
@@ -92,6 +105,33 @@ class ConvShape:
         atom = cfg.memory_atom
         per_line = ceil_div(self.channels * self.element_bytes, atom) * atom
         return replace(self, line_bytes=self.width * per_line, weight_banks=0)
+
+
+def _cbuf_key(p):
+    """What a reusing layer must share with the layer that kept the slices (the golden
+    model's ``load_cbuf`` key: banks, input kind, width, entries, batches)."""
+    img = p.image
+    return (int(p.winograd is not None), p.data_bank, p.weight_bank, img is not None,
+            p.in_width, p.entries, p.batches,
+            None if img is None else (img.fmt.name, img.pad_left, img.pad_right, p.precision))
+
+
+def data_reuse(prev, p) -> tuple:
+    """``(kept, fetched)`` input lines per batch of convolution layer ``p`` after layer
+    ``prev`` (programs), as the golden model's CBUF decides (``sim.conv.cdma.load_cbuf``,
+    ``CbufState.release``): with ``DATA_REUSE`` after a layer with the same banks and slice
+    format, all of ``prev``'s lines and no fetch when ``prev`` skipped its release, else the
+    lines it kept (its slices past ``RLS_SLICES``) followed by the CDMA's fetch of
+    ``DATAIN_HEIGHT`` lines; otherwise no kept lines and the whole input (``fetched`` None)."""
+    if not p.data_reuse or prev is None or _cbuf_key(prev) != _cbuf_key(p):
+        return 0, None
+    used = prev.in_height * prev.batches                  # slices prev held at its end
+    if prev.skip_data_rls:
+        return used // p.batches, 0
+    left = max(used - prev.rls_slices, 0)
+    if not left:
+        return 0, None                                    # nothing kept: a plain fetch
+    return left // p.batches, p.height
 
 
 def kernel_group(cfg, shape) -> int:
@@ -151,7 +191,9 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
 
     line_atoms = shape.line_bytes // atom if shape.data_fetched else 0
     slices = shape.height * shape.batches
-    data_atoms = line_atoms * slices
+    kept = shape.kept_lines if shape.data_fetched else 0
+    fetched = shape.height if shape.fetched_lines is None else shape.fetched_lines
+    data_atoms = line_atoms * fetched * shape.batches
     wt_atoms = ceil_div(shape.weight_bytes, atom) if shape.weights_fetched else 0
     # a stripe's positions, its last output row and so its last input line
     lens = stripes(cfg, positions)
@@ -177,8 +219,11 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     t = 0.0
     group_done = np.zeros(groups)
     for b in range(shape.batches):
-        d_ready = _arrival((need * shape.batches + b + 1) * line_atoms, data_atoms, wt_atoms,
-                           rate) if line_atoms else np.zeros(len(lens))
+        # (lines kept from the previous layer are there from the start; the fetched ones
+        # follow them in the CSC's order)
+        d_ready = np.where(need < kept, 0.0, _arrival(
+            (np.maximum(need - kept, 0) * shape.batches + b + 1) * line_atoms, data_atoms,
+            wt_atoms, rate)) if line_atoms else np.zeros(len(lens))
         for g in range(groups):
             w_ready = w_free[g]
             if b == 0 and wt_atoms and group_end[g] > ring:

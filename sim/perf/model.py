@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .conv import ConvShape, estimate_conv
+from .conv import ConvShape, data_reuse, estimate_conv
 from .decode import DecodeError, trace_layers
 from .memory import memory_for
 from .units import estimate_cdp, estimate_pdp, estimate_sdp
@@ -65,13 +65,14 @@ class TraceEstimate:
         return sum(lay.macs for lay in self.layers)
 
 
-def estimate_layer(layer, cfg, memory, shape=None) -> LayerEstimate:
+def estimate_layer(layer, cfg, memory, shape=None, reuse=None) -> LayerEstimate:
     """Estimate one decoded :class:`sim.perf.decode.Layer` on ``cfg`` (``shape``: a
-    :class:`ConvShape` to use instead of the layer's own program)."""
+    :class:`ConvShape` to use instead of the layer's own program; ``reuse``: a convolution
+    layer's kept and fetched input lines, :func:`sim.perf.conv.data_reuse`)."""
     est = LayerEstimate(layer.index, layer.kind, error=layer.error)
     if layer.kind == "conv" and (shape is not None or layer.error is None):
         if shape is None:
-            shape = ConvShape.from_program(layer.conv, cfg)
+            shape = ConvShape.from_program(layer.conv, cfg, reuse)
         r = estimate_conv(cfg, shape, memory)
         est.error = None
         est.macs, est.mac_ops = r["macs"], r["mac_ops"]
@@ -115,17 +116,19 @@ def estimate_trace(path, cfg, memory="harness", retarget_from=None) -> TraceEsti
     if layers is None and base is None:
         return TraceEstimate(_name(path), [], error=err)
     out = []
+    prev = None                      # the last convolution program that ran (CBUF reuse)
     for i, lay in enumerate(layers if layers is not None else base):
         src = base[i] if base is not None and i < len(base) else None
-        if lay.error and src is not None and src.kind == "conv" and src.error is None \
-                and lay.kind == "conv":
-            e = estimate_layer(src, cfg, mem,
-                               ConvShape.from_program(src.conv, retarget_from).retarget(cfg))
+        if src is not None and src.kind == "conv" and src.error is None and lay.kind == "conv" \
+                and (lay.error or layers is None):
+            reuse = data_reuse(prev, src.conv)
+            e = estimate_layer(src, cfg, mem, ConvShape.from_program(
+                src.conv, retarget_from, reuse).retarget(cfg))
             e.retargeted = True
-        elif layers is None and src is not None and src.kind == "conv" and src.error is None:
-            e = estimate_layer(src, cfg, mem,
-                               ConvShape.from_program(src.conv, retarget_from).retarget(cfg))
-            e.retargeted = True
+            prev = src.conv
+        elif lay.kind == "conv" and lay.error is None:
+            e = estimate_layer(lay, cfg, mem, reuse=data_reuse(prev, lay.conv))
+            prev = lay.conv
         else:
             e = estimate_layer(lay, cfg, mem)
         out.append(e)

@@ -417,6 +417,15 @@ def _m_out_precision(cfg, p, rmap):
     return "SDP.D_DATA_FORMAT.OUT_PRECISION"
 
 
+def _m_rdma_out_precision(cfg, p, rmap):
+    out_f = rmap["SDP"]["D_DATA_FORMAT"]["OUT_PRECISION"]
+    out = (p["sdp"].get("D_DATA_FORMAT", 0) & out_f.mask) >> out_f.lsb
+    word = p["rdma"]["D_FEATURE_MODE_CFG"]
+    f = rmap["SDP_RDMA"]["D_FEATURE_MODE_CFG"]["OUT_PRECISION"]
+    p["rdma"]["D_FEATURE_MODE_CFG"] = (word & ~f.mask) | (((out + 1) % 3) << f.lsb)
+    return "SDP_RDMA.D_FEATURE_MODE_CFG.OUT_PRECISION"          # not SDP's
+
+
 def _m_x_alu_eql(cfg, p, rmap):
     b = rmap["SDP"]["D_DP_BS_CFG"]
     word = 0
@@ -429,7 +438,8 @@ def _m_x_alu_eql(cfg, p, rmap):
 
 INVALID_MUTATIONS = {"in_precision_fp16": _m_in_precision, "misaligned_dst": _m_misaligned_dst,
                      "misaligned_src_stride": _m_misaligned_src_stride,
-                     "reserved_out_precision": _m_out_precision, "x_alu_eql": _m_x_alu_eql}
+                     "reserved_out_precision": _m_out_precision, "x_alu_eql": _m_x_alu_eql,
+                     "rdma_out_precision": _m_rdma_out_precision}
 
 
 def write_invalid_traces(cfg, directory: str, seed: int = 0) -> list:

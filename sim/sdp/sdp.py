@@ -32,7 +32,9 @@ Y stage (EW)
     equal, else 1) on 33 bits, saturated to int32. Then the LUT (see :func:`lut_lookup`).
 C (output converter)
     ((x - CVT_OFFSET) * CVT_SCALE) round_shift_right by CVT_SHIFT into 17 bits (saturating;
-    this is the saturation the OUT_SATURATION counter counts), then saturated to int8 / int16.
+    this is the saturation the OUT_SATURATION counter counts on int8 / int16 outputs, flagged
+    as NVDLA's Verilog does: only when the truncated value lies beyond 65536 or -65537), then
+    saturated to int8 / int16 (that saturation is not counted).
 
 Rounding everywhere is "round half away from zero" (the hardware adds the guard bit, and for
 negative values only when a sticky bit is set too). A right shift by at least the operand width
@@ -64,7 +66,7 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
 
 Precision conversion (SDP_RDMA IN / PROC_PRECISION, SDP PROC / OUT_PRECISION; the two
-PROC_PRECISIONs always agree)
+PROC_PRECISIONs always agree, and so do the two OUT_PRECISIONs whenever SDP_RDMA takes part)
     int16 -> int8 (offline): the read DMA's 16to8 mode, SDP_RDMA IN_PRECISION=INT16 with
     PROC_PRECISION=INT8 (SDP: PROC=OUT=INT8). The datapath works in int8 atoms (memory_atom
     channels): int8 atom k holds int16 surfaces 2k and 2k + 1 side by side, so an odd last
@@ -168,8 +170,10 @@ def round_shift_right(x, shift, out_bits: int, in_bits: int = 64):
 
     ``shift`` may be a scalar or an array (>= 0). A shift of ``in_bits`` or more gives 0 (the
     hardware's shifter only has that many bits). Returns ``(value, saturated)``; the
-    saturation flag is the hardware's: set when the value before rounding is already below the
-    range, or the rounded value is above it.
+    saturation flag is the hardware's (NVDLA's ``IntShiftRightSat``): set when the truncated
+    value ``x >> shift`` differs by more than 1 from the rounded, saturated result, that is when
+    it lies above ``hi + 1`` or below ``lo - 1`` (so a floor of ``hi + 1`` or ``lo - 1``, or a
+    rounding up onto ``hi + 1``, saturates the value but raises no flag).
     """
     x = np.asarray(x, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
@@ -181,7 +185,7 @@ def round_shift_right(x, shift, out_bits: int, in_bits: int = 64):
     up = (guard == 1) & ((x >= 0) | sticky)
     rounded = floor + up
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
-    sat = (floor < lo) | (rounded > hi)
+    sat = (floor > hi + 1) | (floor < lo - 1)
     value = np.clip(rounded, lo, hi)
     beyond = s >= in_bits
     return np.where(beyond, 0, value), np.where(beyond, False, sat)
@@ -822,6 +826,7 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
     rfm = rdma.D_FEATURE_MODE_CFG
     in_prec = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "IN_PRECISION")
     rproc = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "PROC_PRECISION")
+    rout = _enum_check(rdma, R, "D_FEATURE_MODE_CFG", "OUT_PRECISION")
     for where, p in ((f"{S}.D_DATA_FORMAT.PROC_PRECISION", proc),
                      (f"{S}.D_DATA_FORMAT.OUT_PRECISION", out)):
         if _PRECISION_TYPES[p] not in cfg.data_types:
@@ -853,6 +858,13 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              f"a flying layer converts only between precisions of the same bit depth "
              f"(PROC_PRECISION={_PRECISION_NAMES[proc]}, FLYING_MODE=ON)")
+    if rdma_active and rout != out:
+        # NVDLA's B / N / E read DMAs lay out their operand data by their own OUT_PRECISION
+        # (batch mode); the pair must be one of Table 30's, the SDP's own
+        _err(f"{R}.D_FEATURE_MODE_CFG.OUT_PRECISION={_PRECISION_NAMES[rout]}",
+             f"must equal {S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]} (the read "
+             f"DMA's precisions are the layer's: IN_PRECISION -> OUT_PRECISION one pair of "
+             f"the data-format spec's Table 30)")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
@@ -1288,8 +1300,11 @@ def run_sdp(cfg, rdma, sdp, mem, lut: SdpLut | None = None, flying_input=None,
     out_fp = prog.out_prec == FP16
     if prog.eql:
         # Equal mode: the converter passes the comparison result through; nothing is written.
+        # NVDLA's converter still runs on it and flags 17-bit saturations (counted on integer
+        # layers; fp16 outputs are compared with +-65504, which a 0 / 1 result never is)
         padded = wrap_signed(x, out_bits)
-        sat = None
+        sat = output_convert(x, *prog.cvt, 17)[1] if not (fp or out_fp) else \
+            np.zeros(padded.shape, dtype=bool)
     elif fp and out_fp:
         # fp16 output: fp32 -> fp16 (CVT_OFFSET / SCALE / SHIFT take no part); the
         # saturation counter counts the outputs of magnitude 65504 (the converter's limit)
