@@ -215,6 +215,12 @@ def test_sdp_batch_rules():
                   r"SDP\.D_FEATURE_MODE_CFG\.BATCH_NUMBER=2",
                   sdp={"D_FEATURE_MODE_CFG": fly}, rdma={"D_FEATURE_MODE_CFG": {
                       "FLYING_MODE": 1}, "D_OP_ENABLE": {"OP_EN": 1}})
+    # NVDLA's operand read DMAs lay out their data by their own OUT_PRECISION in batch mode
+    _expect_error(cfg, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT16: must equal "
+                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT8 in batch mode",
+                  sdp={"D_FEATURE_MODE_CFG": fly}, rdma={"D_FEATURE_MODE_CFG": {
+                      "FLYING_MODE": 1, "BATCH_NUMBER": 2, "OUT_PRECISION": 1},
+                      "D_OP_ENABLE": {"OP_EN": 1}})
 
 
 def test_sdp_batched_cube_must_match_the_convolution():

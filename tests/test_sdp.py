@@ -127,7 +127,6 @@ INVALID = {
     "in_fp16": _m_field("rdma", "D_FEATURE_MODE_CFG", IN_PRECISION=2),
     "out_reserved": _m_field("sdp", "D_DATA_FORMAT", OUT_PRECISION=3),
     "proc_mismatch": _m_field("rdma", "D_FEATURE_MODE_CFG", PROC_PRECISION=1),
-    "rdma_out_mismatch": _m_field("rdma", "D_FEATURE_MODE_CFG", OUT_PRECISION=1),
     "rdma_out_reserved": _m_field("rdma", "D_FEATURE_MODE_CFG", OUT_PRECISION=3),
     "x_alu_eql": _m_field("sdp", "D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=0, BS_ALU_ALGO=3),
     "misaligned_dst": _m_add("sdp", "D_DST_BASE_ADDR_LOW", 4),

@@ -410,7 +410,7 @@ def _invalid_flying(cfg, rng):
     # SDP_RDMA taking part must agree on mode, cube and precision
     for name, reg, fields in (("rdma_offline", "D_FEATURE_MODE_CFG", {"FLYING_MODE": 0}),
                               ("rdma_proc", "D_FEATURE_MODE_CFG", {"PROC_PRECISION": 3}),
-                              ("rdma_out", "D_FEATURE_MODE_CFG", {"OUT_PRECISION": 1}),
+                              ("rdma_out", "D_FEATURE_MODE_CFG", {"OUT_PRECISION": 3}),
                               ("rdma_height", "D_DATA_CUBE_HEIGHT", {"HEIGHT": 77})):
         layer = draw(with_rdma)
         setf(layer, "rdma", reg, **fields)

@@ -679,19 +679,15 @@ def test_error_precisions():
 
 
 def test_error_rdma_out_precision():
-    """SDP_RDMA's OUT_PRECISION: a defined value, and the SDP's OUT_PRECISION whenever the
-    read DMA takes part (the read DMA's precision pair is the layer's, Table 30); a flying
-    layer without SDP_RDMA ignores it."""
-    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT16: must equal "
-                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT8", rdma={"D_FEATURE_MODE_CFG":
-                                                                   {"OUT_PRECISION": 1}})
-    _expect_error(SMALL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=FP16: must equal",
-                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 2}})
-    # the write DMA's 8to16 with the read DMA left at INT8 output
-    _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=INT8: must equal "
-                  r"SDP\.D_DATA_FORMAT\.OUT_PRECISION=INT16",
-                  sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},
-                  rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 0}})
+    """SDP_RDMA's OUT_PRECISION: a defined value; NVDLA's operand read DMAs read it in batch
+    mode only (tests/test_conv_batch.py: there it must be SDP's), so elsewhere a different
+    value changes nothing; a flying layer without SDP_RDMA ignores it."""
+    rdma_v, sdp_v = program(FULL, 1, 1, 8, rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 1}})
+    want = run_sdp(FULL, *program(FULL, 1, 1, 8), SparseMemory())
+    got = run_sdp(FULL, rdma_v, sdp_v, SparseMemory())
+    assert got.wrote_memory and np.array_equal(got.output, want.output)
+    rdma_v, sdp_v = program(SMALL, 1, 1, 8, rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 2}})
+    assert run_sdp(SMALL, rdma_v, sdp_v, SparseMemory()).wrote_memory
     _expect_error(FULL, r"SDP_RDMA\.D_FEATURE_MODE_CFG\.OUT_PRECISION=3: reserved",
                   rdma={"D_FEATURE_MODE_CFG": {"OUT_PRECISION": 3}})
     rdma_v, sdp_v = program(FULL, 1, 1, 8, sdp={"D_DATA_FORMAT": {"OUT_PRECISION": 1}},

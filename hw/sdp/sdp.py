@@ -65,8 +65,9 @@ Invalid programs
       FP16, ``OUT_PRECISION`` equal to it (a flying FP16 layer takes an fp16 convolution's
       fp32 codes; the convolution's check pairs the precisions) unless the layer converts
       (below); RDMA ``IN_PRECISION`` / ``PROC_PRECISION`` / ``OUT_PRECISION`` not 3, and
-      when the RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` and
-      ``OUT_PRECISION`` = SDP's; offline ``IN_PRECISION`` = ``PROC_PRECISION`` unless 16 -> 8;
+      when the RDMA takes part (offline, or its group enabled) RDMA ``PROC_PRECISION`` = SDP's
+      (in batch mode ``OUT_PRECISION`` too); offline ``IN_PRECISION`` = ``PROC_PRECISION``
+      unless 16 -> 8;
     * BS / BN: enabled ALU with ``ALU_ALGO = 3``; a stage enabled that the build lacks (EW,
       LUT too);
     * per operand DMA (B/N/E): taking part = RDMA takes part and ``*_DISABLE = NO``. A stage
@@ -258,7 +259,8 @@ class Sdp(wiring.Component):
             m.d.comb += batched.eq(fm.BATCH_NUMBER != 0)
             errs += [fm.WINOGRAD, fm.BATCH_NUMBER >= cfg.max_batch, batched & ~flying,
                      batched & to_pdp,
-                     batched & rdma_active & (rfm.BATCH_NUMBER != fm.BATCH_NUMBER)]
+                     batched & rdma_active & (rfm.BATCH_NUMBER != fm.BATCH_NUMBER),
+                     batched & rdma_active & (rfm.OUT_PRECISION != out)]
         else:
             errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
         if not cfg.pdp:
@@ -269,7 +271,6 @@ class Sdp(wiring.Component):
             errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, rfm.OUT_PRECISION == 3,
                      ~prec_ok, (out != proc) & ~m8to16 & ~fp_cvt,
                      rdma_active & (rfm.PROC_PRECISION != proc),
-                     rdma_active & (rfm.OUT_PRECISION != out),
                      ~flying & (rfm.IN_PRECISION != proc) & ~m16to8]
             errs += self._conversion_errors(flying, m8to16)
         else:
@@ -277,7 +278,6 @@ class Sdp(wiring.Component):
             errs += [rfm.IN_PRECISION == 3, rfm.PROC_PRECISION == 3, rfm.OUT_PRECISION == 3,
                      ~prec_ok, out != proc,
                      rdma_active & (rfm.PROC_PRECISION != proc),
-                     rdma_active & (rfm.OUT_PRECISION != out),
                      ~flying & (rfm.IN_PRECISION != proc)]
         errs += [rdma_active & (rfm.FLYING_MODE != flying),
                  rdma_active & (rfm.WINOGRAD != fm.WINOGRAD),

@@ -418,12 +418,10 @@ def _m_out_precision(cfg, p, rmap):
 
 
 def _m_rdma_out_precision(cfg, p, rmap):
-    out_f = rmap["SDP"]["D_DATA_FORMAT"]["OUT_PRECISION"]
-    out = (p["sdp"].get("D_DATA_FORMAT", 0) & out_f.mask) >> out_f.lsb
     word = p["rdma"]["D_FEATURE_MODE_CFG"]
     f = rmap["SDP_RDMA"]["D_FEATURE_MODE_CFG"]["OUT_PRECISION"]
-    p["rdma"]["D_FEATURE_MODE_CFG"] = (word & ~f.mask) | (((out + 1) % 3) << f.lsb)
-    return "SDP_RDMA.D_FEATURE_MODE_CFG.OUT_PRECISION"          # not SDP's
+    p["rdma"]["D_FEATURE_MODE_CFG"] = (word & ~f.mask) | (3 << f.lsb)     # reserved
+    return "SDP_RDMA.D_FEATURE_MODE_CFG.OUT_PRECISION"
 
 
 def _m_x_alu_eql(cfg, p, rmap):

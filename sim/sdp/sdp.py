@@ -66,7 +66,8 @@ fp16 layers (PROC_PRECISION = OUT_PRECISION = FP16)
     codes. Checked stage by stage against NVDLA's Verilog (``tests/test_sdp_fp16_nvdla_rtl.py``).
 
 Precision conversion (SDP_RDMA IN / PROC_PRECISION, SDP PROC / OUT_PRECISION; the two
-PROC_PRECISIONs always agree, and so do the two OUT_PRECISIONs whenever SDP_RDMA takes part)
+PROC_PRECISIONs always agree, and so do the two OUT_PRECISIONs when SDP_RDMA takes part in
+batch mode, where NVDLA's operand read DMAs read theirs)
     int16 -> int8 (offline): the read DMA's 16to8 mode, SDP_RDMA IN_PRECISION=INT16 with
     PROC_PRECISION=INT8 (SDP: PROC=OUT=INT8). The datapath works in int8 atoms (memory_atom
     channels): int8 atom k holds int16 surfaces 2k and 2k + 1 side by side, so an odd last
@@ -858,13 +859,13 @@ def _decode(cfg, rdma, sdp, flying_input) -> _Program:
         _err(f"{S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]}",
              f"a flying layer converts only between precisions of the same bit depth "
              f"(PROC_PRECISION={_PRECISION_NAMES[proc]}, FLYING_MODE=ON)")
-    if rdma_active and rout != out:
-        # NVDLA's B / N / E read DMAs lay out their operand data by their own OUT_PRECISION
-        # (batch mode); the pair must be one of Table 30's, the SDP's own
+    if rdma_active and batches > 1 and rout != out:
+        # NVDLA's B / N / E read DMAs read their OUT_PRECISION in batch mode only (their
+        # operand packing, NV_NVDLA_SDP_{B,N,E}RDMA_eg); elsewhere the field plays no part
         _err(f"{R}.D_FEATURE_MODE_CFG.OUT_PRECISION={_PRECISION_NAMES[rout]}",
-             f"must equal {S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]} (the read "
-             f"DMA's precisions are the layer's: IN_PRECISION -> OUT_PRECISION one pair of "
-             f"the data-format spec's Table 30)")
+             f"must equal {S}.D_DATA_FORMAT.OUT_PRECISION={_PRECISION_NAMES[out]} in batch "
+             f"mode (BATCH_NUMBER={batches - 1}: the operand read DMAs lay out their data by "
+             f"it)")
 
     # -- stages --------------------------------------------------------------------------
     def x_cfg(prefix):
