@@ -72,6 +72,20 @@ def _batch_mutations(cfg):
             _set(cfg, layers[0], b, "D_BATCH_NUMBER", BATCHES=8)
         _set(cfg, layers[0], "SDP", "D_FEATURE_MODE_CFG", BATCH_NUMBER=8)
 
+    def rdma_out_precision(cfg, layers):
+        # two batches whose SDP reads BS / BN operands from memory (SDP_RDMA takes part):
+        # NVDLA's operand read DMAs lay out batched operands by SDP_RDMA's OUT_PRECISION
+        import numpy as np
+        rng = np.random.default_rng(6)
+        for seed in range(40):
+            sdp = rp.sdp_program(cfg, np.random.default_rng(seed), 4, 3, 10, 0, 0, shift=2)
+            if sdp[1] is not None:
+                break
+        assert sdp[1] is not None
+        layers[:] = [rp.conv_layer(cfg, W=4, H=3, C=9, K=10, data=rng.integers(-20, 21, (
+            2, 9, 3, 4)), weights=rng.integers(-5, 6, (10, 9, 1, 1)), sdp=sdp, batches=2)]
+        _set(cfg, layers[0], "SDP_RDMA", "D_FEATURE_MODE_CFG", OUT_PRECISION=1)
+
     atom = cfg.memory_atom
     return {
         "unaligned_batch_stride": (word("CDMA", "D_BATCH_STRIDE", lambda v: v + 4), "conv"),
@@ -84,6 +98,7 @@ def _batch_mutations(cfg):
         "sdp_to_pdp": (m("SDP", "D_FEATURE_MODE_CFG", OUTPUT_DST=1), "sdp"),
         "sdp_unaligned_batch_stride": (word("SDP", "D_DST_BATCH_STRIDE", lambda v: v + 4),
                                        "sdp"),
+        "sdp_rdma_out_precision": (rdma_out_precision, "sdp"),
     }
 
 
