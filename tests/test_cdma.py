@@ -9,6 +9,10 @@ it checks the weight bytes announced by ``wt_bytes`` and releases them at random
 entry overwritten before its release is caught. At the end of every layer all the layer's
 slices and (when they fit the ring) weights are checked again. Layers run back to back in one
 simulation, so reuse (partial, full, weights) is checked against ``load_cbuf``'s state.
+
+Winograd layers (``test_cdma_winograd``): the extended slices against the golden
+``fetch_winograd`` on a 32 x 32 test build with bank-row entries (default suite), on its
+two-column variant with fp16 and on nv_large (slow suite).
 """
 
 import random
@@ -484,17 +488,19 @@ def test_cdma_verilog(name):
 # ------------------------------------------------------------------------------------------
 # Winograd (CONV_MODE=WINOGRAD): the padded, channel-extended cube
 
-#: the smallest Winograd datapath (32-byte atoms, Atomic-C 32) with int16 beside int8
+#: the smallest Winograd datapath (32-byte atoms, Atomic-C 32) with int16 beside int8 (a
+#: 256-bit DBBIF: an atom a beat)
 WINO_SMALL = load_config("nv_small_256").replace(
-    name="nv_small_wino", winograd=True, atomic_k=32, memory_atom=32,
+    name="nv_small_wino", winograd=True, atomic_k=32, memory_atom=32, dbbif_width=256,
     data_types=frozenset({"int8", "int16"}))
 #: the same on two-column entries (two 32-byte atoms per register entry), fp16 too
 WINO_SMALL_2COL = WINO_SMALL.replace(name="nv_small_wino_2col", cbuf_entry_width=64,
                                      data_types=frozenset({"int8", "int16", "fp16"}))
 
 
-@pytest.mark.parametrize("cfg", [WINO_SMALL, WINO_SMALL_2COL, load_config("nv_large")],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [
+    WINO_SMALL, pytest.param(WINO_SMALL_2COL, marks=pytest.mark.slow),
+    pytest.param(load_config("nv_large"), marks=pytest.mark.slow)], ids=lambda c: c.name)
 def test_cdma_winograd(cfg):
     """Winograd layers (strides 1..3, every padding position, pad values, int8, and int16 and
     fp16 on builds with them (fp16: NaN / infinity counts of the padded cube, NaN flush), the input convertor on the padded cube, cripple atoms of the extended

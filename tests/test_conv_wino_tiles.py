@@ -125,7 +125,9 @@ def _cube(rng, H, W, C, prec):
     return cube
 
 
-@pytest.mark.parametrize("cfg", [WINO_SMALL, load_config("nv_large")], ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [
+    WINO_SMALL, pytest.param(load_config("nv_large"), marks=pytest.mark.slow)],
+    ids=lambda c: c.name)
 def test_wino_tiles(cfg):
     """int8 (and int16 on builds with it) layers, every PRA_TRUNCATE (3 acts as 2), channel
     groups with cripple atoms (nv_large: an odd number of 32-byte atoms), the data ring
