@@ -9,9 +9,14 @@ it checks the weight bytes announced by ``wt_bytes`` and releases them at random
 entry overwritten before its release is caught. At the end of every layer all the layer's
 slices and (when they fit the ring) weights are checked again. Layers run back to back in one
 simulation, so reuse (partial, full, weights) is checked against ``load_cbuf``'s state.
+
+Winograd layers (``test_cdma_winograd``): the extended slices against the golden
+``fetch_winograd`` on a 32 x 32 test build with bank-row entries (default suite), on its
+two-column variant with fp16 and on nv_large (slow suite).
 """
 
 import random
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -27,7 +32,7 @@ from hw.conv.cbuf import Cbuf
 from hw.conv.cdma import Cdma
 from hw.mem.dmaif import DmaInterfaces
 from sim.conv.cdma import CbufState, load_cbuf
-from sim.conv.program import INT8, ConvProgram, entries_per_slice
+from sim.conv.program import FP16, INT8, INT16, ConvProgram, WinogradInput, entries_per_slice
 from sim.formats.weight import dc_weight_offsets
 from sim.memory import SparseMemory
 from tb.axi_model import AxiMemoryModel
@@ -105,6 +110,8 @@ def place_memory(cfg, rng, mem, L, region):
 
 def program(L):
     """The golden model's view of the layer."""
+    if L.get("wino"):
+        return wino_program(L)
     return ConvProgram(
         precision=INT8, in_precision=INT8, width=L["W"], height=L["H"], channels=L["C"],
         batches=1, base=L["base"], line_stride=L["ls"], surf_stride=L["ss"], batch_stride=0,
@@ -118,6 +125,48 @@ def program(L):
         data_reuse=L["data_reuse"], weight_reuse=L["weight_reuse"],
         skip_data_rls=L["skip_data_rls"], skip_weight_rls=L["skip_weight_rls"],
         rls_slices=L["rls"], clip_truncate=0)
+
+
+def make_wino_layer(cfg, rng, *, prec=INT8, W=None, H=None, S=None, sx=None, sy=None,
+                    **flags):
+    """A random Winograd layer's fetch (:mod:`sim.conv.winograd` rules): ``S`` memory atoms
+    per position (whole 32-byte atoms), padding to multiples of 4 x the stride."""
+    A, eb = cfg.memory_atom, 2 if prec != INT8 else 1
+    S = S or rng.randint(1, 3)
+    C = S * A // eb
+    sx, sy = sx or rng.randint(1, 2), sy or rng.randint(1, 2)
+    L = make_layer(cfg, rng, W=W or rng.randint(1, 9), H=H or rng.randint(1, 6), C=C * eb,
+                   mode=flags.pop("mode", None))
+    W, H = L["W"], L["H"]
+
+    def pads(n, s):
+        lo = rng.randint(0, 3)
+        hi = -(lo + n) % (4 * s) + 4 * s * rng.randint(0, 1)
+        return lo, hi
+    (pl, pr), (pt, pb) = pads(W, sx), pads(H, sy)
+    w_ext, h_ext, c_ext = (pl + W + pr) // sx, (pt + H + pb) // sy, C * sx * sy
+    E = -(-(w_ext * c_ext * eb) // cfg.cbuf_entry_bytes)
+    K = rng.randint(1, 4)
+    dbanks = min(cfg.cbuf_banks - 2, -(-(h_ext * E) // cfg.cbuf_entry_depth))
+    L.update(C=C, S=S, prec=prec, E=E, need=h_ext, rls=4 * rng.randint(1, h_ext // 4),
+             dbanks=dbanks, K=K, kh=4, kw=4, wc=c_ext, wbytes=K * 16 * c_ext * eb,
+             wino=dict(pad=(pl, pr, pt, pb), pad_value=rng.randrange(1 << 16), sx=sx, sy=sy,
+                       w_ext=w_ext, h_ext=h_ext))
+    L.update(flags)
+    return L
+
+
+def wino_program(L):
+    """The golden model's view of a Winograd layer's fetch."""
+    wg, prec = L["wino"], L.get("prec", INT8)
+    eb = 2 if prec != INT8 else 1
+    p = program(dict(L, wino=None))
+    return replace(p, precision=prec, in_precision=prec, in_width=wg["w_ext"],
+                   in_height=wg["h_ext"], in_channels=L["wc"], kw=4, kh=4,
+                   byte_per_kernel=16 * L["wc"] * eb, stride_x=wg["sx"], stride_y=wg["sy"],
+                   nan_to_zero=bool(L.get("ntz")),
+                   winograd=WinogradInput(pad=wg["pad"], pad_value=wg["pad_value"],
+                                          pra_truncate=0, pra_truncate_field=0))
 
 
 def registers(cfg, L):
@@ -157,6 +206,19 @@ def registers(cfg, L):
     setb("D_WEIGHT_BYTES", L["wbytes"])
     setf("D_BANK", DATA_BANK=L["dbanks"] - 1, WEIGHT_BANK=L["wbanks"] - 1)
     setf("D_PERF_ENABLE", DMA_EN=1)
+    if L.get("wino"):
+        wg = L["wino"]
+        pl, pr, pt, pb = wg["pad"]
+        setf("D_MISC_CFG", CONV_MODE=1, IN_PRECISION=L.get("prec", INT8),
+             PROC_PRECISION=L.get("prec", INT8))
+        setf("D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=wg["w_ext"] - 1,
+             DATAIN_HEIGHT_EXT=wg["h_ext"] - 1)
+        setf("D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+        setf("D_ZERO_PADDING_VALUE", PAD_VALUE=wg["pad_value"])
+        setf("D_CONV_STRIDE", CONV_X_STRIDE=wg["sx"] - 1, CONV_Y_STRIDE=wg["sy"] - 1)
+        setf("D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=L["wbytes"] // L["K"] - 1)
+        if L.get("ntz"):
+            setf("D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1)
     if L["cvt"] is not None:
         off, scale, trunc = L["cvt"]
         setf("D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=trunc)
@@ -165,10 +227,28 @@ def registers(cfg, L):
     return blk, words
 
 
-def slice_layout(cfg, line, E):
-    """{entry offset in the slice: {byte lane: value}} of one input line [W, S*atom] per the
-    contract (independent of the RTL's counters)."""
-    A, BW = cfg.memory_atom, cfg.cbuf_bank_width
+def slice_layout(cfg, line, E, wino=False):
+    """{entry offset in the slice: {byte lane: value}} of one input line [W, S*atom] (bytes)
+    per the contract (independent of the RTL's counters); ``wino``: a Winograd layer's
+    extended line, its cripple atoms packed densely (:mod:`hw.conv.cdma`, "Winograd")."""
+    A, BW = cfg.memory_atom, cfg.cbuf_entry_bytes
+    if wino:
+        P = BW // A
+        W, S = line.shape[0], line.shape[1] // A
+        whole, r = divmod(S, P)
+        out = {}
+        for a in range(S):
+            for x in range(W):
+                j = a // P
+                if j < whole:
+                    e, lane = j * W + x, (a % P) * A
+                else:
+                    c = x * r + a % P
+                    e, lane = whole * W + c // P, (c % P) * A
+                assert e < E, (e, E)
+                for k in range(A):
+                    out.setdefault(e, {})[lane + k] = int(line[x, a * A + k]) & 0xFF
+        return out
     P = BW // A
     W, S = line.shape[0], line.shape[1] // A
     whole, r = divmod(S, P)
@@ -215,13 +295,19 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, max_cycl
         v = ctx.get(cbuf.banks[flat // DEPTH].data[flat % DEPTH])
         return v.to_bytes(BW, "little")
 
+    def peek_entry(ctx, e):                 # a register entry of the data region
+        if cfg.cbuf_entry_bytes == BW:
+            return peek(ctx, e)
+        return peek(ctx, 2 * e) + peek(ctx, 2 * e + 1)
+
     async def tb(ctx):
         for n, L in enumerate(layers):
             p = program(L)
             cube, weights = load_cbuf(core, cfg, p, state)
             log = state.log[-2:]
             lines = cube[0]                                  # [need, W, C_atoms]
-            n_dat = L["dbanks"] * DEPTH
+            n_dat = L["dbanks"] * cfg.cbuf_entry_depth
+            n_wrow = L["dbanks"] * DEPTH        # the weight region's first bank row
             n_wt = L["wbanks"] * DEPTH
             if log[1] == "weights: reused":
                 wraw = last_wraw[0]
@@ -239,17 +325,21 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, max_cycl
             seen_slices, released, dat_done, wt_done = 0, 0, False, False
             dat_base = None
 
+            if L.get("prec", INT8) != INT8:           # 16-bit elements as byte pairs
+                lines = (lines & 0xFFFF).astype("<u2").view(np.uint8).reshape(
+                    *lines.shape[:-1], -1)
+
             def check_slice(k):
-                exp = slice_layout(cfg, lines[k], L["E"])
+                exp = slice_layout(cfg, lines[k], L["E"], bool(L.get("wino")))
                 pos = (dat_base + k * L["E"]) % n_dat
                 for e, lanes in exp.items():
-                    got = peek(ctx, (pos + e) % n_dat)
+                    got = peek_entry(ctx, (pos + e) % n_dat)
                     for lane, v in lanes.items():
-                        assert got[lane] == v, (n, "slice", k, "entry", e, "lane", lane)
+                        assert got[lane] == v, (n, "slice", k, "entry", e, "lane", lane, got.hex(), bytes(lanes.values()).hex())
 
             def check_weights(lo, hi):
                 for e in range(lo // BW, -(-hi // BW)):
-                    got = peek(ctx, n_dat + (e % n_wt))
+                    got = peek(ctx, n_wrow + (e % n_wt))
                     for i in range(max(lo, e * BW), min(hi, (e + 1) * BW)):
                         assert got[i % BW] == wraw[i], (n, "weight byte", i, got.hex(), bytes(wraw[e * BW:(e + 1) * BW]).hex(), released, hi)
 
@@ -281,9 +371,9 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, max_cycl
             # the whole layer once more: slices, and the weights when they fit the ring
             for k in range(L["need"]):
                 check_slice(k)
-            if L["wbytes"] <= n_wt * BW:
+            if L["wbytes"] <= n_wt * BW and not L.get("wino"):
                 check_weights(0, L["wbytes"])
-                got = np.frombuffer(b"".join(peek(ctx, n_dat + e) for e in
+                got = np.frombuffer(b"".join(peek(ctx, n_wrow + e) for e in
                                              range(-(-L["wbytes"] // BW))), np.uint8)
                 raw = got[:L["wbytes"]].astype(np.int64)
                 raw = np.where(raw >= 128, raw - 256, raw)
@@ -294,6 +384,11 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, max_cycl
             reads = sum(len(a.ar_log) for a in axis) - ars
             if log == ["data: full reuse", "weights: reused"]:
                 assert reads == 0, (n, "full reuse must not read memory")
+            if L.get("prec") == FP16:              # the padded cube's NaN / Inf counts
+                st = cdma.status
+                got = (ctx.get(st.D_NAN_INPUT_DATA_NUM.NAN_DATA_NUM),
+                       ctx.get(st.D_INF_INPUT_DATA_NUM.INF_DATA_NUM))
+                assert got == state.stats["data"], (n, "fp16 counts", got, state.stats)
             stall = ctx.get(cdma.status.D_PERF_DAT_READ_STALL.DAT_RD_STALL)
             stats.append(dict(cycles=cycles, log=log, dat_stall=stall))
             ctx.set(cdma.wt_released, L["wbytes"])
@@ -388,3 +483,48 @@ def test_cdma_reuse_ring_wrap():
 def test_cdma_verilog(name):
     text = verilog.convert(Cdma(load_config(name)), name="cdma")
     assert "module cdma" in text
+
+
+# ------------------------------------------------------------------------------------------
+# Winograd (CONV_MODE=WINOGRAD): the padded, channel-extended cube
+
+#: the smallest Winograd datapath (32-byte atoms, Atomic-C 32) with int16 beside int8 (a
+#: 256-bit DBBIF: an atom a beat)
+WINO_SMALL = load_config("nv_small_256").replace(
+    name="nv_small_wino", winograd=True, atomic_k=32, memory_atom=32, dbbif_width=256,
+    data_types=frozenset({"int8", "int16"}))
+#: the same on two-column entries (two 32-byte atoms per register entry), fp16 too
+WINO_SMALL_2COL = WINO_SMALL.replace(name="nv_small_wino_2col", cbuf_entry_width=64,
+                                     data_types=frozenset({"int8", "int16", "fp16"}))
+
+
+@pytest.mark.parametrize("cfg", [
+    WINO_SMALL, pytest.param(WINO_SMALL_2COL, marks=pytest.mark.slow),
+    pytest.param(load_config("nv_large"), marks=pytest.mark.slow)], ids=lambda c: c.name)
+def test_cdma_winograd(cfg):
+    """Winograd layers (strides 1..3, every padding position, pad values, int8, and int16 and
+    fp16 on builds with them (fp16: NaN / infinity counts of the padded cube, NaN flush), the input convertor on the padded cube, cripple atoms of the extended
+    channels), direct layers between them, then a Winograd layer reusing a Winograd layer's
+    kept slices: every extended slice in the CBUF equals the golden ``fetch_winograd``."""
+    rng = random.Random(21)
+    precs = [INT8] + [q for q, n in ((INT16, "int16"), (FP16, "fp16")) if n in cfg.data_types]
+    layers = []
+    for i in range(7):
+        prec = precs[i % len(precs)]
+        L = make_wino_layer(cfg, rng, prec=prec, sx=1 + i % 3, sy=1 + (i // 2) % 3,
+                            mode=["plain", "packed", "grain", "1x1"][i % 4])
+        if prec == FP16:                # a NaN or an infinity pad value, flushed or not
+            L["wino"]["pad_value"] = rng.choice([0x7E01, 0xFC00, 0x3C00])
+            L["ntz"] = rng.random() < 0.5
+        if i % 3 == 2 and prec == INT8:
+            L["cvt"] = (rng.randint(-50, 50), rng.randint(-300, 300), rng.randint(0, 6))
+        layers.append(L)
+        if i == 3:                      # a direct layer between (the mode switches back)
+            layers.append(make_layer(cfg, rng, mode="plain", H=2, C=2 * cfg.cbuf_entry_bytes))
+    # partial reuse: the kept extended slices, then the layer's own fetch
+    l1 = make_wino_layer(cfg, rng, W=6, H=6, S=1, sx=1, sy=1, mode="plain")
+    l1.update(rls=4, dbanks=cfg.cbuf_banks - 2)
+    l2 = dict(l1, data_reuse=True)
+    stats = run_layers(cfg, layers + [l1, l2], seed=23)
+    assert all(s["log"][0] == "data: fetched" for s in stats[:-1])
+    assert stats[-1]["log"][0] == f"data: partial reuse of {l1['need'] - 4} slices"

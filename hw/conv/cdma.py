@@ -41,6 +41,30 @@ Image input (``DATAIN_FORMAT=PIXEL``; :mod:`hw.conv.cdma_img`)
     image's kept lines (the same pixel format, padding and precision: the check), the way a
     feature layer reuses a feature layer's slices; a feature layer never reuses an image's.
 
+Winograd (``D_MISC_CFG.CONV_MODE=WINOGRAD``, builds with ``winograd``; golden
+:func:`sim.conv.winograd.fetch_winograd`)
+    The CDMA writes the padded, channel-extended cube: the input lines are fetched as in
+    direct convolution (one cube command per line, fetch grains and the packed 1 x 1 run
+    included), and pad atoms (every element ``D_ZERO_PADDING_VALUE``: its low byte for int8,
+    all 16 bits for int16) are inserted into the atom stream before the input convertor, so
+    the stream is the padded input (``PAD_LEFT + W + PAD_RIGHT`` positions by ``PAD_TOP + H +
+    PAD_BOTTOM`` lines), line by line, surface by surface, position by position, and the
+    convertor converts the pad elements too. Padded line ``yp`` of stride ``(sx, sy)`` is part
+    of extended slice ``yp // sy``; its position ``xp`` is extended position ``xp // sx`` and
+    its atom ``s`` extended atom ``((yp % sy) x sx + xp % sx) x S + s`` of the ``S x sx x sy``
+    atoms of an extended position (:func:`sim.conv.winograd_math.extend_channels`). Extended
+    atom ``a`` of position ``x`` is placed as a direct layer's atom of a line of
+    ``DATAIN_WIDTH_EXT + 1`` positions, except the cripple atoms (``r = S_ext % PE`` of them
+    per position), which are packed densely rather than shared: the slice's cripple atom
+    ``c = x x r + a % PE`` is atom lane ``c % PE`` of entry ``whole x W_ext + c // PE`` (the
+    same place as the shared layout when ``r`` is ``PE / 2`` or ``PE / 4``; W_ext is a
+    multiple of 4, so a slice is ``ENTRY_PER_SLICE + 1`` = ``W_ext x S_ext / PE`` entries).
+    A slice is complete after its ``sy`` padded lines; ``dat_slices`` counts extended slices
+    (``DATAIN_HEIGHT_EXT + 1`` of them). Reuse keys also hold the mode and, for a Winograd
+    layer, the extended width. fp16: the pad atoms are counted by the NaN / Inf counters and
+    flushed by ``D_NAN_FLUSH_TO_ZERO`` like the fetched ones (the golden model counts and
+    flushes the padded cube).
+
 Weights (:func:`sim.conv.cdma.fetch_weights`)
     ``WEIGHT_BYTES`` bytes from ``WEIGHT_ADDR`` as one byte stream: byte ``i`` at weight ring
     entry ``wt_base + i // BW``, lane ``i % BW`` (bytes past ``WEIGHT_BYTES`` in the last atom
@@ -364,6 +388,17 @@ class Cdma(wiring.Component):
         key_match = Signal()
         m.d.comb += key_match.eq((key_dbank == R.D_BANK.DATA_BANK)
                                  & (key_wbank == R.D_BANK.WEIGHT_BANK))
+        wg = cfg.winograd
+        if wg:
+            # Winograd layers (see "Winograd"): kept slices are reused only by a layer of the
+            # same mode, and a Winograd layer's slices are keyed by the extended width
+            wino = Signal()
+            m.d.comb += wino.eq(R.D_MISC_CFG.CONV_MODE & ~R.D_DATAIN_FORMAT.DATAIN_FORMAT)
+            key_wino = Signal()
+            width_key = Mux(wino, R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT,
+                            R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
+        else:
+            width_key = R.D_DATAIN_SIZE_0.DATAIN_WIDTH
         d_reuse = Signal()
         full_reuse = Signal()
         w_reuse = Signal()
@@ -378,6 +413,11 @@ class Cdma(wiring.Component):
             m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & (key_img == is_img)
                                    & (key_width == R.D_DATAIN_SIZE_0.DATAIN_WIDTH)
                                    & (key_eps == eps) & (key_bat == nb_m1))
+        if wg:
+            m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match
+                                   & (key_img == is_img) & (key_wino == wino)
+                                   & (key_width == width_key) & (key_eps == eps)
+                                   & ((key_bat == nb_m1) if bat else 1))
         base_next = Signal(PW)
         m.d.comb += base_next.eq(Mux(d_reuse, kept_base, 0))
 
@@ -447,6 +487,8 @@ class Cdma(wiring.Component):
                          w_kept.eq(misc.SKIP_WEIGHT_RLS), w_kept_bytes.eq(wbytes)]
             if bat:
                 m.d.sync += key_bat.eq(nb_m1)
+            if wg:
+                m.d.sync += [key_wino.eq(wino), key_width.eq(width_key)]
             if comp:
                 m.d.sync += w_kept_total.eq(w_wr)
             with m.If(misc.SKIP_DATA_RLS):
@@ -600,6 +642,110 @@ class Cdma(wiring.Component):
         slice_end = Signal()
         m.d.comb += slice_end.eq(last_x & last_a)
 
+        def direct_step():
+            with m.If(last_x):
+                m.d.sync += [x.eq(0), xe.eq(0), xs.eq(0)]
+                with m.If(last_a):
+                    nsb = wrap(sb + eps, n_dat)
+                    m.d.sync += [a.eq(0), sub.eq(0), sb.eq(nsb), grp.eq(nsb),
+                                 d_lines.eq(d_lines - 1)]
+                    with m.If(d_lines == 0):
+                        m.d.sync += d_active.eq(0)
+                with m.Else():
+                    m.d.sync += a.eq(a + 1)
+                    if PE > 1:
+                        m.d.sync += sub.eq(sub + 1)
+                        with m.If(sub == PE - 1):
+                            m.d.sync += grp.eq(wrap(grp + width, n_dat))
+                    else:
+                        m.d.sync += grp.eq(wrap(grp + width, n_dat))
+            with m.Else():
+                m.d.sync += x.eq(x + 1)
+                with m.If((s2 & (xs == 0)) | (s4 & (xs != 3))):
+                    m.d.sync += xs.eq(xs + 1)
+                with m.Else():
+                    m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
+
+        if wg:
+            # -- Winograd: the padded input, channel-extended (see "Winograd") -------------
+            # the padded line yp (phase wa = yp % sy of extended slice yp // sy) streams
+            # surface by surface, padded position xp = wx * sx + wb; its atom s is extended
+            # atom (wa * sx + wb) * S + s of extended position wx
+            sx = Signal(4)
+            sy = Signal(4)
+            m.d.comb += [sx.eq(R.D_CONV_STRIDE.CONV_X_STRIDE + 1),
+                         sy.eq(R.D_CONV_STRIDE.CONV_Y_STRIDE + 1)]
+            w_ext = Signal(14)
+            h_ext = Signal(14)
+            m.d.comb += [w_ext.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1),
+                         h_ext.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1)]
+            sx_s = Signal(18)                            # sx x S: one padded line's step
+            s_ext = Signal(20)                           # S x sx x sy extended atoms
+            m.d.comb += [sx_s.eq(sx * surfs), s_ext.eq(sx_s * sy)]
+            w_rem = Signal(max(pbe, 1))                  # extended cripple group's atoms
+            if PE > 1:
+                m.d.comb += w_rem.eq(s_ext[:pbe])
+            w_whole = Signal(20)
+            m.d.comb += w_whole.eq(s_ext - w_rem)
+            wa = Signal(4)                               # yp % sy
+            wb = Signal(4)                               # xp % sx
+            wx = Signal(14)                              # xp // sx
+            ws = Signal(14)                              # surface
+            wa_s = Signal(20)                            # wa x sx x S
+            wb_s = Signal(18)                            # wb x S
+            a_ext = Signal(20)
+            m.d.comb += a_ext.eq(wa_s + wb_s + ws)
+            w_j = Signal(20)                             # channel group of the entry
+            w_sub = Signal(max(pbe, 1))
+            m.d.comb += w_j.eq(a_ext >> pbe)
+            if PE > 1:
+                m.d.comb += w_sub.eq(a_ext[:pbe])
+            w_crip = Signal()
+            m.d.comb += w_crip.eq(a_ext >= w_whole)
+            # the extended cripple atoms are packed densely (W_ext is a multiple of 4, so
+            # they take W_ext x rem / PE entries, the golden model's ENTRY_PER_SLICE): atom
+            # ``wx x rem + sub`` of the group's run
+            w_c = Signal(16)
+            m.d.comb += w_c.eq(wx * w_rem + w_sub)
+            w_e = Signal(PW + 1)
+            m.d.comb += w_e.eq(w_j * w_ext + Mux(w_crip, w_c >> pbe, wx))
+            with m.If(wino):
+                m.d.comb += [entry_d.eq(wrap(sb + w_e, n_dat)),
+                             slice_end.eq((wa == sy - 1) & (ws == surfs - 1)
+                                          & (wx == w_ext - 1) & (wb == sx - 1))]
+                if PE > 1:
+                    m.d.comb += lane_d.eq(Mux(w_crip, w_c[:pbe], w_sub))
+
+            pad_now = Signal()                           # the next atom in is a pad atom
+            pv = R.D_ZERO_PADDING_VALUE.PAD_VALUE
+            pad_atom = Signal(ATOM * 8)
+            m.d.comb += pad_atom.eq(Cat(*[pv[:8]] * ATOM))
+            if conv_wide(cfg):                           # 16-bit elements: all of PAD_VALUE
+                with m.If(R.D_MISC_CFG.PROC_PRECISION != 0):
+                    m.d.comb += pad_atom.eq(Cat(*[pv[:16]] * (ATOM // 2)))
+
+            def wino_step():
+                with m.If(wb == sx - 1):
+                    m.d.sync += [wb.eq(0), wb_s.eq(0)]
+                    with m.If(wx == w_ext - 1):
+                        m.d.sync += wx.eq(0)
+                        with m.If(ws == surfs - 1):
+                            m.d.sync += ws.eq(0)
+                            with m.If(wa == sy - 1):
+                                nsb = wrap(sb + eps, n_dat)
+                                m.d.sync += [wa.eq(0), wa_s.eq(0), sb.eq(nsb),
+                                             d_lines.eq(d_lines - 1)]
+                                with m.If(d_lines == 0):
+                                    m.d.sync += d_active.eq(0)
+                            with m.Else():
+                                m.d.sync += [wa.eq(wa + 1), wa_s.eq(wa_s + sx_s)]
+                        with m.Else():
+                            m.d.sync += ws.eq(ws + 1)
+                    with m.Else():
+                        m.d.sync += wx.eq(wx + 1)
+                with m.Else():
+                    m.d.sync += [wb.eq(wb + 1), wb_s.eq(wb_s + surfs)]
+
         # -- weights: atom placement ----------------------------------------------------------
         w_active = Signal()
         wpos = Signal(PW)                                # weight ring entry
@@ -676,28 +822,13 @@ class Cdma(wiring.Component):
             m.d.sync += [wr.data.eq(Cat(*[ds.payload.data] * P)),
                          wr.mask.eq(Const(amask, BW) << (lane_r << ash) if P > 1 else amask),
                          wr_slice.eq(slice_end), wr_dlast.eq(slice_end & (d_lines == 0))]
-            with m.If(last_x):
-                m.d.sync += [x.eq(0), xe.eq(0), xs.eq(0)]
-                with m.If(last_a):
-                    nsb = wrap(sb + eps, n_dat)
-                    m.d.sync += [a.eq(0), sub.eq(0), sb.eq(nsb), grp.eq(nsb),
-                                 d_lines.eq(d_lines - 1)]
-                    with m.If(d_lines == 0):
-                        m.d.sync += d_active.eq(0)
+            if wg:
+                with m.If(wino):
+                    wino_step()
                 with m.Else():
-                    m.d.sync += a.eq(a + 1)
-                    if PE > 1:
-                        m.d.sync += sub.eq(sub + 1)
-                        with m.If(sub == PE - 1):
-                            m.d.sync += grp.eq(wrap(grp + width, n_dat))
-                    else:
-                        m.d.sync += grp.eq(wrap(grp + width, n_dat))
-            with m.Else():
-                m.d.sync += x.eq(x + 1)
-                with m.If((s2 & (xs == 0)) | (s4 & (xs != 3))):
-                    m.d.sync += xs.eq(xs + 1)
-                with m.Else():
-                    m.d.sync += [xs.eq(0), xe.eq(xe + 1)]
+                    direct_step()
+            else:
+                direct_step()
         if bat:
             wb_base = Signal(WB)                         # stream byte of the copy written
             wb_left = Signal(6)                          # copies after it
@@ -825,7 +956,7 @@ class Cdma(wiring.Component):
 
             d_atom = dat_ser.o.payload.data
             d_nan, d_inf = classify(d_atom, "fp_dat")
-            flushed = Signal.like(d_atom, name="fp_dat_flushed")
+            flushed = fp_flushed = Signal.like(d_atom, name="fp_dat_flushed")
             for i in range(lanes16):
                 m.d.comb += flushed[16 * i:16 * i + 16].eq(
                     Mux(fp_in & ntz & d_nan[i], 0, d_atom[16 * i:16 * i + 16]))
@@ -838,6 +969,14 @@ class Cdma(wiring.Component):
             for i in range(lanes16):
                 m.d.comb += counted[i].eq(~is_img | (2 * i >= imgf.lead))
             d_nan, d_inf = d_nan & counted, d_inf & counted
+            if wg:
+                # Winograd: the pad atoms are counted and flushed as the fetched ones
+                p_nan, p_inf = classify(pad_atom, "fp_pad")
+                d_nan, d_inf = Mux(pad_now, p_nan, d_nan), Mux(pad_now, p_inf, d_inf)
+                pad_flushed = Signal.like(pad_atom, name="fp_pad_flushed")
+                for i in range(lanes16):
+                    m.d.comb += pad_flushed[16 * i:16 * i + 16].eq(
+                        Mux(fp_in & ntz & p_nan[i], 0, pad_atom[16 * i:16 * i + 16]))
             w_take = wt_ser.o.valid & wt_ser.o.ready & fp_layer
             if bat:                                # a batched layer's copies count once
                 w_take = w_take & w_first
@@ -865,4 +1004,48 @@ class Cdma(wiring.Component):
             with m.Elif(dma_en & port.req.valid & ~port.req.ready & (c != (1 << 32) - 1)):
                 m.d.sync += c.eq(c + 1)
             m.d.comb += st[reg][fld].eq(c)
+        if wg:
+            # -- Winograd: the padded lines into the convertor (see "Winograd") -------------
+            # pad atoms are inserted into the fetched atom stream in the order of the padded
+            # input (line by line, surface by surface, position by position), so the
+            # convertor sees them as the golden model's padded cube; the placement above
+            # walks the same order
+            zp = R.D_ZERO_PADDING
+            wpad = Signal(15)                            # padded width
+            hpad = Signal(15)                            # padded height
+            m.d.comb += [wpad.eq(zp.PAD_LEFT + width + zp.PAD_RIGHT),
+                         hpad.eq(zp.PAD_TOP + height + zp.PAD_BOTTOM)]
+            i_act = Signal()
+            i_y = Signal(15)
+            i_s = Signal(14)
+            i_x = Signal(15)
+            m.d.comb += pad_now.eq(i_act & ((i_y < zp.PAD_TOP) | (i_y >= zp.PAD_TOP + height)
+                                            | (i_x < zp.PAD_LEFT)
+                                            | (i_x >= zp.PAD_LEFT + width)))
+            d_data = fp_flushed if conv_fp16(cfg) else dat_ser.o.payload.data
+            pad_in = pad_flushed if conv_fp16(cfg) else pad_atom
+            i_take = Signal()
+            with m.If(wino):
+                m.d.comb += [dcv.i.valid.eq(pad_now | (dat_ser.o.valid & i_act)),
+                             dcv.i.payload.data.eq(Mux(pad_now, pad_in, d_data)),
+                             dat_ser.o.ready.eq(dcv.i.ready & i_act & ~pad_now),
+                             i_take.eq(dcv.i.valid & dcv.i.ready)]
+            with m.If(i_take):
+                with m.If(i_x == wpad - 1):
+                    m.d.sync += i_x.eq(0)
+                    with m.If(i_s == surfs - 1):
+                        m.d.sync += [i_s.eq(0), i_y.eq(i_y + 1)]
+                        with m.If(i_y == hpad - 1):
+                            m.d.sync += i_act.eq(0)
+                    with m.Else():
+                        m.d.sync += i_s.eq(i_s + 1)
+                with m.Else():
+                    m.d.sync += i_x.eq(i_x + 1)
+            with m.If(decide):
+                m.d.sync += [i_act.eq(wino & ~full_reuse), i_y.eq(0), i_s.eq(0), i_x.eq(0),
+                             wa.eq(0), wb.eq(0), wx.eq(0), ws.eq(0), wa_s.eq(0), wb_s.eq(0)]
+                with m.If(wino):
+                    m.d.sync += d_lines.eq(h_ext - 1)
+            with m.If(finish):
+                m.d.sync += i_act.eq(0)
         return m

@@ -1,0 +1,151 @@
+"""The CSC's Winograd tile reader: the 4 x 4 input tile of a 2 x 2 output tile, one channel
+group, read from the CBUF and transformed by the PRA (:class:`hw.conv.pra.Pra`).
+
+Not yet wired into the core (the CSC sequences direct convolution only); a building block of
+the Winograd datapath on bank-row CBUF entries (``cbuf_entry_width`` = the bank width), for
+the extended cube the Cdma writes (:mod:`hw.conv.cdma`, "Winograd"; golden
+:func:`sim.conv.winograd.fetch_winograd`): bit for bit
+:func:`sim.conv.winograd_math.pra_int` of :func:`sim.conv.winograd_math.input_tiles` on integer
+layers.
+
+Layout read (the Cdma's): extended slice ``Y`` starts at data ring position ``dat_base + Y x
+eps`` (``eps`` = ``ENTRY_PER_SLICE + 1``); channel group ``j`` (one entry, ``BW`` bytes: ``AC``
+int8 or ``AC / 2`` int16 channels) of extended position ``X`` is entry ``j x W_ext + X`` of its
+slice for the ``whole`` complete groups; the last group of a line whose ``r = S_ext % PE``
+memory atoms do not fill an entry (``PE = BW / memory atom``) is packed densely: its atoms
+``X x r .. X x r + r - 1`` of the slice's run from entry ``whole x W_ext``. This reader
+supports ``r`` dividing ``PE`` (every ``r`` when ``PE`` is 1 or 2, e.g. nv_large), so a
+position's cripple atoms sit in one entry (lanes ``(X x r) % PE``..); the lanes above them
+read 0.
+
+Ports
+    ``cmd``      in, stream of ``ty``, ``tx`` (the output tile: input tile at extended lines
+                 ``2ty .. 2ty + 3``, positions ``2tx .. 2tx + 3``) and ``j`` (channel group)
+    ``dat_base`` / ``eps`` / ``w_ext`` / ``n_dat`` / ``whole`` / ``rem`` / ``precision`` /
+                 ``truncate``  in, the layer's: the data ring position of slice 0, entries per
+                 slice, extended width, data ring entries, complete channel groups per
+                 position and the cripple atoms ``r``, NVDLA's precision code (0 int8, 1
+                 int16) and ``PRA_TRUNCATE``; stable while tiles are read
+    ``rd``       out, a CBUF read port (:func:`hw.conv.common.cbuf_read_signature`)
+    ``o``        out, the PRA's output (:func:`hw.conv.pra.pra_layout` of ``AC`` lanes, no
+                 config): lane ``c`` holds channel ``c`` of the group (int16: ``c < AC / 2``;
+                 the other lanes 0), element ``y x 4 + x`` of the transformed tile
+
+A tile takes 16 read cycles (one entry a cycle, lines then positions) plus one to hand it to
+the PRA; the PRA pipeline (4 stages, ready-gated) takes the next tile while it transforms this
+one.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .common import cbuf_read_signature
+from .pra import Pra, pra_elem_bits, pra_layout
+
+__all__ = ["WinoTiles", "tile_cmd_layout"]
+
+
+def tile_cmd_layout() -> data.StructLayout:
+    return data.StructLayout({"ty": 12, "tx": 12, "j": 14})
+
+
+class WinoTiles(wiring.Component):
+    """``WinoTiles(cfg)``: see the module docstring."""
+
+    def __init__(self, cfg):
+        assert cfg.cbuf_entry_bytes == cfg.cbuf_bank_width, "bank-row entries only"
+        self._cfg = cfg
+        pos = range(cfg.cbuf_banks * cfg.cbuf_bank_depth + 1)
+        super().__init__({
+            "cmd": In(stream.Signature(tile_cmd_layout())),
+            "dat_base": In(pos), "eps": In(16), "w_ext": In(14), "n_dat": In(pos),
+            "whole": In(14), "rem": In(3), "precision": In(2), "truncate": In(2),
+            "rd": Out(cbuf_read_signature(cfg)),
+            "o": Out(stream.Signature(pra_layout(cfg, cfg.atomic_c, False))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        BW, ATOM, AC = cfg.cbuf_bank_width, cfg.memory_atom, cfg.atomic_c
+        PE = BW // ATOM
+        pbe = (PE - 1).bit_length()
+        ew = pra_elem_bits(cfg)
+        m.submodules.pra = pra = Pra(cfg, AC)
+        wiring.connect(m, pra.o, wiring.flipped(self.o))
+
+        c = Signal.like(self.cmd.payload)                # the tile being read
+        k = Signal(5)                                    # read index y x 4 + x
+        reading = Signal()
+        have = Signal()                                  # the tile waits for the PRA
+        m.d.comb += self.cmd.ready.eq(~reading & ~have)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += [c.eq(self.cmd.payload), k.eq(0), reading.eq(1)]
+
+        # address of read k: slice 2ty + y, position 2tx + x
+        y, x = k[2:4], k[:2]
+        Y = Signal(14)
+        X = Signal(14)
+        m.d.comb += [Y.eq(Cat(Const(0, 1), c.ty) + y), X.eq(Cat(Const(0, 1), c.tx) + x)]
+        crip = Signal()
+        m.d.comb += crip.eq(c.j >= self.whole)
+        run = Signal(17)                                 # cripple atom index X x r
+        m.d.comb += run.eq(X * self.rem)
+        off = Signal(32)
+        m.d.comb += off.eq(Y * self.eps + c.j * self.w_ext
+                           + Mux(crip, run >> pbe, X))
+        flat = Signal(33)
+        m.d.comb += flat.eq(self.dat_base + off)
+        m.d.comb += [self.rd.en.eq(reading),
+                     self.rd.addr.eq(Mux(flat >= self.n_dat, flat - self.n_dat, flat))]
+
+        # the entry one cycle later: its lanes, the cripple atoms moved to lane 0
+        got = Signal()                                   # rd.data is read k - 1's
+        gk = Signal(4)
+        gcrip = Signal()
+        glane = Signal(max(pbe, 1))
+        gmask = Signal(BW)                               # bytes of the channel group
+        m.d.sync += [got.eq(reading), gk.eq(k[:4]), gcrip.eq(crip)]
+        if PE > 1:
+            m.d.sync += glane.eq(run[:pbe])
+        m.d.sync += gmask.eq(Mux(crip, (Const(1, BW + 1) << (self.rem * ATOM)) - 1,
+                                 (1 << BW) - 1))
+        with m.If(reading):
+            m.d.sync += k.eq(k + 1)
+            with m.If(k == 15):
+                m.d.sync += reading.eq(0)
+        raw = Signal(BW * 8)
+        m.d.comb += raw.eq(Mux(gcrip, self.rd.data >> (glane * ATOM * 8), self.rd.data))
+        ent = Signal(BW * 8)
+        m.d.comb += ent.eq(Cat(*[Mux(gmask[b], raw[8 * b:8 * b + 8], 0) for b in range(BW)]))
+
+        tile = [Signal(BW * 8, name=f"tile{e}") for e in range(16)]
+        with m.If(got):
+            for e in range(16):
+                with m.If(gk == e):
+                    m.d.sync += tile[e].eq(ent)
+            with m.If(gk == 15):
+                m.d.sync += have.eq(1)
+
+        # to the PRA: lane c of element e
+        pi = pra.i
+        m.d.comb += [pi.valid.eq(have), pi.payload.precision.eq(self.precision),
+                     pi.payload.truncate.eq(self.truncate)]
+        for lane in range(AC):
+            for e in range(16):
+                b8 = tile[e][8 * lane:8 * lane + 8]
+                if ew == 16:
+                    if 2 * lane + 2 <= BW:
+                        b16 = tile[e][16 * lane:16 * lane + 16]
+                    else:
+                        b16 = Const(0, 16)
+                    m.d.comb += pi.payload.data[lane][e].eq(
+                        Mux(self.precision == 1, b16, b8.as_signed()))
+                else:
+                    m.d.comb += pi.payload.data[lane][e].eq(b8)
+        with m.If(pi.valid & pi.ready):
+            m.d.sync += have.eq(0)
+        return m

@@ -1,0 +1,147 @@
+"""WinoTiles (hw/conv/wino_tiles.py): the CSC's Winograd tile read and PRA from a Cbuf holding
+the Cdma's extended slices (laid out by test_cdma's independent ``slice_layout``), against the
+golden model's ``pra_int(input_tiles(cube))``, under random gaps on ``cmd`` and back-pressure
+on ``o``."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from arch.config import load_config
+from hw.conv.cbuf import Cbuf
+from hw.conv.wino_tiles import WinoTiles
+from sim.conv.winograd_math import input_tiles, pra_int
+
+from .test_cdma import WINO_SMALL, slice_layout
+
+
+class Bench(Elaboratable):
+    def __init__(self, cfg):
+        self.cbuf, self.tiles = Cbuf(cfg), WinoTiles(cfg)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.cbuf, m.submodules.tiles = self.cbuf, self.tiles
+        wiring.connect(m, self.tiles.rd, self.cbuf.dat_rd)
+        return m
+
+
+def run(cfg, layers, seed):
+    """layers: (cube [H_ext, W_ext, C_ext] int values, precision, truncate, dat_base, dbanks)."""
+    rng = random.Random(seed)
+    bench = Bench(cfg)
+    cbuf, tl = bench.cbuf, bench.tiles
+    A, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
+    PE = BW // A
+
+    async def tb(ctx):
+        for cube, prec, trunc, base, dbanks in layers:
+            H, W, C = cube.shape
+            eb = 2 if prec else 1
+            lines = cube.astype("<i2").view(np.uint8).reshape(H, W, -1) if prec else \
+                (cube & 0xFF).astype(np.uint8)
+            S = C * eb // A
+            E = -(-(W * S) // PE)
+            dbanks = max(dbanks, -(-(H * E) // DEPTH))   # every slice held at once
+            n_dat = dbanks * DEPTH
+            ctx.set(cbuf.data_banks, dbanks)
+            for yy in range(H):                     # the Cdma's slices
+                for e, lanes in slice_layout(cfg, lines[yy], E, wino=True).items():
+                    word, mask = 0, 0
+                    for lane, v in lanes.items():
+                        word |= v << (8 * lane)
+                        mask |= 1 << lane
+                    ctx.set(cbuf.wr, {"en": 1, "addr": (base + yy * E + e) % n_dat,
+                                      "data": word, "mask": mask})
+                    await ctx.tick()
+            ctx.set(cbuf.wr.en, 0)
+            ctx.set(tl.dat_base, base)
+            ctx.set(tl.eps, E)
+            ctx.set(tl.w_ext, W)
+            ctx.set(tl.n_dat, n_dat)
+            ctx.set(tl.whole, S // PE)
+            ctx.set(tl.rem, S % PE)
+            ctx.set(tl.precision, prec)
+            ctx.set(tl.truncate, trunc)
+            exp = pra_int(input_tiles(cube, H - 4, W - 4), min(trunc, 2), 16 if prec else 8)
+            ty_n, tx_n = exp.shape[:2]
+            groups = -(-(S * A) // BW)
+            cmds = [(ty, tx, j) for ty in range(ty_n) for tx in range(tx_n)
+                    for j in range(groups)]
+            rng.shuffle(cmds)
+            cmds = cmds[:24]
+            got = []
+            # commands with random gaps, outputs under random back-pressure
+            pending = list(cmds)
+            cyc = 0
+            ctx.set(tl.cmd.valid, 0)
+            while len(got) < len(cmds):
+                cyc += 1
+                assert cyc < 200 * len(cmds) + 100, "timeout"
+                if pending and not ctx.get(tl.cmd.valid) and rng.random() < 0.7:
+                    ty, tx, j = pending[0]
+                    ctx.set(tl.cmd.payload, {"ty": ty, "tx": tx, "j": j})
+                    ctx.set(tl.cmd.valid, 1)
+                ready = rng.random() < 0.7
+                ctx.set(tl.o.ready, ready)
+                _, _, cv, cr, ov, od = await ctx.tick().sample(
+                    tl.cmd.valid, tl.cmd.ready, tl.o.valid, tl.o.payload.data)
+                if cv and cr:
+                    pending.pop(0)
+                    ctx.set(tl.cmd.valid, 0)
+                if ov and ready:
+                    got.append(od)
+            lanes = BW // eb
+            for (ty, tx, j), od in zip(cmds, got):
+                for c in range(lanes):
+                    ch = j * lanes + c
+                    for e in range(16):
+                        v = od[c][e]
+                        want = int(exp[ty, tx, ch, e // 4, e % 4]) if ch < C else 0
+                        assert _signed(v, cfg) == want, (ty, tx, j, c, e, v, want)
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+
+
+def _signed(v, cfg):
+    bits = 16 if {"int16", "fp16"} & cfg.data_types else 8
+    v = int(v) & ((1 << bits) - 1)
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _cube(rng, H, W, C, prec):
+    lo, hi = (-32768, 32767) if prec else (-128, 127)
+    cube = np.array([[[rng.randint(lo, hi) for _ in range(C)] for _ in range(W)]
+                     for _ in range(H)], np.int64)
+    # some tiles at the extremes, to saturate
+    cube[:4, :4] = hi if rng.random() < 0.5 else lo
+    return cube
+
+
+@pytest.mark.parametrize("cfg", [
+    WINO_SMALL, pytest.param(load_config("nv_large"), marks=pytest.mark.slow)],
+    ids=lambda c: c.name)
+def test_wino_tiles(cfg):
+    """int8 (and int16 on builds with it) layers, every PRA_TRUNCATE (3 acts as 2), channel
+    groups with cripple atoms (nv_large: an odd number of 32-byte atoms), the data ring
+    wrapping."""
+    rng = random.Random(31)
+    A, DEPTH = cfg.memory_atom, cfg.cbuf_bank_depth
+    layers = []
+    precs = [0, 1] if "int16" in cfg.data_types else [0]
+    for i, trunc in enumerate([0, 1, 2, 3]):
+        prec = precs[i % len(precs)]
+        S = [1, 3, 2, 1][i]
+        C = S * A // (2 if prec else 1)
+        H, W = 8, 8 + 4 * (i % 2)
+        dbanks = 3
+        base = [0, 5, 3 * DEPTH - 3, DEPTH][i]        # the third one wraps
+        layers.append((_cube(rng, H, W, C, prec), prec, trunc, base, dbanks))
+    run(cfg, layers, seed=3)
