@@ -232,23 +232,6 @@ def slice_layout(cfg, line, E, wino=False):
     per the contract (independent of the RTL's counters); ``wino``: a Winograd layer's
     extended line, its cripple atoms packed densely (:mod:`hw.conv.cdma`, "Winograd")."""
     A, BW = cfg.memory_atom, cfg.cbuf_entry_bytes
-    if wino:
-        P = BW // A
-        W, S = line.shape[0], line.shape[1] // A
-        whole, r = divmod(S, P)
-        out = {}
-        for a in range(S):
-            for x in range(W):
-                j = a // P
-                if j < whole:
-                    e, lane = j * W + x, (a % P) * A
-                else:
-                    c = x * r + a % P
-                    e, lane = whole * W + c // P, (c % P) * A
-                assert e < E, (e, E)
-                for k in range(A):
-                    out.setdefault(e, {})[lane + k] = int(line[x, a * A + k]) & 0xFF
-        return out
     P = BW // A
     W, S = line.shape[0], line.shape[1] // A
     whole, r = divmod(S, P)
@@ -259,9 +242,12 @@ def slice_layout(cfg, line, E, wino=False):
             j = a // P
             if j < whole:
                 e, lane = j * W + x, (a % P) * A
-            else:
+            elif wino:                      # the leftover atoms of all positions, packed
+                c = x * r + a % P
+                e, lane = whole * W + c // P, (c % P) * A
+            else:                           # shared by ``share`` positions
                 e, lane = whole * W + x // share, (x % share) * (BW // share) + (a % P) * A
-            assert e < E
+            assert e < E, (e, E)
             for k in range(A):
                 out.setdefault(e, {})[lane + k] = int(line[x, a * A + k]) & 0xFF
     return out
