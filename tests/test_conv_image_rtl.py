@@ -201,17 +201,18 @@ def _image_reuse_programs(cfg, n, seed):
 
 # -- the core on the playback engine ------------------------------------------------------------
 # nv_small: 8 x 40; nv_small_256 (Atomic-C 32, four atoms per CBUF entry; the build
-# tests/test_conv_rtl.py uses): 40; nv_small_int16 (its shared input convertor also converts
+# tests/test_conv_rtl.py uses): 20; nv_small_int16 (its shared input convertor also converts
 # int16 feature input: the image path's int8 lanes on it; the build tests/test_conv_rtl.py
-# uses): 40; nv_small_256_2col (two-column entries: the line's bytes run through the slice's
-# bank rows; the build tests/test_conv_rtl.py uses): 40; nv_full (slow): 30
+# uses): 40; slow: nv_small_256_2col (two-column entries: the line's bytes run through the
+# slice's bank rows; the default suite runs image layers on two-column entries on
+# nv_small_fp16, below) 20, nv_full 30
 def _shard(cfg, seed, count, *marks):
     return pytest.param(cfg, seed, count, id=f"{cfg.name}-seed{seed}", marks=marks)
 
 
 SHARDS = [_shard(NV_SMALL, seed, 40) for seed in range(8)] + \
     [_shard(NvdlaConfig.preset("nv_small_256"), 100, 20), _shard(NV_SMALL_INT16, 7, 40),
-     _shard(NV_SMALL_256_2COL, 110, 20),
+     _shard(NV_SMALL_256_2COL, 110, 20, pytest.mark.slow),
      _shard(NvdlaConfig.preset("nv_full"), 111, 30, pytest.mark.slow)]
 
 
@@ -226,7 +227,7 @@ def test_random_image_programs_rtl_matches_golden(tmp_path, cfg, seed, count):
 
 # image data reuse: pairs of image layers, the second reusing all the first one's lines or its
 # kept lines followed by a new band (nv_small; two-column entries; int16 / fp16 processing)
-PAIR_SHARDS = [_shard(NV_SMALL, 130, 24), _shard(NV_SMALL_256_2COL, 131, 12)]
+PAIR_SHARDS = [_shard(NV_SMALL, 130, 24), _shard(NV_SMALL_256_2COL, 131, 12, pytest.mark.slow)]
 
 
 @pytest.mark.rtl
