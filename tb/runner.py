@@ -35,6 +35,8 @@ __all__ = ["ROOT", "build_dir", "core_verilog", "generate_verilog", "simulator",
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("NVDLA_BUILD", ROOT / "build"))
+#: build-lock waits of a second or more (:class:`_Locked`): seconds and build directory
+LOCK_WAITS = BUILD / "lock-waits.log"
 
 
 def simulator() -> str:
@@ -147,7 +149,7 @@ class _Locked:
             waited = time.monotonic() - t0
             if waited >= 1:
                 try:
-                    with open(BUILD / "lock-waits.log", "a") as log:
+                    with open(LOCK_WAITS, "a") as log:
                         log.write(f"{waited:.1f} {self.bdir.relative_to(BUILD)}\n")
                 except (OSError, ValueError):
                     pass

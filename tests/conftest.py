@@ -127,8 +127,8 @@ def assert_all_pass(results, count, what="programs", show=10):
 
 # -- build contention -------------------------------------------------------------------------
 def _lock_wait_log() -> Path:
-    from tb.runner import BUILD
-    return BUILD / "lock-waits.log"
+    from tb.runner import LOCK_WAITS
+    return LOCK_WAITS
 
 
 def pytest_sessionstart(session):

@@ -214,6 +214,19 @@ def _memory(core, ram_type):
     return core.sram if ram_type == RAM_CV else core.dbb
 
 
+def cbuf_data_key(p: ConvProgram) -> tuple:
+    """What a layer reusing the kept slices must share with the layer that kept them: mode,
+    banks, input kind, width, entries, batches and, for image input (the kept lines hold
+    converted pixels), the pixel format, the CDMA's left / right padding and the precision.
+    The first four name the slice format (a different one is no reuse at all)."""
+    img = p.image
+    key = (int(p.winograd is not None), p.data_bank, p.weight_bank, int(img is not None),
+           p.in_width, p.entries, p.batches)
+    if img is not None:
+        key += (img.fmt.name, img.pad_left, img.pad_right, p.precision)
+    return key
+
+
 def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     """Fetch what this layer needs into the CBUF model (or reuse what is there); return the
     input cube [B, H, W, C_atoms] and weights [K, C, R, S] the sequencer works on, and update
@@ -221,8 +234,7 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
     state.stats = {"data": (0, 0), "weight": (0, 0)}
     mode = int(p.winograd is not None)
     img = p.image
-    key = (mode, p.data_bank, p.weight_bank, int(img is not None), p.in_width, p.entries,
-           p.batches)
+    key = cbuf_data_key(p)
     B = p.batches
     fetch = fetch_feature
     if mode:
@@ -233,7 +245,6 @@ def load_cbuf(core, cfg, p: ConvProgram, state: CbufState):
         # lines then the new fetch); they hold converted pixels, so the pixel format, the
         # CDMA's left / right padding and the processing precision must be the same too
         fetch = fetch_image
-        key += (img.fmt.name, img.pad_left, img.pad_right, p.precision)
     if (p.data_reuse and state.slices is not None and state.key != key
             and state.key[:4] == key[:4]):
         what = ("width, pixel format, left / right padding or precision" if img is not None

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sim.conv.cdma import cbuf_data_key
 from sim.formats.common import ceil_div
 
 __all__ = ["ConvShape", "estimate_conv", "data_reuse", "mac_ops", "stripes", "OVERHEAD",
@@ -107,15 +108,6 @@ class ConvShape:
         return replace(self, line_bytes=self.width * per_line, weight_banks=0)
 
 
-def _cbuf_key(p):
-    """What a reusing layer must share with the layer that kept the slices (the golden
-    model's ``load_cbuf`` key: banks, input kind, width, entries, batches)."""
-    img = p.image
-    return (int(p.winograd is not None), p.data_bank, p.weight_bank, img is not None,
-            p.in_width, p.entries, p.batches,
-            None if img is None else (img.fmt.name, img.pad_left, img.pad_right, p.precision))
-
-
 def data_reuse(prev, p) -> tuple:
     """``(kept, fetched)`` input lines per batch of convolution layer ``p`` after layer
     ``prev`` (programs), as the golden model's CBUF decides (``sim.conv.cdma.load_cbuf``,
@@ -123,7 +115,7 @@ def data_reuse(prev, p) -> tuple:
     format, all of ``prev``'s lines and no fetch when ``prev`` skipped its release, else the
     lines it kept (its slices past ``RLS_SLICES``) followed by the CDMA's fetch of
     ``DATAIN_HEIGHT`` lines; otherwise no kept lines and the whole input (``fetched`` None)."""
-    if not p.data_reuse or prev is None or _cbuf_key(prev) != _cbuf_key(p):
+    if not p.data_reuse or prev is None or cbuf_data_key(prev) != cbuf_data_key(p):
         return 0, None
     used = prev.in_height * prev.batches                  # slices prev held at its end
     if prev.skip_data_rls:
