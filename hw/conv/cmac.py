@@ -75,8 +75,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_fp16, conv_int16, conv_wide, dat_layout, fp16_two_pass, psum_bits, \
-    psum_layout, wt_layout
+from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, dat_layout, \
+    fp16_two_pass, psum_bits, psum_layout, wt_layout
 from .fp16_cell import Fp16Cell
 
 __all__ = ["Cmac"]
@@ -184,6 +184,11 @@ class Cmac(wiring.Component):
                 m.d.sync += a_valid.eq(take)
                 m.d.sync += a_data.eq(self.dat.payload.data)
                 m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
+        wino = conv_winograd(self._cfg)
+        if wino:                        # Winograd atoms: lanes (int16: elements) negated
+            a_neg = Signal(ac)
+            with m.If(adv):
+                m.d.sync += a_neg.eq(self.dat.payload.neg)
 
         # ---- stage B: products (registered multipliers; active changes only on a swap,
         # which enters stage A in the same edge as the previous atom leaves it) ----------
@@ -195,28 +200,45 @@ class Cmac(wiring.Component):
 
         prods = [[Signal(signed(32 if wide(k, c) else 16), name=f"p_{k}_{c}")
                   for c in range(ac)] for k in range(ak)]
+        # the data operands: int8 lanes (Winograd builds: 9 bits, negated by ``neg``; the
+        # products stay in the int8 range, -(-128) x -128 included) and int16 elements
+        d8 = list(a_data)
+        d16s = []
+        for c in range(ac):
+            if wino:
+                dn = Signal(signed(9), name=f"dn_{c}")
+                m.d.comb += dn.eq(Mux(a_neg[c], -a_data[c], a_data[c]))
+                d8[c] = dn
+            if self._i16 and c < ac // 2:
+                d16 = Cat(a_data[2 * c], a_data[2 * c + 1]).as_signed()
+                if wino:
+                    xn = Signal(signed(17), name=f"xn_{c}")
+                    m.d.comb += xn.eq(Mux(a_neg[c], -Mux(self.int16, d16, a_data[c]),
+                                          Mux(self.int16, d16, a_data[c])))
+                    d16s.append(xn)
+                else:
+                    x = Signal(signed(16), name=f"x_{c}")
+                    m.d.comb += x.eq(Mux(self.int16, d16, a_data[c]))
+                    d16s.append(x)
         with m.If(adv):
             m.d.sync += b_valid.eq(a_valid)
             m.d.sync += [b_tags[t].eq(a_tags[t]) for t in a_tags]
             for k in range(ak):
                 for c in range(ac):
                     if wide(k, c):
-                        d16 = Cat(a_data[2 * c], a_data[2 * c + 1]).as_signed()
                         w16 = Mux(a_half,
                                   Cat(active.data[2 * k + 1][2 * c],
                                       active.data[2 * k + 1][2 * c + 1]),
                                   Cat(active.data[2 * k][2 * c],
                                       active.data[2 * k][2 * c + 1])).as_signed()
-                        x = Signal(signed(16), name=f"x_{k}_{c}")
                         y = Signal(signed(16), name=f"y_{k}_{c}")
-                        m.d.comb += [x.eq(Mux(self.int16, d16, a_data[c])),
-                                     y.eq(Mux(self.int16, w16, active.data[k][c]))]
-                        m.d.sync += prods[k][c].eq(x * y)
+                        m.d.comb += y.eq(Mux(self.int16, w16, active.data[k][c]))
+                        m.d.sync += prods[k][c].eq(d16s[c] * y)
                     elif self._i16:
                         m.d.sync += prods[k][c].eq(
-                            Mux(self.int16, 0, a_data[c] * active.data[k][c]))
+                            Mux(self.int16, 0, d8[c] * active.data[k][c]))
                     else:
-                        m.d.sync += prods[k][c].eq(a_data[c] * active.data[k][c])
+                        m.d.sync += prods[k][c].eq(d8[c] * active.data[k][c])
         valid, tg, vals = b_valid, b_tags, prods
         stage_valids = [a_valid, b_valid]
 

@@ -253,13 +253,18 @@ def dat_layout(cfg) -> data.StructLayout:
     """Csc -> Cmac data atom (see the module docstring); ``half`` (int16 / fp16 builds only):
     which half of a 2-byte channel group the atom's ``AC / 2`` elements are; ``hend`` (fp16 on
     two-column entries only): the atom is its group's last (half 1, or a short group's lone
-    half 0)."""
+    half 0); ``neg`` (builds where :func:`conv_winograd` holds): bit ``c``, lane ``c`` (int16:
+    element ``c``) is multiplied negated (a Winograd atom's POA sign, :mod:`hw.conv.wino_dat`;
+    0 in direct atoms)."""
     fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c),
               "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
     if conv_wide(cfg):
         fields["half"] = 1
     if fp16_two_pass(cfg):
         fields["hend"] = 1          # the channel group's last atom (half 0 of a short group)
+    if conv_winograd(cfg):
+        # Winograd atoms (hw.conv.wino_dat): lane c (int16: element c) enters negated
+        fields["neg"] = cfg.atomic_c
     return data.StructLayout(fields)
 
 

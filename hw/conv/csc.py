@@ -116,10 +116,12 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_fp16, conv_wide, dat_layout, fp16_two_pass, \
+from .common import cbuf_read_signature, conv_fp16, conv_wide, conv_winograd, dat_layout, \
+    fp16_two_pass, \
     wt_copy_layout, wt_count_bits, \
     max_stripe, wt_layout
 from .image import times_small
+from .wino_dat import WinoDat
 
 __all__ = ["Csc", "FIFO_DEPTH", "stripe_length"]
 
@@ -151,6 +153,7 @@ class Csc(wiring.Component):
         self._bw, self._atom = cfg.cbuf_bank_width, cfg.memory_atom
         self._depth, self._banks = cfg.cbuf_bank_depth, cfg.cbuf_banks
         self._ms = max_stripe(cfg)
+        self._wino = conv_winograd(cfg)
         entries = self._banks * self._depth
         block = register_map(cfg)["CSC"]
         super().__init__({
@@ -205,10 +208,10 @@ class Csc(wiring.Component):
         # bytes (the check lets only the build's precisions through)
         i16b = conv_wide(self._cfg)
         i16 = Signal()
-        cl_bits = 14
+        cl_bits = 19 if self._wino else 14
         if i16b:
             m.d.comb += i16.eq(R.D_MISC_CFG.PROC_PRECISION != 0)
-            cl_bits = 15
+            cl_bits = max(cl_bits, 15)
             C = Mux(i16, C << 1, C)
             G = Mux(i16, 2 * AC, AC)                # channel group bytes
             KG = Mux(i16, max(AK // 2, 1), AK)      # kernels per group
@@ -239,6 +242,15 @@ class Csc(wiring.Component):
         pl = Mux(img, 0, pl)
         dy = Mux(img, Const(1, 3) << pe, dy)
         R_m1 = Mux(img, R_m1 >> pe, R_m1)           # kernel rows (row groups) - 1
+        # Winograd (builds where conv_winograd holds): the weight engine reads the surface as
+        # a 1 x 1 layer's of 16 x C_ext channels (one small cube a channel group); the data
+        # atoms come from WinoDat (see "Winograd")
+        wg = Signal()
+        if self._wino:
+            m.d.comb += wg.eq(R.D_MISC_CFG.CONV_MODE != 0)
+            R_m1 = Mux(wg, 0, R_m1)
+            S_m1 = Mux(wg, 0, S_m1)
+            C_seq = Mux(wg, C << 4, C_seq)
 
         # registered derived values (valid two cycles after the registers are)
         n_out = Signal(28)                  # OW x OH
@@ -466,7 +478,7 @@ class Csc(wiring.Component):
                 s1_u.pad.eq(pad_line), s1_u.pdone.eq(~two), s1_u.adone.eq(atom_done),
             ]
         with m.If(go):
-            m.d.sync += [d_run.eq(1), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
+            m.d.sync += [d_run.eq(~wg), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
                          d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0), sh_v.eq(0),
                          part.eq(0), sub.eq(0)]
             if i16b:
@@ -574,15 +586,25 @@ class Csc(wiring.Component):
 
         # S2: the CBUF read
         addr_raw = Signal(range(4 * NE))
+        rd_en = Signal()
+        rd_addr = Signal.like(self.dat_rd.addr)
         m.d.comb += [
             addr_raw.eq(s2_slice + s2_off),
-            self.dat_rd.en.eq(s2_v & Mux(img, s2_u.rd, s2_in)),
+            rd_en.eq(s2_v & Mux(img, s2_u.rd, s2_in)),
         ]
         if twocol:
-            m.d.comb += self.dat_rd.addr.eq(
+            m.d.comb += rd_addr.eq(
                 Cat(s2_half, Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw)))
         else:
-            m.d.comb += self.dat_rd.addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw))
+            m.d.comb += rd_addr.eq(Mux(addr_raw >= n_dat, addr_raw - n_dat, addr_raw))
+        if self._wino:
+            m.submodules.wino_dat = wd = WinoDat(self._cfg)
+            m.d.comb += [wd.regs.eq(R), wd.go.eq(go & wg), wd.dat_base.eq(self.dat_base),
+                         wd.dat_slices.eq(self.dat_slices), wd.rd.data.eq(self.dat_rd.data),
+                         self.dat_rd.en.eq(Mux(wg, wd.rd.en, rd_en)),
+                         self.dat_rd.addr.eq(Mux(wg, wd.rd.addr, rd_addr))]
+        else:
+            m.d.comb += [self.dat_rd.en.eq(rd_en), self.dat_rd.addr.eq(rd_addr)]
         s3_v, s3_in = Signal(), Signal()
         s3_lsel, s3_crip = Signal(2), Signal(2)
         s3_cj = Signal.like(s1_cj)
@@ -641,11 +663,17 @@ class Csc(wiring.Component):
 
         m.submodules.fifo = fifo = SyncFIFO(width=len(atom.as_value()), depth=FIFO_DEPTH)
         take = self.dat.valid & self.dat.ready
-        m.d.comb += [
-            fifo.w_en.eq(s3_v & (~img | s3_u.adone)), fifo.w_data.eq(atom),
-            self.dat.valid.eq(fifo.r_rdy), self.dat.payload.eq(fifo.r_data),
-            fifo.r_en.eq(self.dat.ready),
-        ]
+        m.d.comb += [fifo.w_en.eq(s3_v & (~img | s3_u.adone)), fifo.w_data.eq(atom)]
+        if self._wino:                  # Winograd layers: WinoDat's atoms
+            with m.If(wg):
+                m.d.comb += [self.dat.valid.eq(wd.o.valid), self.dat.payload.eq(wd.o.payload),
+                             wd.o.ready.eq(self.dat.ready)]
+            with m.Else():
+                m.d.comb += [self.dat.valid.eq(fifo.r_rdy), self.dat.payload.eq(fifo.r_data),
+                             fifo.r_en.eq(self.dat.ready)]
+        else:
+            m.d.comb += [self.dat.valid.eq(fifo.r_rdy), self.dat.payload.eq(fifo.r_data),
+                         fifo.r_en.eq(self.dat.ready)]
         with m.If(issue_atom & ~take):
             m.d.sync += outstanding.eq(outstanding + 1)
         with m.Elif(~issue_atom & take):

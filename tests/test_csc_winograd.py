@@ -1,0 +1,212 @@
+"""hw.conv.csc.Csc running Winograd layers (hw.conv.wino_dat) against a CBUF and a CMAC / CACC
+model in the testbench, on nv_large's datapath (tests/conftest.py ``NV_LARGE_WINO``).
+
+The CBUF holds the Cdma's extended slices (laid out by test_cdma's independent
+``slice_layout``, garbage elsewhere) and the Winograd weight surface (phase-2 layout,
+:func:`sim.formats.winograd.winograd_weight_offsets`) in a ring of the weight region, all
+present from the start or arriving slice by slice. The CMAC model multiplies each atom's
+lanes (negated where ``neg`` says) by the active weights, CACC sums per ``pos`` from
+``first`` to ``last``; the outputs, kernel group by kernel group and stripe by stripe in
+raster order, must equal the golden :func:`sim.conv.winograd.winograd_sums` (int8 and int16,
+every ``PRA_TRUNCATE``, kernels not a multiple of the group, channels with a cripple entry,
+random back-pressure).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from hw.conv.common import dat_layout
+from hw.conv.csc import Csc
+from sim.conv.winograd import winograd_sums
+from sim.formats.winograd import winograd_weight_offsets
+
+from .conftest import NV_LARGE_WINO
+from .test_cdma import slice_layout
+
+
+def run_layer(cfg, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
+    """L: W, H (extended input), C (extended channels), K, ow, oh, prec (0 / 1), trunc.
+    Returns (cycles from start to done, atoms)."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    AC, AK, BW, ATOM = cfg.atomic_c, cfg.atomic_k, cfg.cbuf_bank_width, cfg.memory_atom
+    DEPTH, NB = cfg.cbuf_bank_depth, cfg.cbuf_banks
+    W, H, C, K, prec = L["W"], L["H"], L["C"], L["K"], L["prec"]
+    eb = 2 if prec else 1
+    lo, hi = (-32768, 32768) if prec else (-128, 128)
+    cube = nrng.integers(lo, hi, (H, W, C)).astype(np.int64)
+    cube[:4, :4] = rng.choice([lo, hi - 1])                  # a saturating tile
+    wts = nrng.integers(lo, hi, (K, C, 4, 4)).astype(np.int64)
+    lines = cube.astype("<i2").view(np.uint8).reshape(H, W, -1) if prec else \
+        (cube & 0xFF).astype(np.uint8)
+    S = C * eb // ATOM
+    E = -(-(W * S) // (BW // ATOM))
+    data_banks = -(-(H * E) // DEPTH) + rng.randint(0, 1)
+    group_k = AK // 2 if prec else AK
+    total = K * C * 16 * eb
+    weight_banks = max(1, -(-(min(K, group_k) * C * 16 * eb + 2 * BW) // (DEPTH * BW)))
+    weight_banks = min(weight_banks + rng.randint(0, 1), NB - data_banks)
+    n_dat, n_wt = data_banks * DEPTH, weight_banks * DEPTH
+    assert total <= n_wt * BW, "the test keeps every weight in the ring"
+    dat_base = rng.choice([0, rng.randrange(n_dat)])
+    wt_base = rng.choice([0, rng.randrange(n_wt)])
+
+    surf = np.zeros(K * C * 16, np.int64)
+    surf[winograd_weight_offsets(K, C, group_k).reshape(-1)] = wts.reshape(-1)
+    surf = surf.astype("<i2").view(np.uint8) if prec else (surf & 0xFF).astype(np.uint8)
+    cbuf = nrng.integers(0, 256, (NB * DEPTH, BW)).astype(np.uint8)
+    for i in range(total):
+        cbuf[n_dat + (wt_base + i // BW) % n_wt, i % BW] = surf[i]
+
+    def write_slice(y):
+        for e, lanes in slice_layout(cfg, lines[y], E, wino=True).items():
+            for lane, v in lanes.items():
+                cbuf[(dat_base + y * E + e) % n_dat, lane] = v
+
+    dut = Csc(cfg)
+    dl = dat_layout(cfg)
+    off = {f: dl[f].offset for f in ("swap", "first", "last", "pos", "end", "half", "neg")}
+    posw = dl["pos"].width
+    res = {}
+
+    def ints(v, n, width):
+        return np.frombuffer(int(v).to_bytes(n * width, "little"),
+                             np.int16 if width == 2 else np.int8).astype(np.int64)
+
+    async def tb(ctx):
+        r = dut.regs
+        for sig, v in [
+            (r.D_MISC_CFG.CONV_MODE, 1), (r.D_MISC_CFG.PROC_PRECISION, prec),
+            (r.D_MISC_CFG.IN_PRECISION, prec),
+            (r.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT, W - 1),
+            (r.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT, H - 1),
+            (r.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT, C - 1),
+            (r.D_ENTRY_PER_SLICE.ENTRIES, E - 1),
+            (r.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT, 3),
+            (r.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT, 3),
+            (r.D_WEIGHT_SIZE_EXT_1.WEIGHT_CHANNEL_EXT, C - 1),
+            (r.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL, K - 1),
+            (r.D_WEIGHT_BYTES.WEIGHT_BYTES, total),
+            (r.D_DATAOUT_SIZE_0.DATAOUT_WIDTH, L["ow"] - 1),
+            (r.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT, L["oh"] - 1),
+            (r.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL, K - 1),
+            (r.D_PRA_CFG.PRA_TRUNCATE, L["trunc"]),
+            (r.D_BANK.DATA_BANK, data_banks - 1), (r.D_BANK.WEIGHT_BANK, weight_banks - 1),
+        ]:
+            ctx.set(sig, v)
+        ctx.set(dut.dat_base, dat_base)
+        ctx.set(dut.wt_base, wt_base)
+        slices = 0
+        if p_slice >= 1:
+            for y in range(H):
+                write_slice(y)
+            slices = H
+        ctx.set(dut.dat_slices, slices)
+        ctx.set(dut.wt_bytes, total)
+        await ctx.tick()
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        shadow = active = None
+        acc, outs, n_atoms, done_seen = {}, [], 0, 0
+        for cyc in range(max_cycles):
+            if slices < H and rng.random() < p_slice:
+                write_slice(slices)
+                slices += 1
+                ctx.set(dut.dat_slices, slices)
+            wt_rdy = shadow is None and rng.random() < p_ready
+            ctx.set(dut.wt.ready, wt_rdy)
+            swap = ctx.get(dut.dat.payload.swap)
+            dat_rdy = rng.random() < p_ready and (shadow is not None or not swap)
+            ctx.set(dut.dat.ready, dat_rdy)
+            if wt_rdy and ctx.get(dut.wt.valid):
+                shadow = ints(ctx.get(dut.wt.payload.as_value()), AK * AC, 1).reshape(AK, AC)
+            if dat_rdy and ctx.get(dut.dat.valid):
+                v = ctx.get(dut.dat.payload.as_value())
+                t = {f: (v >> off[f]) & ((1 << posw) - 1 if f == "pos" else
+                                         (1 << AC) - 1 if f == "neg" else 1)
+                     for f in off}
+                negs = np.array([(t["neg"] >> c) & 1 for c in range(AC)], bool)
+                if t["swap"]:
+                    active, shadow = shadow, None
+                if prec:
+                    d = ints(v & ((1 << (8 * AC)) - 1), AC // 2, 2)
+                    d = np.where(negs[:AC // 2], -d, d)
+                    w16 = active.astype(np.uint8).view(np.int16).astype(np.int64)
+                    w16 = w16.reshape(AK // 2, AC)                  # kernel kk: 2 rows
+                    h = t["half"]
+                    psum = w16[:, h * AC // 2:(h + 1) * AC // 2] @ d
+                else:
+                    d = ints(v & ((1 << (8 * AC)) - 1), AC, 1)
+                    d = np.where(negs, -d, d)
+                    psum = active @ d
+                n_atoms += 1
+                pos = t["pos"]
+                acc[pos] = psum if t["first"] and not t["half"] else acc[pos] + psum
+                if t["last"]:
+                    outs.append(acc[pos])
+            rd_d = ctx.get(dut.dat_rd.en), ctx.get(dut.dat_rd.addr)
+            rd_w = ctx.get(dut.wt_rd.en), ctx.get(dut.wt_rd.addr)
+            if rd_d[0]:
+                assert rd_d[1] < n_dat, "data read outside the data region"
+            if rd_w[0]:
+                assert n_dat <= rd_w[1] < n_dat + n_wt, "weight read outside the region"
+            if ctx.get(dut.done):
+                done_seen += 1
+                res["cycles"] = cyc
+                break
+            await ctx.tick()
+            if rd_d[0]:
+                ctx.set(dut.dat_rd.data, int.from_bytes(cbuf[rd_d[1]].tobytes(), "little"))
+            if rd_w[0]:
+                ctx.set(dut.wt_rd.data, int.from_bytes(cbuf[rd_w[1]].tobytes(), "little"))
+        else:
+            raise AssertionError(f"timeout: {n_atoms} atoms, {len(outs)} outputs")
+        assert done_seen == 1
+        for _ in range(4):
+            await ctx.tick()
+            assert not ctx.get(dut.done) and not ctx.get(dut.dat.valid)
+        assert ctx.get(dut.wt_released) == total
+        kgs = -(-K // group_k)
+        N = L["ow"] * L["oh"]
+        assert len(outs) == kgs * N, (len(outs), kgs * N)
+        got = np.stack(outs).reshape(kgs, N, -1)
+        p = SimpleNamespace(precision=prec, out_height=L["oh"], out_width=L["ow"],
+                            winograd=SimpleNamespace(pra_truncate=min(L["trunc"], 2)))
+        exp = winograd_sums(p, cube[None], wts)[0]                 # [K, OH, OW]
+        for g in range(kgs):
+            kg = min(group_k, K - g * group_k)
+            np.testing.assert_array_equal(got[g, :, :kg].T,
+                                          exp[g * group_k:g * group_k + kg].reshape(kg, N),
+                                          err_msg=f"kernel group {g}")
+            assert not got[g, :, kg:].any()
+        res["atoms"] = n_atoms
+
+    sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), 40000))
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    return res["cycles"], res["atoms"]
+
+
+@pytest.mark.parametrize("case", [
+    # int8: two cubes' groups (one cripple entry of 32 channels), a short kernel group
+    dict(W=12, H=8, C=96, K=35, ow=8, oh=4, prec=0, trunc=1),
+    # int16: 16 channels (one cripple atom), PRA_TRUNCATE 3 (acts as 2), slices arriving
+    dict(W=8, H=12, C=16, K=20, ow=4, oh=8, prec=1, trunc=3, p_slice=0.05),
+    # int8, a stripe ending inside a tile row (96 outputs: stripes of 64 and 32, the second
+    # from row 5, column 4)
+    dict(W=16, H=12, C=32, K=8, ow=12, oh=8, prec=0, trunc=0, p_slice=0.1),
+], ids=["int8", "int16", "stripes"])
+def test_csc_winograd(case):
+    case = dict(case)
+    p_slice = case.pop("p_slice", 1.0)
+    run_layer(NV_LARGE_WINO, case, seed=case["W"] * 7 + case["C"], p_slice=p_slice)
