@@ -62,6 +62,12 @@ sit beside the integer array with as many registers as it has from the products 
 output, so fp16 and integer layers have the same latency; int8- and int16-only builds
 generate no fp16 logic.
 
+Winograd atoms (builds where :func:`~hw.conv.common.conv_winograd` holds,
+:mod:`hw.conv.wino_dat`): bit ``c`` of the atom's ``neg`` negates lane ``c`` (an int16
+atom's element ``c``) before its multipliers -- the data operand is 9 bits (int16: 17), so
+``-(-128)`` is exact, and the products stay within the int8 (int16) range the sums are
+sized for. Direct atoms carry ``neg`` 0.
+
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
 nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more from half
 1's transfer); :attr:`Cmac.latency`.

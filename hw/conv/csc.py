@@ -91,6 +91,13 @@ whole entry. Image input there: the padded line's bytes run through the slice's 
 order (row ``e`` of the slice is entry ``e // 2``'s row ``e % 2``), so the image sequence
 reads bank rows as on bank-row builds.
 
+Winograd (``D_MISC_CFG.CONV_MODE=WINOGRAD``, builds where
+:func:`~hw.conv.common.conv_winograd` holds, int8 and int16): the weight engine runs the
+layer as a 1 x 1 layer of ``16 x DATAIN_CHANNEL_EXT`` channels (a channel group is one small
+cube of the Winograd weight surface, which is then read unchanged), and the data atoms come
+from :class:`~hw.conv.wino_dat.WinoDat` (its reads on ``dat_rd``), in the same sequence with
+the same tags; the direct data engine stays idle.
+
 The data region is banks ``[0, D_BANK.DATA_BANK + 1)``, the weight region the next
 ``D_BANK.WEIGHT_BANK + 1`` banks (both taken from ``regs``).
 

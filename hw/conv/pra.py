@@ -1,7 +1,6 @@
 """PRA: the CSC's pre-addition of Winograd F(2x2, 3x3) layers, for ``lanes`` channels a cycle.
 
-Not yet wired into the core (the CSC reads direct convolution only); a building block of the
-Winograd datapath, bit for bit what the golden model :mod:`sim.conv.winograd_math` computes
+Used by :class:`hw.conv.wino_tiles.WinoTiles` (the CSC's Winograd tile reader), bit for bit what the golden model :mod:`sim.conv.winograd_math` computes
 (checked there against NVDLA's ``NV_NVDLA_CSC_pra_cell``).
 
 Per lane (one channel's 4 x 4 input tile ``d``, element ``y x 4 + x``) it gives the tile's input

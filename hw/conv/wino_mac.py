@@ -1,8 +1,9 @@
 """The Winograd mode of an integer MAC cell: per-position sums of a 4 x 4 tile of 4 channels,
 then the POA (CMAC's post-addition) to the tile's 2 x 2 outputs.
 
-Not yet wired into the core (:class:`hw.conv.cmac.Cmac` convolves directly); a building block
-of the Winograd datapath, bit for bit what :func:`sim.conv.winograd_math.wino_cell_int`
+Not used by the core, which runs Winograd layers on the direct array
+(:mod:`hw.conv.wino_dat`: 4 atoms per tile where this cell takes one); a building block for a
+Winograd-mode CMAC at NVDLA's rate, bit for bit what :func:`sim.conv.winograd_math.wino_cell_int`
 computes (checked there against NVDLA's ``NV_NVDLA_CMAC_CORE_mac`` with ``cfg_is_wg``).
 
 One operation takes 64 data elements -- the CSC's PRA output for 4 channels of one input tile,

@@ -1,8 +1,8 @@
 """The CSC's Winograd tile reader: the 4 x 4 input tile of a 2 x 2 output tile, one channel
 group, read from the CBUF and transformed by the PRA (:class:`hw.conv.pra.Pra`).
 
-Not yet wired into the core (the CSC sequences direct convolution only); a building block of
-the Winograd datapath on bank-row CBUF entries (``cbuf_entry_width`` = the bank width), for
+The tile reader of :class:`hw.conv.wino_dat.WinoDat` (the CSC's Winograd data engine), on
+bank-row CBUF entries (``cbuf_entry_width`` = the bank width), for
 the extended cube the Cdma writes (:mod:`hw.conv.cdma`, "Winograd"; golden
 :func:`sim.conv.winograd.fetch_winograd`): bit for bit
 :func:`sim.conv.winograd_math.pra_int` of :func:`sim.conv.winograd_math.input_tiles` on integer
