@@ -12,7 +12,10 @@ golden model's rules, and the core rejecting them without memory traffic.
   restrictions (:mod:`hw.conv.check`) are checked on their own. Batches: on builds with
   batching (nv_large; its random programs batch half their layers) the golden verdict of a
   batched layer adds the delivery rule (:func:`sim.conv.program.check_batch_delivery`) and
-  SDP's batch count.
+  SDP's batch count. Winograd on nv_large_wino (:func:`hw.conv.common.conv_winograd`):
+  random Winograd layers and pairs (reuse between Winograd layers, changes of mode), a
+  mutation per Winograd rule and reuse pairs across the modes; off conv_winograd builds and
+  for fp16 the check rejects Winograd layers (:func:`sim.conv.core_limits.check_core_limits`).
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write

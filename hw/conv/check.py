@@ -1,8 +1,9 @@
-"""ConvCheck: the layer-start check of a direct-convolution register program (the rules of
+"""ConvCheck: the layer-start check of a convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
 this RTL: int8, int16 where :func:`~hw.conv.common.conv_int16` holds and fp16 where
 :func:`~hw.conv.common.conv_fp16` does; batches on builds
-with ``batching``).
+with ``batching``; Winograd layers, int8 and int16, where
+:func:`~hw.conv.common.conv_winograd` holds).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
 cycles later with ``ok``. The products the rules need go through small shift-and-add
@@ -15,7 +16,9 @@ Rules (any one fails the program)
       nv_full): the registers count entries of two bank rows (entries per slice, data bank
       capacity) and the RTL runs int8, int16 and fp16 feature input and image input of
       every precision the build has;
-    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
+    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks on a build where
+      :func:`~hw.conv.common.conv_winograd` does not hold (where it holds: any block's
+      ``CONV_MODE`` != CDMA's, see "Winograd" below); ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
       CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without
       ``batching``;
@@ -100,6 +103,38 @@ Rules (any one fails the program)
       other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a
       layer with the same bank split and input format that released its weights (an invalid
       configuration for NVDLA's CDMA).
+
+Winograd (``CDMA.D_MISC_CFG.CONV_MODE`` WINOGRAD, builds where
+:func:`~hw.conv.common.conv_winograd` holds; golden :func:`sim.conv.winograd.decode_winograd`)
+    The layer's mode is CDMA's ``CONV_MODE``; CSC, CMAC_A, CMAC_B and CACC must program the
+    same. Rejected: image input; fp16 (NVDLA runs it: a limit of this core,
+    :func:`sim.conv.core_limits.check_core_limits`); batches; channels not a whole number
+    of 32-byte atoms (32 int8 / 16 int16 elements); CDMA's ``DATAIN_WIDTH_EXT + 1`` /
+    ``DATAIN_HEIGHT_EXT + 1`` not a multiple of 4 or, times ``CONV_X_STRIDE + 1`` /
+    ``CONV_Y_STRIDE + 1``, not the padded width / height (``PAD_LEFT + W + PAD_RIGHT``,
+    ``PAD_TOP + H + PAD_BOTTOM``: together the golden rules "padded a multiple of 4 x stride,
+    EXT = padded / stride"); CSC's ``DATAIN_WIDTH_EXT`` != CDMA's; CSC's
+    ``DATAIN_CHANNEL_EXT + 1`` != channels x sx x sy; CSC's ``DATAIN_HEIGHT_EXT + 1`` not a
+    multiple of 4; CSC's stride or dilation EXT fields not 0 (its padding plays no part);
+    weights not 4 x 4; ``ENTRY_PER_SLICE`` (CDMA or CSC) + 1 != the entries of an extended
+    line (W_ext x its atoms, over the atoms of an entry) or > 1023; ``DATAOUT_WIDTH`` /
+    ``HEIGHT`` + 1 not a multiple of 4 or more than the extended input less 4 (CSC's width,
+    CSC's height); ``ATOMICS / 4 + 1`` != the 2 x 2 output tiles; ``RLS_SLICES + 1`` not a
+    multiple of 4 (unless ``SKIP_DATA_RLS``). The rules above that are not direct-only hold
+    as written (``WEIGHT_CHANNEL_EXT`` = CSC's channels, kernel counts, ``BYTE_PER_KERNEL +
+    1`` = 16 x CSC's channels x bytes, ``WEIGHT_BYTES``, CSC = CACC output, ``DATAOUT_CHANNEL``
+    = kernels, ``CLIP_TRUNCATE``, ``RLS_SLICES + 1 <= in_h``, the input cube in memory and the
+    address space, compressed weights, the flying cube, the bank split); the direct-only ones
+    are off: CSC = CDMA width / channels / strides / left and top padding, the kernel spans,
+    the direct entries and ``ATOMICS + 1`` = outputs. The CDMA fetches ``DATAIN_HEIGHT_EXT +
+    1`` (CDMA's) extended lines, so the slices held at once count those. Reuse (golden
+    :func:`sim.conv.cdma.load_cbuf`, as :class:`hw.conv.cdma.Cdma` keys it): the kept
+    slices' and weights' mode is part of their key -- a layer of the other mode reuses
+    nothing and fetches (no reuse rule fires, ``WEIGHT_REUSE`` after a release neither); a
+    Winograd layer's slices are keyed by CDMA's ``DATAIN_WIDTH_EXT`` and, for partial reuse,
+    by the extended channels. SDP's ``D_FEATURE_MODE_CFG.WINOGRAD`` (golden
+    :func:`sim.conv.unit.check_sdp_winograd`) is not seen here (the ``sdp`` port does not
+    carry it).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
