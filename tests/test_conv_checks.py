@@ -906,8 +906,12 @@ def _wino_mutations(cfg):
                                    f("CSC", "D_RELEASE", RLS_SLICES=2))),
         # modes and precisions
         "w_clip": one(f("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=17)),
+        # (the SDP layer and the batch stride agreeing: builds with batching)
         "w_batches": one(lambda L: [_set(cfg, L, b, "D_BATCH_NUMBER", BATCHES=1)
-                                    for b in ("CDMA", "CSC", "CACC")]),
+                                    for b in ("CDMA", "CSC", "CACC")] + [
+            _set(cfg, L, "SDP", "D_FEATURE_MODE_CFG", BATCH_NUMBER=1),
+            _word(cfg, L, "CDMA", "D_BATCH_STRIDE", 0x10000)] if cfg.batching else
+            [_set(cfg, L, b, "D_BATCH_NUMBER", BATCHES=1) for b in ("CDMA", "CSC", "CACC")]),
         "w_precision_conversion": one(both("D_MISC_CFG", IN_PRECISION=1)),
         "w_image_input": one(both("D_DATAIN_FORMAT", DATAIN_FORMAT=1)),
         "w_cdma_direct": one(f("CDMA", "D_MISC_CFG", CONV_MODE=0)),
@@ -1017,6 +1021,23 @@ def test_winograd_check_matches_golden_rules():
     wino_layers = [L for L in layers if "ext" in L["info"]]
     assert {L["info"]["prec"] for L in wino_layers} == {0, 1}
     assert len(wino_layers) < len(layers)                 # direct layers in the pairs too
+
+
+def test_winograd_check_on_nv_large():
+    """nv_large (conv_winograd, int8, batching and weight compression): the same verdicts for
+    its random Winograd layers and pairs (some with compressed weights), the mutations (a
+    batched Winograd layer with SDP agreeing: rejected) and the reuse pairs."""
+    cfg = NV_LARGE
+    named = {n: p for n, p in {**_wino_mutations(cfg), **_wino_reuse_programs(cfg)}.items()
+             if "i16" not in n}
+    randoms = _wino_randoms(cfg, 9, 20)
+    assert any(L["info"].get("compress") for p in randoms for L in p)
+    programs = list(named.values()) + randoms
+    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    got = rtl_verdicts(cfg, programs)
+    bad = verdict_mismatches(cfg, names, programs, got)
+    assert not bad, "\n".join(bad)
+    assert [n for n, r in zip(names, got) if all(r) != (not n.startswith("w_"))] == []
 
 
 def test_winograd_rejected_without_conv_winograd():
