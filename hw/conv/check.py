@@ -227,6 +227,10 @@ class ConvCheck(wiring.Component):
 
         def mode_err(v):
             return v.D_MISC_CFG.CONV_MODE != (D.D_MISC_CFG.CONV_MODE if wino else 0)
+
+        def direct(e):
+            """A direct-convolution rule (off for a Winograd layer; on other builds as is)."""
+            return ~wg & e if wino else e
         if i16b:
             m.d.comb += i16.eq((prec == 1) | (prec == 2))
             for v in (D, C, A, B, K):
@@ -304,16 +308,16 @@ class ConvCheck(wiring.Component):
         cext0, cext1 = C.D_DATAIN_SIZE_EXT_0, C.D_DATAIN_SIZE_EXT_1
         cw0, cw1 = C.D_WEIGHT_SIZE_EXT_0, C.D_WEIGHT_SIZE_EXT_1
         errs += [img & (ext.DATAIN_WIDTH_EXT != wm1), img & (ext.DATAIN_HEIGHT_EXT != hm1),
-                 ~wg & (cext0.DATAIN_WIDTH_EXT != wm1),
-                 ~wg & (cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL),
+                 direct(cext0.DATAIN_WIDTH_EXT != wm1),
+                 direct(cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL),
                  ~img & (cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT),
                  cw1.WEIGHT_KERNEL != D.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
                  C.D_BANK.DATA_BANK != D.D_BANK.DATA_BANK,
                  C.D_BANK.WEIGHT_BANK != D.D_BANK.WEIGHT_BANK,
-                 ~wg & (C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != D.D_CONV_STRIDE.CONV_X_STRIDE),
-                 ~wg & (C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != D.D_CONV_STRIDE.CONV_Y_STRIDE),
-                 ~wg & (C.D_ZERO_PADDING.PAD_LEFT != D.D_ZERO_PADDING.PAD_LEFT),
-                 ~wg & (C.D_ZERO_PADDING.PAD_TOP != D.D_ZERO_PADDING.PAD_TOP),
+                 direct(C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != D.D_CONV_STRIDE.CONV_X_STRIDE),
+                 direct(C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != D.D_CONV_STRIDE.CONV_Y_STRIDE),
+                 direct(C.D_ZERO_PADDING.PAD_LEFT != D.D_ZERO_PADDING.PAD_LEFT),
+                 direct(C.D_ZERO_PADDING.PAD_TOP != D.D_ZERO_PADDING.PAD_TOP),
                  C.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != cw1.WEIGHT_KERNEL,
                  K.D_DATAOUT_SIZE_0.DATAOUT_WIDTH != C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH,
                  K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT != C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
@@ -366,8 +370,8 @@ class ConvCheck(wiring.Component):
                          reach.eq(o_m1 * (s_m1 + 1) + span),
                          padded.eq(n_m1 + 1 + pa + pz)]
             # (Winograd: the output rules are in "Winograd" below)
-            gate = (~img & ~wg) if axis == "x" else ~wg
-            errs += [gate & (span > padded), gate & (reach > padded)]
+            gate = ~img if axis == "x" else 1
+            errs += [direct(gate & (span > padded)), direct(gate & (reach > padded))]
         if bat:
             # every size in slices counts in_h x B (slice y x B + b)
             in_hb = Signal(19)
@@ -403,7 +407,11 @@ class ConvCheck(wiring.Component):
         # (CDMA's DATAIN_WIDTH_EXT, as Cdma keys it) and its kept slices' channels the
         # extended ones (the partial-reuse rule)
         key_wino = Signal()
-        same_mode = (key_wino == wg) if wino else Const(1)
+        same_mode = key_wino == wg
+
+        def in_mode(e):
+            """``e`` and the kept slices / weights of this layer's mode (Winograd builds)."""
+            return e & same_mode if wino else e
         width_key = Mux(wg, D.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT, wm1) if wino else wm1
         chan_key = Mux(wg, cext1.DATAIN_CHANNEL_EXT + 1, surfs) if wino else surfs
         # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
@@ -427,13 +435,13 @@ class ConvCheck(wiring.Component):
         full_reuse = Signal()
         w_reuse = Signal()
         same_fmt = Signal()                                  # kept and new: both images or not
-        m.d.comb += same_fmt.eq((key_img == img) & same_mode)
+        m.d.comb += same_fmt.eq(in_mode(key_img == img))
         m.d.comb += [
             d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
                        & (key_width == width_key) & (key_eps == eps) & ikey_ok),
             full_reuse.eq(d_reuse & kept_all),
             # kept weights of the other mode are not reused: the layer fetches its own
-            w_reuse.eq(misc.WEIGHT_REUSE & w_kept & same_mode),
+            w_reuse.eq(in_mode(misc.WEIGHT_REUSE & w_kept)),
         ]
         if bat:
             m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
@@ -441,15 +449,15 @@ class ConvCheck(wiring.Component):
                                    & (key_bat == nb_m1))
         # WEIGHT_REUSE after a layer (same banks, input format and mode) that released its
         # weights
-        errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match & same_mode
-                    & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
+        errs.append(in_mode(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
+                            & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT)))
         if i16b:
             # kept slices of the other precision (the golden model would reinterpret values)
             key_i16 = Signal(2)
             with m.If(self.end):
                 m.d.sync += key_i16.eq(prec)
-            errs.append(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                        & same_mode & (key_i16 != prec))
+            errs.append(in_mode(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+                                & (key_i16 != prec)))
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt & ~d_reuse,
                  d_reuse & ~kept_all & (key_surfs != chan_key),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
@@ -469,7 +477,7 @@ class ConvCheck(wiring.Component):
                          rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
-                         key_width.eq(width_key), key_eps.eq(eps), key_wino.eq(wg),
+                         key_width.eq(width_key), key_eps.eq(eps),
                          key_surfs.eq(chan_key), key_img.eq(img), key_ikey.eq(cur_ikey),
                          kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
@@ -478,6 +486,8 @@ class ConvCheck(wiring.Component):
                          key_fmt.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT)]
             if bat:
                 m.d.sync += key_bat.eq(nb_m1)
+            if wino:
+                m.d.sync += key_wino.eq(wg)
 
         # -- products: shift-and-add, one bit of the narrow factor per cycle -----------------------
         load = self.start
@@ -544,15 +554,15 @@ class ConvCheck(wiring.Component):
             m.d.comb += crip.eq(width)
         entries = Signal(29)
         m.d.comb += entries.eq(p_whole + crip)
-        late += [~img & ~wg & (entries != eps),
-                 ~img & ~wg & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
+        late += [direct(~img & (entries != eps)),
+                 direct(~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries)),
                  p_data > (dbanks * EDEPTH),
                  (Mux(i16, p_bpk << 1, p_bpk) if i16b else p_bpk) != bpk,
                  (~compressed & (wbytes < p_wt)) if comp else (wbytes < p_wt),
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
                  ~img & (surfs > 1) & (ss < p_lines),
-                 feature & ~wg & (p_atoms != C.D_ATOMICS.ATOMICS + 1)]
+                 direct(feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1))]
         # the input and the weights inside the address space
         packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
         feat_end = Signal(aw + 20)
