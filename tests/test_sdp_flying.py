@@ -473,8 +473,8 @@ def _wino_layers(cfg, rng, count, want):
 def test_winograd_output_on_conv_winograd_builds():
     """nv_large_wino (:func:`hw.conv.common.conv_winograd`): flying layers with WINOGRAD on,
     to memory, are accepted and written bit for bit as the golden model writes them (CACC
-    delivers Winograd output in the ordinary order); WINOGRAD on offline, to PDP or with a
-    cube not a multiple of 4 high ends without memory traffic (the golden model rejects them
+    delivers Winograd output in the ordinary order); WINOGRAD on offline, to PDP, with a
+    cube not a multiple of 4 high or with EW EQL ends without memory traffic (the golden model rejects them
     too). On the same datapath with two-column CBUF entries (no conv_winograd) a flying
     WINOGRAD layer the golden model runs is rejected."""
     from .conftest import NV_LARGE_WINO
@@ -509,12 +509,18 @@ def test_winograd_output_on_conv_winograd_builds():
               .D_DATA_CUBE_HEIGHT.HEIGHT - 1)
     layer["cube"] = layer["cube"][:, :-1]
     bad.append(("height", layer))
+    # EW EQL (compares, writes nothing): not with Winograd
+    layer = _wino_layers(cfg, rng, 1, to_mem)[0]
+    Regs_ = Regs(sb)
+    Regs_.words = layer["sdp"]
+    Regs_.set("D_DP_EW_CFG", EW_BYPASS=0, EW_ALU_BYPASS=0, EW_ALU_ALGO=3, EW_LUT_BYPASS=1)
+    bad.append(("eql", layer))
     for name, layer in bad:
         assert not _valid(cfg, layer), name
         layer["invalid"] = True
-    layers = good[:1] + [bad[0][1]] + good[1:2] + [bad[1][1], bad[2][1]] + good[2:]
+    layers = good[:1] + [bad[0][1]] + good[1:2] + [b for _, b in bad[1:]] + good[2:]
     assert [bool(GroupView(sb, l["sdp"]).D_FEATURE_MODE_CFG.WINOGRAD) for l in layers] == \
-        [True] * 6
+        [True] * 7
     run_flying_layers(cfg, layers, seed=61)
 
     # the same datapath without conv_winograd (two-column entries): rejected
