@@ -514,3 +514,19 @@ def test_cdma_winograd(cfg):
     stats = run_layers(cfg, layers + [l1, l2], seed=23)
     assert all(s["log"][0] == "data: fetched" for s in stats[:-1])
     assert stats[-1]["log"][0] == f"data: partial reuse of {l1['need'] - 4} slices"
+
+
+def test_cdma_winograd_does_not_reuse_direct_weights():
+    """A Winograd layer with WEIGHT_REUSE after a direct layer that kept weights of the same
+    WEIGHT_BYTES under the same bank split fetches its own weights (NVDLA's CDMA and the
+    golden load_cbuf: kept weights of the other mode are not reused; ConvCheck accepts the
+    layer), and so does a direct layer after a Winograd one."""
+    cfg = WINO_SMALL
+    rng = random.Random(31)
+    l2 = make_wino_layer(cfg, rng, W=4, H=4, S=1, sx=1, sy=1, mode="plain",
+                         weight_reuse=True, skip_weight_rls=True)
+    l1 = make_layer(cfg, rng, mode="plain", W=4, H=4, C=l2["wc"], skip_weight_rls=True)
+    l1.update({k: l2[k] for k in ("K", "kh", "kw", "wc", "wbytes", "dbanks", "wbanks")})
+    l3 = dict(l1, weight_reuse=True, skip_weight_rls=False)
+    stats = run_layers(cfg, [l1, l2, l3], seed=31)
+    assert [s["log"][1] for s in stats] == ["weights: fetched"] * 3

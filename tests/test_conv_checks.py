@@ -12,7 +12,10 @@ golden model's rules, and the core rejecting them without memory traffic.
   restrictions (:mod:`hw.conv.check`) are checked on their own. Batches: on builds with
   batching (nv_large; its random programs batch half their layers) the golden verdict of a
   batched layer adds the delivery rule (:func:`sim.conv.program.check_batch_delivery`) and
-  SDP's batch count.
+  SDP's batch count. Winograd on nv_large_wino (:func:`hw.conv.common.conv_winograd`):
+  random Winograd layers and pairs (reuse between Winograd layers, changes of mode), a
+  mutation per Winograd rule and reuse pairs across the modes; off conv_winograd builds and
+  for fp16 the check rejects Winograd layers (:func:`sim.conv.core_limits.check_core_limits`).
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
@@ -786,3 +789,290 @@ def _playback_writes_nothing(tmp_path, cfg, programs):
 
 #: cycles from the rejected layer's last D_OP_ENABLE write to its interrupt, at most
 _REJECT_CYCLES = 64         # measured: 22
+
+
+# -- Winograd on the builds whose RTL runs it (hw.conv.common.conv_winograd) ---------------------
+def _wino_base(cfg, slot=0, **over):
+    """A small valid Winograd layer: 14 x 7 x 32 int8 (16 x 8 padded, stride 2 x 1: an 8 x 8
+    x 64 extended input, 8 entries a line), 5 kernels, a 4 x 4 output."""
+    from sim.conv import winograd_programs as wp
+    rng = np.random.default_rng(3 + slot)
+    spec = dict(W=14, H=7, C=32, K=5, stride=(2, 1), pad=(1, 1, 0, 1), pad_value=3)
+    spec.update(over)
+    we, he, ce, _ = wp.wino_geometry(spec["W"], spec["H"], spec["C"], spec["stride"],
+                                     spec["pad"], spec.get("prec", 0), cfg.cbuf_entry_bytes)
+    return wp.wino_layer(cfg, wt4=rng.integers(-5, 6, (spec["K"], ce, 4, 4)),
+                         data=rng.integers(-5, 6, (spec["C"], spec["H"], spec["W"])),
+                         slot=slot, **spec)
+
+
+def _wino_out(cfg, layer, w=None, h=None, atomics=None):
+    """Set the output size (CSC, CACC and the flying SDP cube agree) and ATOMICS."""
+    for blk, reg, fld, v in (("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH", w),
+                             ("CACC", "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH", w),
+                             ("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_HEIGHT", h),
+                             ("CACC", "D_DATAOUT_SIZE_0", "DATAOUT_HEIGHT", h),
+                             ("SDP", "D_DATA_CUBE_WIDTH", "WIDTH", w),
+                             ("SDP", "D_DATA_CUBE_HEIGHT", "HEIGHT", h),
+                             ("SDP_RDMA", "D_DATA_CUBE_WIDTH", "WIDTH", w),
+                             ("SDP_RDMA", "D_DATA_CUBE_HEIGHT", "HEIGHT", h)):
+        if v is not None and blk in layer["regs"]:
+            _set(cfg, layer, blk, reg, **{fld: v - 1})
+    if atomics is not None:
+        _set(cfg, layer, "CSC", "D_ATOMICS", ATOMICS=atomics)
+
+
+def _wino_mutations(cfg):
+    """name -> layers: one Winograd rule broken per program (the golden model rejects each),
+    and ``ok_*`` controls the golden model accepts."""
+    def one(mutate=None, **over):
+        layer = _wino_base(cfg, **over)
+        if mutate is not None:
+            mutate(layer)
+        return [layer]
+
+    def f(block, reg, **fields):
+        return lambda L: _set(cfg, L, block, reg, **fields)
+
+    def both(reg, **fields):
+        return lambda L: [_set(cfg, L, b, reg, **fields) for b in ("CDMA", "CSC")]
+
+    def seq(*fs):
+        return lambda L: [g(L) for g in fs]
+
+    def bytes_(block, reg, delta):
+        def g(L):
+            L["regs"][block][reg] = (L["regs"][block][reg] + delta) & 0xFFFFFFFF
+        return g
+
+    out = {
+        # geometry: channels, padding, extended sizes (CDMA and CSC)
+        "w_channels_not_whole_atoms": one(C=20),
+        "w_i16_channels_not_whole_atoms": one(C=24, prec=1),
+        "w_padded_width": one(f("CDMA", "D_ZERO_PADDING", PAD_RIGHT=2)),
+        "w_padded_height": one(f("CDMA", "D_ZERO_PADDING", PAD_BOTTOM=0)),
+        "w_cdma_ext_width": one(f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=3)),
+        "w_cdma_ext_width_not_4n": one(f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=6)),
+        # padded = stride x EXT, but not a multiple of 4 x stride (every other field agrees)
+        "w_padded_width_9_ext": one(seq(f("CDMA", "D_ZERO_PADDING", PAD_RIGHT=3),
+                                        f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=8),
+                                        f("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=8),
+                                        both("D_ENTRY_PER_SLICE", ENTRIES=8))),
+        "w_padded_height_9_ext": one(seq(f("CDMA", "D_ZERO_PADDING", PAD_BOTTOM=2),
+                                         f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=8))),
+        "w_cdma_ext_height": one(f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=3)),
+        "w_cdma_ext_height_not_4n": one(f("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=8)),
+        "w_csc_ext_width": one(f("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=11)),
+        "w_csc_ext_height_not_4n": one(f("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_HEIGHT_EXT=6)),
+        "w_csc_ext_channels": one(f("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=31)),
+        # the CSC's channels not extended, the weights agreeing with them
+        "w_csc_channels_unextended": one(seq(
+            f("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=31),
+            f("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=31),
+            f("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * 32 - 1))),
+        "w_csc_x_stride": one(f("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=1)),
+        "w_csc_y_stride": one(f("CSC", "D_CONV_STRIDE_EXT", CONV_Y_STRIDE_EXT=1)),
+        "w_csc_x_dilation": one(f("CSC", "D_DILATION_EXT", X_DILATION_EXT=1)),
+        "w_csc_y_dilation": one(f("CSC", "D_DILATION_EXT", Y_DILATION_EXT=1)),
+        # weights
+        "w_kernel_3x3": one(f("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=2,
+                              WEIGHT_HEIGHT_EXT=2)),
+        "w_kernel_4x3": one(f("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_HEIGHT_EXT=2)),
+        "w_weight_channels": one(f("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=31)),
+        "w_byte_per_kernel": one(f("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=575)),
+        "w_cdma_kernels": one(f("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=3)),
+        "w_weight_bytes": one(seq(bytes_("CDMA", "D_WEIGHT_BYTES", -1024),
+                                  bytes_("CSC", "D_WEIGHT_BYTES", -1024))),
+        # output
+        "w_output_not_4n": one(lambda L: _wino_out(cfg, L, w=3, atomics=11)),
+        "w_output_too_wide": one(lambda L: _wino_out(cfg, L, w=8, atomics=31)),
+        "w_output_too_tall": one(lambda L: _wino_out(cfg, L, h=8, atomics=31)),
+        "w_cacc_height": one(f("CACC", "D_DATAOUT_SIZE_0", DATAOUT_HEIGHT=7)),
+        "w_out_channels": one(seq(f("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=5),
+                                  f("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=5))),
+        "w_atomics": one(f("CSC", "D_ATOMICS", ATOMICS=19)),
+        "w_atomics_short": one(f("CSC", "D_ATOMICS", ATOMICS=11)),
+        "ok_atomics_low_bits": one(f("CSC", "D_ATOMICS", ATOMICS=12)),
+        "ok_csc_padding": one(f("CSC", "D_ZERO_PADDING", PAD_LEFT=3, PAD_TOP=2)),
+        # CBUF
+        "w_entries": one(both("D_ENTRY_PER_SLICE", ENTRIES=15)),
+        "w_entries_of_direct": one(both("D_ENTRY_PER_SLICE", ENTRIES=13)),
+        "w_csc_entries": one(f("CSC", "D_ENTRY_PER_SLICE", ENTRIES=8)),
+        "w_entries_over_1023": one(W=1030, H=6, C=64, K=1, stride=(1, 1), pad=(1, 1, 1, 1)),
+        "w_data_banks": one(both("D_BANK", DATA_BANK=0, WEIGHT_BANK=14), W=62, C=128),
+        "w_release_not_4n": one(f("CSC", "D_RELEASE", RLS_SLICES=2)),
+        "w_release_too_many": one(f("CSC", "D_RELEASE", RLS_SLICES=11)),
+        "ok_release_kept": one(seq(both("D_MISC_CFG", SKIP_DATA_RLS=1),
+                                   f("CSC", "D_RELEASE", RLS_SLICES=2))),
+        # modes and precisions
+        "w_clip": one(f("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=17)),
+        # (the SDP layer and the batch stride agreeing: builds with batching)
+        "w_batches": one(lambda L: [_set(cfg, L, b, "D_BATCH_NUMBER", BATCHES=1)
+                                    for b in ("CDMA", "CSC", "CACC")] + [
+            _set(cfg, L, "SDP", "D_FEATURE_MODE_CFG", BATCH_NUMBER=1),
+            _word(cfg, L, "CDMA", "D_BATCH_STRIDE", 0x10000)] if cfg.batching else
+            [_set(cfg, L, b, "D_BATCH_NUMBER", BATCHES=1) for b in ("CDMA", "CSC", "CACC")]),
+        "w_precision_conversion": one(both("D_MISC_CFG", IN_PRECISION=1)),
+        "w_image_input": one(both("D_DATAIN_FORMAT", DATAIN_FORMAT=1)),
+        "w_cdma_direct": one(f("CDMA", "D_MISC_CFG", CONV_MODE=0)),
+        "w_csc_direct": one(f("CSC", "D_MISC_CFG", CONV_MODE=0)),
+        "w_cmac_a_direct": one(f("CMAC_A", "D_MISC_CFG", CONV_MODE=0)),
+        "w_cmac_b_direct": one(f("CMAC_B", "D_MISC_CFG", CONV_MODE=0)),
+        "w_cacc_direct": one(f("CACC", "D_MISC_CFG", CONV_MODE=0)),
+        # feature-input rules shared with direct convolution
+        "w_unaligned_base": one(bytes_("CDMA", "D_DAIN_ADDR_LOW_0", 4)),
+        "w_line_stride_short": one(lambda L: _word(cfg, L, "CDMA", "D_LINE_STRIDE",
+                                                   13 * cfg.memory_atom)),
+        "w_unaligned_weight": one(bytes_("CDMA", "D_WEIGHT_ADDR_LOW", 4)),
+        "w_input_past_memory": one(lambda L: [
+            _word(cfg, L, "CDMA", "D_DAIN_ADDR_LOW_0", (1 << 32) - 2 * cfg.memory_atom)] + [
+            _word(cfg, L, "CDMA", "D_DAIN_ADDR_HIGH_0", (1 << (cfg.address_width - 32)) - 1)
+            for _ in range(cfg.address_width > 32)]),
+        "w_sdp_height": one(lambda L: _set(cfg, L, "SDP", "D_DATA_CUBE_HEIGHT", HEIGHT=7)),
+    }
+    # int16: the base layer's rules on 16 channels (one atom)
+    out["ok_i16_base"] = one(C=16, prec=1)
+    out["w_i16_entries_of_int8"] = one(both("D_ENTRY_PER_SLICE", ENTRIES=3), C=16, prec=1)
+    out["w_i16_byte_per_kernel_of_int8"] = one(
+        f("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * 32 - 1), C=16, prec=1)
+    out["ok_base"] = one()
+    return out
+
+
+def _wino_reuse_programs(cfg):
+    """name -> [first, second]: CBUF reuse across Winograd and direct layers under one bank
+    split (the golden load_cbuf: reuse only within a mode, keyed by the extended width)."""
+    banks = (4, 12)
+
+    def wino(slot, reuse, **over):
+        return _wino_base(cfg, slot, banks=banks, reuse=reuse, **over)
+
+    def direct(slot, reuse, **over):
+        return rp._base_layer(cfg, slot, banks=banks, reuse=reuse, **over)
+    keep_all = (0, 0, 1, 1)
+    out = {
+        "ok_w_full_data_reuse": [wino(0, (0, 0, 1, 0)), wino(1, (1, 0, 0, 0),
+                                                            emit_feature=False)],
+        "ok_w_weight_reuse": [wino(0, (0, 0, 0, 1)), wino(1, (0, 1, 0, 0), W=22)],
+        # another extended width (entries too) under the same split: NVDLA rejects
+        "w_data_reuse_other_width": [wino(0, (0, 0, 1, 0)), wino(1, (1, 0, 0, 0), W=22)],
+        "w_weight_reuse_other_kernels": [wino(0, (0, 0, 0, 1)), wino(1, (0, 1, 0, 0), K=4)],
+        "w_weight_reuse_released": [wino(0, (0, 0, 0, 0)), wino(1, (0, 1, 0, 0))],
+        # a change of mode fetches anew: no reuse, no error
+        "ok_direct_then_wino": [direct(0, keep_all), wino(1, (1, 1, 0, 0))],
+        "ok_wino_then_direct": [wino(0, keep_all), direct(1, (1, 1, 0, 0))],
+        "ok_direct_released_then_wino": [direct(0, (0, 0, 0, 0)), wino(1, (0, 1, 0, 0))],
+    }
+    # the same extended width and entries from another stride and channel count (8 x 8 x 64
+    # extended: 16 x 8 x 32 at stride 2 x 1, 8 x 8 x 64 at stride 1): partial data reuse
+    # keeps the extended lines, whatever the input's own channel count
+    first = wino(0, (0, 0, 0, 0))
+    _set(cfg, first, "CSC", "D_RELEASE", RLS_SLICES=3)
+    out["ok_w_partial_reuse_other_stride"] = [
+        first, wino(1, (1, 0, 0, 0), W=6, H=6, C=64, stride=(1, 1), pad=(1, 1, 1, 1),
+                    csc_height=8)]
+    return out
+
+
+def _wino_randoms(cfg, seed, count):
+    """Valid random Winograd programs (single layers and pairs of every kind of
+    :data:`~sim.conv.winograd_programs.WINO_PAIR_KINDS`, int8 and int16 in turn)."""
+    from sim.conv import winograd_programs as wp
+    from sim.random_traces import Redraw
+    rng = np.random.default_rng(seed)
+    kinds = wp.WINO_PAIR_KINDS
+    out = []
+    while len(out) < count:
+        prec = len(out) // 2 % 2 if "int16" in cfg.data_types else 0
+        try:
+            if len(out) % 2:
+                out.append(wp.random_wino_pair(cfg, rng, kinds[len(out) // 2 % len(kinds)],
+                                               prec, 60_000))
+            else:
+                out.append([wp.random_wino_program(cfg, rng, prec, 60_000)])
+        except (Redraw, rp._Redraw):
+            continue
+    return out
+
+
+def test_winograd_check_matches_golden_rules():
+    """nv_large_wino (conv_winograd: Atomic-C 64, 32-byte atoms, bank-row entries; int8 and
+    int16): the check's verdicts equal the golden model's (decode_winograd, load_cbuf's reuse
+    rules, the flying cube) for random valid Winograd layers and pairs (CBUF reuse between
+    Winograd layers, changes of mode both ways), one mutation per Winograd rule (each
+    rejected), reuse pairs across the modes, and controls (accepted)."""
+    from .conftest import NV_LARGE_WINO
+    cfg = NV_LARGE_WINO
+    named = {**_wino_mutations(cfg), **_wino_reuse_programs(cfg)}
+    randoms = _wino_randoms(cfg, 8, 30)
+    programs = list(named.values()) + randoms
+    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    gold = {n: [ok for ok, _ in golden_verdicts(cfg, p)] for n, p in zip(names, programs)}
+    # the named programs are what their names say for the golden model
+    assert [n for n in named if all(gold[n]) != n.startswith("ok_")] == []
+    assert all(all(gold[n]) for n in names[len(named):])
+    got = rtl_verdicts(cfg, programs)
+    bad = verdict_mismatches(cfg, names, programs, got)
+    assert not bad, "\n".join(bad)
+    verdict = dict(zip(names, got))
+    assert [n for n in named if all(verdict[n]) != n.startswith("ok_")] == []
+    assert all(all(r) for r in got[len(named):])
+    layers = [L for p in randoms for L in p]
+    wino_layers = [L for L in layers if "ext" in L["info"]]
+    assert {L["info"]["prec"] for L in wino_layers} == {0, 1}
+    assert len(wino_layers) < len(layers)                 # direct layers in the pairs too
+
+
+def test_winograd_check_on_nv_large():
+    """nv_large (conv_winograd, int8, batching and weight compression): the same verdicts for
+    its random Winograd layers and pairs (some with compressed weights), the mutations (a
+    batched Winograd layer with SDP agreeing: rejected) and the reuse pairs."""
+    cfg = NV_LARGE
+    named = {n: p for n, p in {**_wino_mutations(cfg), **_wino_reuse_programs(cfg)}.items()
+             if "i16" not in n}
+    randoms = _wino_randoms(cfg, 9, 20)
+    assert any(L["info"].get("compress") for p in randoms for L in p)
+    programs = list(named.values()) + randoms
+    names = list(named) + [f"random{i}" for i in range(len(randoms))]
+    got = rtl_verdicts(cfg, programs)
+    bad = verdict_mismatches(cfg, names, programs, got)
+    assert not bad, "\n".join(bad)
+    assert [n for n, r in zip(names, got) if all(r) != (not n.startswith("w_"))] == []
+
+
+def test_winograd_rejected_without_conv_winograd():
+    """Builds with ``winograd`` where conv_winograd does not hold (nv_large_wino's datapath on
+    two-column entries, nv_full): the golden model runs their Winograd layers, this core's
+    check rejects them (check_core_limits says so), and a direct layer still passes. fp16
+    Winograd on a conv_winograd build with fp16: the same."""
+    from sim.conv import winograd_programs as wp
+    from sim.conv.core_limits import rtl_winograd
+    from hw.conv.common import conv_winograd
+    from .conftest import NV_LARGE_WINO
+    two_col = NV_LARGE_WINO.replace(name="nv_large_wino_2col",
+                                    cbuf_entry_width=2 * NV_LARGE_WINO.cbuf_bank_width)
+    fp16 = NV_LARGE_WINO.replace(name="nv_large_wino_fp16",
+                                 data_types=frozenset({"int8", "int16", "fp16"}))
+    for cfg, want in ((NV_LARGE_WINO, True), (NV_LARGE, True), (two_col, False),
+                      (NV_FULL, False), (NV_SMALL, False), (fp16, True)):
+        assert conv_winograd(cfg) == rtl_winograd(cfg) == want, cfg.name
+    rng = np.random.default_rng(4)
+    for cfg, precs in ((two_col, (0, 1)), (NV_FULL, (0, 1, 2)), (fp16, (2,))):
+        wino = []
+        while len(wino) < 2 * len(precs):
+            try:
+                wino.append([wp.random_wino_program(cfg, rng, precs[len(wino) % len(precs)],
+                                                    60_000)])
+            except Exception as e:                      # a redraw
+                if "Redraw" not in type(e).__name__:
+                    raise
+        rmap = register_map(cfg)
+        for layers in wino:                             # NVDLA runs them: decode accepts
+            p = decode(cfg, *(GroupView(rmap[b], layers[0]["regs"][b]) for b in BLOCKS))
+            assert p.winograd is not None
+            with pytest.raises(ConvProgramError, match="CONV_MODE=WINOGRAD.*this core's RTL"):
+                check_core_limits(cfg, p)
+        programs = wino + [[rp._base_layer(cfg)]]
+        assert [v for v, in (golden_verdicts(cfg, p) for p in programs)] == \
+            [(False, v[1]) for v, in (golden_verdicts(cfg, p) for p in wino)] + [(True, "")]
+        assert rtl_verdicts(cfg, programs) == [[False]] * len(wino) + [[True]], cfg.name

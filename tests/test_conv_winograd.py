@@ -271,7 +271,8 @@ def test_compressed_weights():
 
 
 def test_rtl_limit_and_build_without_winograd():
-    """This core's RTL convolves directly only (core limit); nv_small has no Winograd."""
+    """nv_full's RTL (two-column entries: no conv_winograd) convolves directly only (core
+    limit); nv_small has no Winograd."""
     rng = np.random.default_rng(0)
     layer = wp.wino_layer(NV_FULL, W=8, H=8, C=32, K=2, wt4=rng.integers(-3, 4, (2, 32, 4, 4)),
                           data=rng.integers(-3, 4, (32, 8, 8)))

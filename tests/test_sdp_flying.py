@@ -439,3 +439,93 @@ def test_nv_small_invalid_flying_programs_finish_without_memory_traffic():
 def test_flying_sweep(cfg):
     layers = make_layers(cfg, 40, 30, 600, offline=3)
     run_flying_layers(cfg, layers, seed=40)
+
+
+# -----------------------------------------------------------------------------------------
+# Winograd output (D_FEATURE_MODE_CFG.WINOGRAD=ON)
+# -----------------------------------------------------------------------------------------
+def _winograd(cfg, layer):
+    """``layer`` with SDP's and SDP_RDMA's WINOGRAD on (in place); returns it."""
+    rmap = register_map(cfg)
+    for key, blk in (("sdp", "SDP"), ("rdma", "SDP_RDMA")):
+        regs = Regs(rmap[blk])
+        regs.words = layer[key]
+        regs.set("D_FEATURE_MODE_CFG", WINOGRAD=1)
+    return layer
+
+
+def _wino_layers(cfg, rng, count, want):
+    """``count`` flying layers with WINOGRAD on (a cube a multiple of 4 wide and high), and
+    ``want(layer)``; each one valid for the golden model."""
+    out = []
+    while len(out) < count:
+        layer = flying_layer(cfg, rng, 400)
+        W, H = layer["shape"][:2]
+        if W % 4 or H % 4 or not want(layer):
+            continue
+        layer = _winograd(cfg, {**layer, "sdp": dict(layer["sdp"]),
+                                "rdma": dict(layer["rdma"])})
+        if _valid(cfg, layer):
+            out.append(layer)
+    return out
+
+
+def test_winograd_output_on_conv_winograd_builds():
+    """nv_large_wino (:func:`hw.conv.common.conv_winograd`): flying layers with WINOGRAD on,
+    to memory, are accepted and written bit for bit as the golden model writes them (CACC
+    delivers Winograd output in the ordinary order); WINOGRAD on offline, to PDP, with a
+    cube not a multiple of 4 high or with EW EQL ends without memory traffic (the golden model rejects them
+    too). On the same datapath with two-column CBUF entries (no conv_winograd) a flying
+    WINOGRAD layer the golden model runs is rejected."""
+    from .conftest import NV_LARGE_WINO
+    cfg = NV_LARGE_WINO
+    sb = register_map(cfg)["SDP"]
+    rng = np.random.default_rng(61)
+
+    def to_mem(layer):
+        fm = GroupView(sb, layer["sdp"])
+        return not fm.D_FEATURE_MODE_CFG.OUTPUT_DST and fm.D_DP_EW_CFG.EW_BYPASS
+
+    good = _wino_layers(cfg, rng, 3, to_mem)
+    bad = []
+    # offline: a valid offline layer with WINOGRAD on
+    while True:
+        layer = offline_layer(cfg, rng, 200)
+        if _valid(cfg, layer):
+            break
+    bad.append(("offline", _winograd(cfg, layer)))
+    # to PDP: a valid flying one turned to PDP
+    layer = _wino_layers(cfg, rng, 1, to_mem)[0]
+    Regs_ = Regs(sb)
+    Regs_.words = layer["sdp"]
+    Regs_.set("D_FEATURE_MODE_CFG", OUTPUT_DST=1)
+    bad.append(("to_pdp", layer))
+    # a cube 4n + 1 high: the same layer's cube without its last line (SDP and its RDMA)
+    layer = _wino_layers(cfg, rng, 1, to_mem)[0]
+    for key, blk in (("sdp", "SDP"), ("rdma", "SDP_RDMA")):
+        r = Regs(register_map(cfg)[blk])
+        r.words = layer[key]
+        r.set("D_DATA_CUBE_HEIGHT", HEIGHT=GroupView(r.block, layer[key])
+              .D_DATA_CUBE_HEIGHT.HEIGHT - 1)
+    layer["cube"] = layer["cube"][:, :-1]
+    bad.append(("height", layer))
+    # EW EQL (compares, writes nothing): not with Winograd
+    layer = _wino_layers(cfg, rng, 1, to_mem)[0]
+    Regs_ = Regs(sb)
+    Regs_.words = layer["sdp"]
+    Regs_.set("D_DP_EW_CFG", EW_BYPASS=0, EW_ALU_BYPASS=0, EW_ALU_ALGO=3, EW_LUT_BYPASS=1)
+    bad.append(("eql", layer))
+    for name, layer in bad:
+        assert not _valid(cfg, layer), name
+        layer["invalid"] = True
+    layers = good[:1] + [bad[0][1]] + good[1:2] + [b for _, b in bad[1:]] + good[2:]
+    assert [bool(GroupView(sb, l["sdp"]).D_FEATURE_MODE_CFG.WINOGRAD) for l in layers] == \
+        [True] * 7
+    run_flying_layers(cfg, layers, seed=61)
+
+    # the same datapath without conv_winograd (two-column entries): rejected
+    two_col = cfg.replace(name="nv_large_wino_2col", cbuf_entry_width=2 * cfg.cbuf_bank_width)
+    layer = {**good[0], "sdp": dict(good[0]["sdp"]), "rdma": dict(good[0]["rdma"]),
+             "rtl_rejects": True}
+    assert _valid(two_col, layer)
+    run_flying_layers(two_col, [layer], seed=62)

@@ -100,7 +100,8 @@ Reuse (mirrors :func:`sim.conv.cdma.load_cbuf`)
     full reuse (previous layer skipped its release) fetches no data and reports all kept slices
     at once; partial reuse puts ``dat_base`` on the first kept slice, counts the kept slices as
     written and fetches the new lines right after them. ``WEIGHT_REUSE`` with kept weights, the
-    same bank split and the same ``WEIGHT_BYTES`` fetches no weights. Anything else starts fresh
+    same bank split and the same ``WEIGHT_BYTES`` (and, builds with ``winograd``, the same
+    mode) fetches no weights. Anything else starts fresh
     at ring position 0.
 
 Ports
@@ -418,6 +419,10 @@ class Cdma(wiring.Component):
                                    & (key_img == is_img) & (key_wino == wino)
                                    & (key_width == width_key) & (key_eps == eps)
                                    & ((key_bat == nb_m1) if bat else 1))
+            # kept weights of the other mode are not reused either (the golden load_cbuf
+            # fetches them anew, and ConvCheck accepts such a layer)
+            m.d.comb += w_reuse.eq(misc.WEIGHT_REUSE & w_kept & key_match
+                                   & (w_kept_bytes == wbytes) & (key_wino == wino))
         base_next = Signal(PW)
         m.d.comb += base_next.eq(Mux(d_reuse, kept_base, 0))
 

@@ -1,8 +1,9 @@
-"""ConvCheck: the layer-start check of a direct-convolution register program (the rules of
+"""ConvCheck: the layer-start check of a convolution register program (the rules of
 :func:`sim.conv.program.decode` and of the CBUF reuse in :func:`sim.conv.cdma.load_cbuf`, for
 this RTL: int8, int16 where :func:`~hw.conv.common.conv_int16` holds and fp16 where
 :func:`~hw.conv.common.conv_fp16` does; batches on builds
-with ``batching``).
+with ``batching``; Winograd layers, int8 and int16, where
+:func:`~hw.conv.common.conv_winograd` holds).
 
 ``start`` (pulse) loads the consumer groups' fields; ``done`` pulses :data:`CHECK_CYCLES`
 cycles later with ``ok``. The products the rules need go through small shift-and-add
@@ -15,7 +16,9 @@ Rules (any one fails the program)
       nv_full): the registers count entries of two bank rows (entries per slice, data bank
       capacity) and the RTL runs int8, int16 and fp16 feature input and image input of
       every precision the build has;
-    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks; ``DATAIN_FORMAT`` CDMA != CSC;
+    * modes: ``CONV_MODE`` WINOGRAD in any of the five blocks on a build where
+      :func:`~hw.conv.common.conv_winograd` does not hold (where it holds: any block's
+      ``CONV_MODE`` != CDMA's, see "Winograd" below); ``DATAIN_FORMAT`` CDMA != CSC;
       ``WEIGHT_FORMAT`` COMPRESSED (CDMA or CSC) on a build without ``weight_compression``,
       CDMA != CSC on one with it; ``BATCHES != 0`` (CDMA, CSC, CACC) on a build without
       ``batching``;
@@ -100,6 +103,38 @@ Rules (any one fails the program)
       other weight geometry, format, ``WMB_BYTES`` or bank split; ``WEIGHT_REUSE`` after a
       layer with the same bank split and input format that released its weights (an invalid
       configuration for NVDLA's CDMA).
+
+Winograd (``CDMA.D_MISC_CFG.CONV_MODE`` WINOGRAD, builds where
+:func:`~hw.conv.common.conv_winograd` holds; golden :func:`sim.conv.winograd.decode_winograd`)
+    The layer's mode is CDMA's ``CONV_MODE``; CSC, CMAC_A, CMAC_B and CACC must program the
+    same. Rejected: image input; fp16 (NVDLA runs it: a limit of this core,
+    :func:`sim.conv.core_limits.check_core_limits`); batches; channels not a whole number
+    of 32-byte atoms (32 int8 / 16 int16 elements); CDMA's ``DATAIN_WIDTH_EXT + 1`` /
+    ``DATAIN_HEIGHT_EXT + 1`` not a multiple of 4 or, times ``CONV_X_STRIDE + 1`` /
+    ``CONV_Y_STRIDE + 1``, not the padded width / height (``PAD_LEFT + W + PAD_RIGHT``,
+    ``PAD_TOP + H + PAD_BOTTOM``: together the golden rules "padded a multiple of 4 x stride,
+    EXT = padded / stride"); CSC's ``DATAIN_WIDTH_EXT`` != CDMA's; CSC's
+    ``DATAIN_CHANNEL_EXT + 1`` != channels x sx x sy; CSC's ``DATAIN_HEIGHT_EXT + 1`` not a
+    multiple of 4; CSC's stride or dilation EXT fields not 0 (its padding plays no part);
+    weights not 4 x 4; ``ENTRY_PER_SLICE`` (CDMA or CSC) + 1 != the entries of an extended
+    line (W_ext x its atoms, over the atoms of an entry) or > 1023; ``DATAOUT_WIDTH`` /
+    ``HEIGHT`` + 1 not a multiple of 4 or more than the extended input less 4 (CSC's width,
+    CSC's height); ``ATOMICS / 4 + 1`` != the 2 x 2 output tiles; ``RLS_SLICES + 1`` not a
+    multiple of 4 (unless ``SKIP_DATA_RLS``). The rules above that are not direct-only hold
+    as written (``WEIGHT_CHANNEL_EXT`` = CSC's channels, kernel counts, ``BYTE_PER_KERNEL +
+    1`` = 16 x CSC's channels x bytes, ``WEIGHT_BYTES``, CSC = CACC output, ``DATAOUT_CHANNEL``
+    = kernels, ``CLIP_TRUNCATE``, ``RLS_SLICES + 1 <= in_h``, the input cube in memory and the
+    address space, compressed weights, the flying cube, the bank split); the direct-only ones
+    are off: CSC = CDMA width / channels / strides / left and top padding, the kernel spans,
+    the direct entries and ``ATOMICS + 1`` = outputs. The CDMA fetches ``DATAIN_HEIGHT_EXT +
+    1`` (CDMA's) extended lines, so the slices held at once count those. Reuse (golden
+    :func:`sim.conv.cdma.load_cbuf`, as :class:`hw.conv.cdma.Cdma` keys it): the kept
+    slices' and weights' mode is part of their key -- a layer of the other mode reuses
+    nothing and fetches (no reuse rule fires, ``WEIGHT_REUSE`` after a release neither); a
+    Winograd layer's slices are keyed by CDMA's ``DATAIN_WIDTH_EXT`` and, for partial reuse,
+    by the extended channels. SDP's ``D_FEATURE_MODE_CFG.WINOGRAD`` (golden
+    :func:`sim.conv.unit.check_sdp_winograd`) is not seen here (the ``sdp`` port does not
+    carry it).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -108,7 +143,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem import dma_fields
 from ..regfile import fields_layout
-from .common import conv_fp16, conv_int16, conv_wide, sdp_cube_layout
+from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, sdp_cube_layout
 from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
@@ -118,6 +153,7 @@ CHECK_CYCLES = _NARROW + 3   #: from ``start`` to ``done`` (the verdict is regis
 _BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
 _WT_ALIGN_BITS = 7           #: WEIGHT_BYTES is a multiple of 128 bytes
+_WINO_MAX_ENTRIES = 1023     #: a Winograd layer's widest ENTRY_PER_SLICE field (NVDLA's CSC)
 
 
 class ConvCheck(wiring.Component):
@@ -182,10 +218,23 @@ class ConvCheck(wiring.Component):
         i16b = conv_wide(cfg)
         i16 = Signal()
         prec = D.D_MISC_CFG.PROC_PRECISION
+        # wg: a Winograd layer (CDMA's CONV_MODE; builds where conv_winograd holds, see
+        # "Winograd" below); elsewhere every block's CONV_MODE must be DIRECT
+        wino = conv_winograd(cfg)
+        wg = Signal() if wino else Const(0)
+        if wino:
+            m.d.comb += wg.eq(D.D_MISC_CFG.CONV_MODE)
+
+        def mode_err(v):
+            return v.D_MISC_CFG.CONV_MODE != (D.D_MISC_CFG.CONV_MODE if wino else 0)
+
+        def direct(e):
+            """A direct-convolution rule (off for a Winograd layer; on other builds as is)."""
+            return ~wg & e if wino else e
         if i16b:
             m.d.comb += i16.eq((prec == 1) | (prec == 2))
             for v in (D, C, A, B, K):
-                errs += [v.D_MISC_CFG.CONV_MODE != 0,
+                errs += [mode_err(v),
                          v.D_MISC_CFG.PROC_PRECISION != prec]
             errs += [prec == 3,
                      ~img & (D.D_MISC_CFG.IN_PRECISION != prec),
@@ -200,14 +249,15 @@ class ConvCheck(wiring.Component):
                 fp = Signal()
                 m.d.comb += fp.eq(prec == 2)
                 errs += [self.sdp.fp16 != fp,
-                         (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN]
+                         (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN,
+                         wg & fp]                   # fp16 Winograd: a limit of this core
             else:
                 errs.append(prec == 2)
                 if "fp16" in cfg.data_types:
                     errs.append(self.sdp.fp16)
         else:
             for v in (D, C, A, B, K):
-                errs += [v.D_MISC_CFG.CONV_MODE != 0, v.D_MISC_CFG.PROC_PRECISION != 0]
+                errs += [mode_err(v), v.D_MISC_CFG.PROC_PRECISION != 0]
             errs += [~img & (D.D_MISC_CFG.IN_PRECISION != 0),
                      ~img & (C.D_MISC_CFG.IN_PRECISION != 0)]
             if "fp16" in cfg.data_types:                    # an int8 layer into fp16 SDP
@@ -221,7 +271,7 @@ class ConvCheck(wiring.Component):
             m.d.comb += batched.eq(nb_m1 != 0)
             errs += [*fmt_errs, nb_m1 >= cfg.max_batch, C.D_BATCH_NUMBER.BATCHES != nb_m1,
                      K.D_BATCH_NUMBER.BATCHES != nb_m1, img & batched,
-                     self.sdp.batches != nb_m1]
+                     self.sdp.batches != nb_m1, wg & batched]
         else:
             errs += [*fmt_errs,
                      D.D_BATCH_NUMBER.BATCHES != 0, C.D_BATCH_NUMBER.BATCHES != 0,
@@ -258,16 +308,16 @@ class ConvCheck(wiring.Component):
         cext0, cext1 = C.D_DATAIN_SIZE_EXT_0, C.D_DATAIN_SIZE_EXT_1
         cw0, cw1 = C.D_WEIGHT_SIZE_EXT_0, C.D_WEIGHT_SIZE_EXT_1
         errs += [img & (ext.DATAIN_WIDTH_EXT != wm1), img & (ext.DATAIN_HEIGHT_EXT != hm1),
-                 cext0.DATAIN_WIDTH_EXT != wm1,
-                 cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL,
+                 direct(cext0.DATAIN_WIDTH_EXT != wm1),
+                 direct(cext1.DATAIN_CHANNEL_EXT != D.D_DATAIN_SIZE_1.DATAIN_CHANNEL),
                  ~img & (cw1.WEIGHT_CHANNEL_EXT != cext1.DATAIN_CHANNEL_EXT),
                  cw1.WEIGHT_KERNEL != D.D_WEIGHT_SIZE_1.WEIGHT_KERNEL,
                  C.D_BANK.DATA_BANK != D.D_BANK.DATA_BANK,
                  C.D_BANK.WEIGHT_BANK != D.D_BANK.WEIGHT_BANK,
-                 C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != D.D_CONV_STRIDE.CONV_X_STRIDE,
-                 C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != D.D_CONV_STRIDE.CONV_Y_STRIDE,
-                 C.D_ZERO_PADDING.PAD_LEFT != D.D_ZERO_PADDING.PAD_LEFT,
-                 C.D_ZERO_PADDING.PAD_TOP != D.D_ZERO_PADDING.PAD_TOP,
+                 direct(C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != D.D_CONV_STRIDE.CONV_X_STRIDE),
+                 direct(C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != D.D_CONV_STRIDE.CONV_Y_STRIDE),
+                 direct(C.D_ZERO_PADDING.PAD_LEFT != D.D_ZERO_PADDING.PAD_LEFT),
+                 direct(C.D_ZERO_PADDING.PAD_TOP != D.D_ZERO_PADDING.PAD_TOP),
                  C.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL != cw1.WEIGHT_KERNEL,
                  K.D_DATAOUT_SIZE_0.DATAOUT_WIDTH != C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH,
                  K.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT != C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT,
@@ -319,8 +369,9 @@ class ConvCheck(wiring.Component):
             m.d.comb += [span.eq(k_m1 * (Mux(img, 0, d_m1) + 1) + 1),
                          reach.eq(o_m1 * (s_m1 + 1) + span),
                          padded.eq(n_m1 + 1 + pa + pz)]
+            # (Winograd: the output rules are in "Winograd" below)
             gate = ~img if axis == "x" else 1
-            errs += [gate & (span > padded), gate & (reach > padded)]
+            errs += [direct(gate & (span > padded)), direct(gate & (reach > padded))]
         if bat:
             # every size in slices counts in_h x B (slice y x B + b)
             in_hb = Signal(19)
@@ -351,6 +402,18 @@ class ConvCheck(wiring.Component):
         m.d.comb += ikey_ok.eq(~img | (key_ikey == cur_ikey))
         if bat:
             key_bat = Signal(5)
+        # Winograd (golden load_cbuf's key): the kept slices' mode (a layer of the other mode
+        # fetches anew, its weights too); a Winograd layer's width is its extended width
+        # (CDMA's DATAIN_WIDTH_EXT, as Cdma keys it) and its kept slices' channels the
+        # extended ones (the partial-reuse rule)
+        key_wino = Signal()
+        same_mode = key_wino == wg
+
+        def in_mode(e):
+            """``e`` and the kept slices / weights of this layer's mode (Winograd builds)."""
+            return e & same_mode if wino else e
+        width_key = Mux(wg, D.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT, wm1) if wino else wm1
+        chan_key = Mux(wg, cext1.DATAIN_CHANNEL_EXT + 1, surfs) if wino else surfs
         # bytes, kernels, kw, kh, channels; image: weight channels, post-extension; compressed:
         # the format and the mask bytes; int16 builds: the precision
         wkey = [wbytes, cw1.WEIGHT_KERNEL, cw0.WEIGHT_WIDTH_EXT, cw0.WEIGHT_HEIGHT_EXT,
@@ -372,32 +435,37 @@ class ConvCheck(wiring.Component):
         full_reuse = Signal()
         w_reuse = Signal()
         same_fmt = Signal()                                  # kept and new: both images or not
-        m.d.comb += same_fmt.eq(key_img == img)
+        m.d.comb += same_fmt.eq(in_mode(key_img == img))
         m.d.comb += [
             d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
-                       & (key_width == wm1) & (key_eps == eps) & ikey_ok),
+                       & (key_width == width_key) & (key_eps == eps) & ikey_ok),
             full_reuse.eq(d_reuse & kept_all),
-            w_reuse.eq(misc.WEIGHT_REUSE & w_kept),
+            # kept weights of the other mode are not reused: the layer fetches its own
+            w_reuse.eq(in_mode(misc.WEIGHT_REUSE & w_kept)),
         ]
         if bat:
             m.d.comb += d_reuse.eq(misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt
-                                   & (key_width == wm1) & (key_eps == eps) & ikey_ok
+                                   & (key_width == width_key) & (key_eps == eps) & ikey_ok
                                    & (key_bat == nb_m1))
-        # WEIGHT_REUSE after a layer (same banks and input format) that released its weights
-        errs.append(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
-                    & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT))
+        # WEIGHT_REUSE after a layer (same banks, input format and mode) that released its
+        # weights
+        errs.append(in_mode(misc.WEIGHT_REUSE & w_any & ~w_kept & key_match
+                            & (key_fmt == D.D_DATAIN_FORMAT.DATAIN_FORMAT)))
         if i16b:
             # kept slices of the other precision (the golden model would reinterpret values)
             key_i16 = Signal(2)
             with m.If(self.end):
                 m.d.sync += key_i16.eq(prec)
-            errs.append(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
-                        & (key_i16 != prec))
+            errs.append(in_mode(misc.DATA_REUSE & (kept_count != 0) & key_match & ~key_img
+                                & (key_i16 != prec)))
         errs += [misc.DATA_REUSE & (kept_count != 0) & key_match & same_fmt & ~d_reuse,
-                 d_reuse & ~kept_all & (key_surfs != surfs),
+                 d_reuse & ~kept_all & (key_surfs != chan_key),
                  w_reuse & (~key_match | (w_key != cur_wkey))]
+        # the slices the CDMA fetches: the input lines, a Winograd layer's extended ones
+        fetched = Mux(wg, D.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT + 1, height_b) if wino \
+            else height_b
         avail = Signal(20 if bat else 15)
-        m.d.comb += avail.eq(Mux(d_reuse, kept_count, 0) + Mux(full_reuse, 0, height_b))
+        m.d.comb += avail.eq(Mux(d_reuse, kept_count, 0) + Mux(full_reuse, 0, fetched))
         errs.append(avail < in_hb)
         need = Signal(14)
         rls = Signal(13)
@@ -409,8 +477,8 @@ class ConvCheck(wiring.Component):
                          rls.eq(C.D_RELEASE.RLS_SLICES + 1)]
         with m.If(self.end):
             m.d.sync += [key_dbank.eq(D.D_BANK.DATA_BANK), key_wbank.eq(D.D_BANK.WEIGHT_BANK),
-                         key_width.eq(wm1), key_eps.eq(eps),
-                         key_surfs.eq(surfs), key_img.eq(img), key_ikey.eq(cur_ikey),
+                         key_width.eq(width_key), key_eps.eq(eps),
+                         key_surfs.eq(chan_key), key_img.eq(img), key_ikey.eq(cur_ikey),
                          kept_all.eq(misc.SKIP_DATA_RLS),
                          kept_count.eq(Mux(misc.SKIP_DATA_RLS, need,
                                            Mux(rls >= need, 0, need - rls))),
@@ -418,6 +486,8 @@ class ConvCheck(wiring.Component):
                          key_fmt.eq(D.D_DATAIN_FORMAT.DATAIN_FORMAT)]
             if bat:
                 m.d.sync += key_bat.eq(nb_m1)
+            if wino:
+                m.d.sync += key_wino.eq(wg)
 
         # -- products: shift-and-add, one bit of the narrow factor per cycle -----------------------
         load = self.start
@@ -434,7 +504,16 @@ class ConvCheck(wiring.Component):
 
         whole = Signal(14)                                   # atoms in whole entries
         m.d.comb += whole.eq(surfs >> pb)
-        p_whole = product("p_whole_w", whole, width, 14)     # whole x W
+        if wino:
+            # Winograd: W_ext x the atoms of an extended position (the line's atoms)
+            wino_atoms = Signal(14)
+            m.d.comb += wino_atoms.eq(Mux(i16, (cext1.DATAIN_CHANNEL_EXT + 1) >> (ash - 1),
+                                          (cext1.DATAIN_CHANNEL_EXT + 1) >> ash)
+                                      if i16b else (cext1.DATAIN_CHANNEL_EXT + 1) >> ash)
+            p_whole = product("p_whole_w", Mux(wg, cext0.DATAIN_WIDTH_EXT + 1, whole),
+                              Mux(wg, wino_atoms, width), 14)
+        else:
+            p_whole = product("p_whole_w", whole, width, 14)     # whole x W
         p_lines = product("p_ls_h", height, ls, 32)          # LINE_STRIDE x H
         p_surfs = product("p_ss_s", surfs - 1, ss, 32)       # SURF_STRIDE x (S - 1)
         # every slice held at once (kept + fetched; >= in_h, or an error above) x entries
@@ -475,15 +554,15 @@ class ConvCheck(wiring.Component):
             m.d.comb += crip.eq(width)
         entries = Signal(29)
         m.d.comb += entries.eq(p_whole + crip)
-        late += [~img & (entries != eps),
-                 ~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries),
+        late += [direct(~img & (entries != eps)),
+                 direct(~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries)),
                  p_data > (dbanks * EDEPTH),
                  (Mux(i16, p_bpk << 1, p_bpk) if i16b else p_bpk) != bpk,
                  (~compressed & (wbytes < p_wt)) if comp else (wbytes < p_wt),
                  p_group > wbanks * (DEPTH * BW),
                  D.D_MISC_CFG.SKIP_WEIGHT_RLS & (wbytes > wbanks * (DEPTH * BW)),
                  ~img & (surfs > 1) & (ss < p_lines),
-                 feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1)]
+                 direct(feature & (p_atoms != C.D_ATOMICS.ATOMICS + 1))]
         # the input and the weights inside the address space
         packed_1x1 = line_packed & D.D_DAIN_MAP.SURF_PACKED & (wm1 == 0) & (hm1 == 0)
         feat_end = Signal(aw + 20)
@@ -551,6 +630,55 @@ class ConvCheck(wiring.Component):
                      compressed & ~w_reuse & (wmb_base + wmb_bytes > (1 << aw)),
                      # NVDLA: a mask larger than its bank streams a kernel group at a time
                      compressed & (wmb_bytes > bank) & (group_bits > 8 * (bank - 128))]
+
+        # -- Winograd (golden: sim.conv.winograd.decode_winograd) ----------------------------
+        if wino:
+            dext = D.D_DATAIN_SIZE_EXT_0
+            pad = D.D_ZERO_PADDING
+            sx, sy = Signal(4), Signal(4)
+            sxsy = Signal(7)
+            ext_w, ext_h = Signal(14), Signal(14)             # CDMA's extended input
+            tw, th = Signal(15), Signal(15)                   # the padded input
+            channels = Signal(14)
+            m.d.comb += [sx.eq(D.D_CONV_STRIDE.CONV_X_STRIDE + 1),
+                         sy.eq(D.D_CONV_STRIDE.CONV_Y_STRIDE + 1), sxsy.eq(sx * sy),
+                         ext_w.eq(dext.DATAIN_WIDTH_EXT + 1),
+                         ext_h.eq(dext.DATAIN_HEIGHT_EXT + 1),
+                         tw.eq(pad.PAD_LEFT + width + pad.PAD_RIGHT),
+                         th.eq(pad.PAD_TOP + height + pad.PAD_BOTTOM),
+                         channels.eq(D.D_DATAIN_SIZE_1.DATAIN_CHANNEL + 1)]
+            # padded = stride x EXT with EXT a multiple of 4: the padded size is a multiple
+            # of 4 x stride and EXT = padded / stride
+            p_tw = product("p_wino_tw", sx, ext_w, 14)
+            p_th = product("p_wino_th", sy, ext_h, 14)
+            p_ce = product("p_wino_ce", sxsy, channels, 14)   # C x sx x sy
+            ch_m1 = D.D_DATAIN_SIZE_1.DATAIN_CHANNEL
+            # channels: whole 32-byte atoms (32 int8 / 16 int16 elements)
+            ch_whole = Mux(i16, ch_m1[:4] == 15, ch_m1[:5] == 31) if i16b else ch_m1[:5] == 31
+            cw_ext = cext0.DATAIN_WIDTH_EXT + 1
+            wentries = Signal(29)                             # an extended line's entries
+            m.d.comb += wentries.eq((p_whole + (P - 1)) >> pb)
+            errs += [wg & img, wg & ~ch_whole,
+                     wg & (dext.DATAIN_WIDTH_EXT[:2] != 3),
+                     wg & (dext.DATAIN_HEIGHT_EXT[:2] != 3),
+                     wg & (cext0.DATAIN_WIDTH_EXT != dext.DATAIN_WIDTH_EXT),
+                     wg & (cext0.DATAIN_HEIGHT_EXT[:2] != 3),
+                     wg & (C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT != 0),
+                     wg & (C.D_CONV_STRIDE_EXT.CONV_Y_STRIDE_EXT != 0),
+                     wg & (C.D_DILATION_EXT.X_DILATION_EXT != 0),
+                     wg & (C.D_DILATION_EXT.Y_DILATION_EXT != 0),
+                     wg & (cw0.WEIGHT_WIDTH_EXT != 3), wg & (cw0.WEIGHT_HEIGHT_EXT != 3),
+                     wg & (C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH[:2] != 3),
+                     wg & (C.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT[:2] != 3),
+                     wg & (ow + 4 > cw_ext), wg & (oh + 4 > in_h),
+                     wg & (D.D_ENTRY_PER_SLICE.ENTRIES > _WINO_MAX_ENTRIES),
+                     wg & ~D.D_MISC_CFG.SKIP_DATA_RLS & (C.D_RELEASE.RLS_SLICES[:2] != 3)]
+            late += [wg & (p_tw != tw), wg & (p_th != th),
+                     wg & (p_ce != cext1.DATAIN_CHANNEL_EXT + 1),
+                     wg & (wentries != eps),
+                     wg & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != wentries),
+                     # ATOMICS / 4 + 1 = the 2 x 2 tiles (the sequencer drops the low bits)
+                     wg & ((C.D_ATOMICS.ATOMICS >> 2) + 1 != (p_atoms >> 2))]
 
         # -- image input ------------------------------------------------------------------
         _, img_errs, img_late = image_rules(

@@ -55,7 +55,12 @@ Invalid programs
     NotImplementedError for the modes it does not cover) issues no DMA and finishes in the
     cycle after its check (about 12 cycles). The rules (all checked, any one fails):
 
-    * SDP ``WINOGRAD`` on, ``OUTPUT_DST = PDP`` on a build without PDP; ``BATCH_NUMBER != 0``
+    * SDP ``WINOGRAD`` on a build where :func:`hw.conv.common.conv_winograd` does not hold;
+      where it holds (golden ``sim.sdp.sdp``'s Winograd rules): ``WINOGRAD`` on offline, to
+      PDP, with ``BATCH_NUMBER != 0``, with a cube not a multiple of 4 wide and high, with
+      ``OUT_PRECISION != PROC_PRECISION`` or with EW EQL (the output is then written as any
+      flying layer's: CACC delivers it in the ordinary order);
+      ``OUTPUT_DST = PDP`` on a build without PDP; ``BATCH_NUMBER != 0``
       on a build without batching; with batching: ``BATCH_NUMBER >= max_batch``, and batches
       offline, to PDP, with EW EQL, with a taking-part RDMA whose ``BATCH_NUMBER`` differs,
       ``DST_BATCH_STRIDE`` not atom aligned or shorter than one batch's output (``(S - 1) x
@@ -142,7 +147,7 @@ from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import RAM_CV, DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from ..mem import dma_fields
 from ..mem.dma_fields import cube_address
-from ..conv.common import conv_out_layout
+from ..conv.common import conv_out_layout, conv_winograd
 from ..regfile import fields_layout
 from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
 from .wdma import SdpAtomPacker, out_layout
@@ -257,12 +262,21 @@ class Sdp(wiring.Component):
         batched = Signal()                       # batch mode (builds with batching)
         if bat:
             m.d.comb += batched.eq(fm.BATCH_NUMBER != 0)
-            errs += [fm.WINOGRAD, fm.BATCH_NUMBER >= cfg.max_batch, batched & ~flying,
+            errs += [fm.BATCH_NUMBER >= cfg.max_batch, batched & ~flying,
                      batched & to_pdp,
                      batched & rdma_active & (rfm.BATCH_NUMBER != fm.BATCH_NUMBER),
                      batched & rdma_active & (rfm.OUT_PRECISION != out)]
         else:
-            errs += [fm.WINOGRAD, fm.BATCH_NUMBER != 0]
+            errs += [fm.BATCH_NUMBER != 0]
+        # Winograd output (builds where the convolution runs it, hw.conv.common.conv_winograd;
+        # the remaining rules with EQL below): flying, to memory, one batch. CACC delivers it
+        # in the ordinary order, so it is written as any flying layer
+        wino = conv_winograd(cfg)
+        if wino:
+            errs += [fm.WINOGRAD & ~flying, fm.WINOGRAD & to_pdp,
+                     fm.WINOGRAD & (fm.BATCH_NUMBER != 0)]
+        else:
+            errs.append(fm.WINOGRAD)
         if not cfg.pdp:
             errs.append(to_pdp)
         if int16_ok:
@@ -294,6 +308,10 @@ class Sdp(wiring.Component):
         ew_on = ~ew_cfg.EW_BYPASS
         eql = Signal()
         m.d.comb += eql.eq(ew_on & ~ew_cfg.EW_ALU_BYPASS & (ew_cfg.EW_ALU_ALGO == ALU_EQL))
+        if wino:
+            # Winograd output: a multiple of 4 wide and high, no precision conversion, no EQL
+            errs += [fm.WINOGRAD & (wm1[:2] != 3), fm.WINOGRAD & (hm1[:2] != 3),
+                     fm.WINOGRAD & (out != proc), fm.WINOGRAD & eql]
         if not cfg.sdp_ew:
             errs.append(ew_on)
         if not cfg.sdp_lut:

@@ -10,13 +10,21 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
-from .program import INT8, ConvProgram, ConvProgramError
+from .program import FP16, INT8, ConvProgram, ConvProgramError
 
-__all__ = ["check_core_limits"]
+__all__ = ["check_core_limits", "rtl_winograd"]
 
 
 def _err(where: str, rule: str):
     raise ConvProgramError(f"{where}: {rule} (a limit of this core's RTL; NVDLA v1 runs it)")
+
+
+def rtl_winograd(cfg) -> bool:
+    """The builds whose convolution RTL runs Winograd layers: ``winograd``, Atomic-C 64,
+    32-byte memory atoms and bank-row CBUF entries (the same predicate as
+    :func:`hw.conv.common.conv_winograd`, kept here so the golden side needs no RTL import)."""
+    return (cfg.winograd and cfg.atomic_c == 64 and cfg.memory_atom == 32
+            and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width)
 
 
 def check_core_limits(cfg, p: ConvProgram) -> None:
@@ -27,17 +35,23 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       weight banks, and kept weights (``SKIP_WEIGHT_RLS``) are kept expanded, so the whole
       uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
       only their WGS sizes to fit.
-    * Winograd (``CONV_MODE=WINOGRAD``, nv_large / nv_full): this core's RTL convolves
-      directly only; its check (:mod:`hw.conv.check`) rejects a Winograd layer, which
-      finishes without output. The golden model runs it (:mod:`sim.conv.winograd`).
+    * Winograd (``CONV_MODE=WINOGRAD``): this core's RTL runs int8 and int16 Winograd
+      layers on the builds of :func:`rtl_winograd` (Atomic-C 64, 32-byte atoms, bank-row
+      entries: nv_large); elsewhere (e.g. nv_full's two-column entries) and for fp16 its
+      check (:mod:`hw.conv.check`) rejects a Winograd layer, which finishes without output.
+      The golden model runs it (:mod:`sim.conv.winograd`).
     Batched layers whose weights exceed the weight banks (compressed ones expanded) are
     fetched once per batch (:mod:`hw.conv.common`, "Weight copies"), not a limit.
     fp16 layers run as int16 ones (NVDLA's fp16 MAC cells and 48-bit float accumulator,
     :mod:`hw.conv.fp16_cell`, :mod:`hw.conv.fp48`), on bank-row and two-column entries.
     """
-    if p.winograd is not None:
-        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this core's convolution pipeline is "
-             "direct only (its check rejects Winograd layers)")
+    if p.winograd is not None and not rtl_winograd(cfg):
+        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build's convolution pipeline is "
+             "direct only (Winograd needs Atomic-C 64, 32-byte memory atoms and bank-row "
+             "CBUF entries; its check rejects Winograd layers)")
+    if p.winograd is not None and p.precision == FP16:
+        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this core's Winograd datapath is int8 "
+             "and int16 only (its check rejects an fp16 Winograd layer)")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)
