@@ -202,6 +202,8 @@ class NvdlaCore(wiring.Component):
                      conv.sdp.width.eq(sd.D_DATA_CUBE_WIDTH.WIDTH),
                      conv.sdp.height.eq(sd.D_DATA_CUBE_HEIGHT.HEIGHT),
                      conv.sdp.channel.eq(sd.D_DATA_CUBE_CHANNEL.CHANNEL)]
+        if "winograd" in conv.sdp.shape().members:
+            m.d.comb += conv.sdp.winograd.eq(sd.D_FEATURE_MODE_CFG.WINOGRAD)
         if cfg.batching:
             from .mem.dma_fields import byte_value
             lo = cfg.memory_atom.bit_length()

@@ -21,6 +21,7 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from arch.registers import register_map
+from hw.conv.common import conv_winograd
 from hw.mem.dmaif import DmaInterfaces
 from hw.sdp import Sdp
 from sim.memory import SparseMemory
@@ -82,6 +83,8 @@ def flying_cube(block, words, cfg=None) -> dict:
            "channel": v.D_DATA_CUBE_CHANNEL.CHANNEL}
     if cfg is not None and "fp16" in cfg.data_types:
         out["fp16"] = int(v.D_DATA_FORMAT.PROC_PRECISION == 2)
+    if cfg is not None and conv_winograd(cfg):
+        out["winograd"] = v.D_FEATURE_MODE_CFG.WINOGRAD
     if cfg is not None and cfg.batching:
         mask = (1 << cfg.memory_atom.bit_length()) - 1
         out["batches"] = v.D_FEATURE_MODE_CFG.BATCH_NUMBER

@@ -46,7 +46,7 @@ from hw.conv.check import CHECK_CYCLES, ConvCheck
 from sim.conv import random_programs as rp
 from sim.conv.cdma import CbufState, load_cbuf
 from sim.conv.core_limits import check_core_limits
-from sim.conv.unit import check_sdp_precision
+from sim.conv.unit import check_sdp_precision, check_sdp_winograd
 from sim.conv.program import ConvProgramError, check_batch_delivery, decode
 from sim.memory import SparseMemory
 from sim.random_traces import MEM
@@ -79,6 +79,7 @@ def golden_verdicts(cfg, layers):
             p = decode(cfg, *views)
             if "SDP" in layer["regs"]:
                 check_sdp_precision(p, GroupView(rmap["SDP"], layer["regs"]["SDP"]))
+                check_sdp_winograd(p, GroupView(rmap["SDP"], layer["regs"]["SDP"]))
             check_core_limits(cfg, p)
             if p.batches > 1 and "SDP" in layer["regs"]:
                 check_batch_delivery(cfg, p, views[-1],
@@ -125,7 +126,11 @@ def rtl_verdicts(cfg, programs):
                     ctx.set(dut.check.sdp, flying_cube(rmap["SDP"], layer["regs"]["SDP"],
                                                        cfg))
                 else:                            # (an NVDLA trace's conv blocks alone)
-                    ctx.set(dut.check.sdp, _agreeing_cube(rmap, layer["regs"]["CACC"]))
+                    cube = _agreeing_cube(rmap, layer["regs"]["CACC"])
+                    if "winograd" in dut.check.sdp.shape().members:
+                        cube["winograd"] = GroupView(rmap["CDMA"], layer["regs"]["CDMA"]) \
+                            .D_MISC_CFG.CONV_MODE
+                    ctx.set(dut.check.sdp, cube)
                 ctx.set(dut.check.start, 1)
                 await ctx.tick()
                 ctx.set(dut.check.start, 0)
@@ -929,6 +934,9 @@ def _wino_mutations(cfg):
             _word(cfg, L, "CDMA", "D_DAIN_ADDR_HIGH_0", (1 << (cfg.address_width - 32)) - 1)
             for _ in range(cfg.address_width > 32)]),
         "w_sdp_height": one(lambda L: _set(cfg, L, "SDP", "D_DATA_CUBE_HEIGHT", HEIGHT=7)),
+        # SDP's WINOGRAD must say what the convolution is (golden check_sdp_winograd)
+        "w_sdp_winograd_off": one(lambda L: _set(cfg, L, "SDP", "D_FEATURE_MODE_CFG",
+                                                 WINOGRAD=0)),
     }
     # int16: the base layer's rules on 16 channels (one atom)
     out["ok_i16_base"] = one(C=16, prec=1)
@@ -950,7 +958,11 @@ def _wino_reuse_programs(cfg):
     def direct(slot, reuse, **over):
         return rp._base_layer(cfg, slot, banks=banks, reuse=reuse, **over)
     keep_all = (0, 0, 1, 1)
+    sdp_wino = direct(0, (0, 0, 0, 0))
+    assert "SDP" in sdp_wino["regs"]
+    _set(cfg, sdp_wino, "SDP", "D_FEATURE_MODE_CFG", WINOGRAD=1)
     out = {
+        "w_direct_into_sdp_winograd": [sdp_wino],
         "ok_w_full_data_reuse": [wino(0, (0, 0, 1, 0)), wino(1, (1, 0, 0, 0),
                                                             emit_feature=False)],
         "ok_w_weight_reuse": [wino(0, (0, 0, 0, 1)), wino(1, (0, 1, 0, 0), W=22)],

@@ -224,6 +224,8 @@ class ConvCheck(wiring.Component):
         wg = Signal() if wino else Const(0)
         if wino:
             m.d.comb += wg.eq(D.D_MISC_CFG.CONV_MODE)
+            # SDP's WINOGRAD says what the convolution is (golden check_sdp_winograd)
+            errs.append(self.sdp.winograd != wg)
 
         def mode_err(v):
             return v.D_MISC_CFG.CONV_MODE != (D.D_MISC_CFG.CONV_MODE if wino else 0)

@@ -300,11 +300,15 @@ def sdp_cube_layout(cfg=None) -> data.StructLayout:
     fields (``D_DATA_CUBE_WIDTH`` / ``HEIGHT`` / ``CHANNEL``, each the size minus one). On
     builds with batching (``cfg.batching``) also its ``BATCH_NUMBER`` and the low
     ``log2(atom) + 1`` bits of its destination base, line and surface stride in bytes (the
-    batched delivery rule, :func:`sim.conv.program.check_batch_delivery`)."""
+    batched delivery rule, :func:`sim.conv.program.check_batch_delivery`); on builds where
+    :func:`conv_winograd` holds its ``WINOGRAD`` bit (it must say what the convolution is:
+    :func:`sim.conv.unit.check_sdp_winograd`)."""
     fields = {"int16": 1, "width": 13, "height": 13, "channel": 13}
     if cfg is not None and "fp16" in cfg.data_types:
         fields["fp16"] = 1                    # SDP processes fp16 (builds with fp16)
     if cfg is not None and cfg.batching:
         lo = cfg.memory_atom.bit_length()
         fields.update({"batches": 5, "base_lo": lo, "line_lo": lo, "surf_lo": lo})
+    if cfg is not None and conv_winograd(cfg):
+        fields["winograd"] = 1                # SDP's D_FEATURE_MODE_CFG.WINOGRAD
     return data.StructLayout(fields)

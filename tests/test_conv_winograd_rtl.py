@@ -1,0 +1,33 @@
+"""Winograd convolution on the generated core: constrained-random Winograd programs
+(:mod:`sim.conv.winograd_programs`: strides 1..3, padding on every side with pad values, PRA and
+CACC truncation, the input convertor, random SDP stages after the flying output, random bank
+splits; pairs sharing the CBUF: data and weight reuse between Winograd layers, a direct and a
+Winograd layer in either order) as trace directories with golden CRCs over the output surface
+plus guard bands, played on the playback engine under random AXI back-pressure (30 % busy) and
+latency (1-24 cycles), RTL against the golden model bit for bit.
+
+The build is ``NV_LARGE_WINO`` (tests/conftest.py: nv_large's 64 x 32 datapath, int8 and int16,
+small otherwise); the Winograd datapath is :mod:`hw.conv.wino_dat`. Its build takes several
+minutes, so these run in the slow suite (``-m slow``); the default suite checks the CSC's
+Winograd sequence and sums in :mod:`tests.test_csc_winograd` and the check's verdicts in
+:mod:`tests.test_conv_checks`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.conv import winograd_programs as wp
+
+from .conftest import NV_LARGE_WINO, assert_all_pass, playback
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("prec,seed,count,share", [
+    (0, 700, 24, 0.4), (1, 701, 16, 0.4)], ids=["int8-seed700", "int16-seed701"])
+def test_random_winograd_programs_rtl_matches_golden(tmp_path, prec, seed, count, share):
+    paths = wp.write_random_wino_traces(NV_LARGE_WINO, str(tmp_path), count, seed=seed,
+                                        prec=prec, pair_share=share, max_macs=400_000)
+    assert_all_pass(playback(paths, NV_LARGE_WINO, max_cycles=2_000_000, seed=seed, busy=0.3,
+                             latency=(1, 24)), count)
