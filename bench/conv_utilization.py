@@ -2,6 +2,7 @@
 
     python bench/conv_utilization.py [--config nv_small] [--traces DIR] [--synthetic]
     python bench/conv_utilization.py --config nv_large --synthetic
+    python bench/conv_utilization.py --config nv_large --winograd
 
 For every direct-convolution layer it runs (NVDLA's public ``dc_*`` traces of ``--traces``,
 by default those of the build's name under ``../shared/nvdla/traces`` when they exist: the
@@ -15,6 +16,11 @@ does: from the final ``D_OP_ENABLE`` write to the interrupt. Printed per layer:
 * DBBIF bound = (input + weight + output bytes) / bus bytes per cycle;
 * bound = the larger of the two; utilization = bound / layer cycles (1.00 = at the bound);
 * with ``--reference TSV`` the original RTL's layer cycles and our ratio to them.
+
+``--winograd`` (builds whose RTL runs Winograd, :func:`hw.conv.common.conv_winograd`) adds
+Winograd layers of 3 x 3 stride-1 "same" convolutions (``wg_*``), each beside the direct
+layer computing the same shape (``dt_*``); a Winograd layer's MACs are those of that direct
+3 x 3 convolution (NVDLA's Winograd needs 4 / 9 of its MAC cycles).
 """
 
 from __future__ import annotations
@@ -63,7 +69,8 @@ def layer_programs(path, cfg):
 
 
 def bounds(cfg, p):
-    macs = p.out_width * p.out_height * p.kernels * p.in_channels * p.kh * p.kw
+    kk = 9 if p.winograd is not None else p.kh * p.kw     # Winograd: the direct 3 x 3's
+    macs = p.out_width * p.out_height * p.kernels * p.in_channels * kk
     mac_bound = macs / (cfg.atomic_c * cfg.atomic_k)
     atom = cfg.memory_atom
     in_bytes = p.width * p.height * -(-p.channels // atom) * atom
@@ -99,12 +106,42 @@ def synthetic(cfg, directory):
     return paths
 
 
+def winograd(cfg, directory):
+    """3 x 3 stride-1 layers (output = input, int8) as Winograd layers and as direct ones."""
+    import numpy as np
+    from sim.conv.random_programs import _golden_crcs, _shift_for, conv_layer, write_trace
+    from sim.conv.winograd_programs import wino_layer
+    rng = np.random.default_rng(2)
+    ac, ak = cfg.atomic_c, cfg.atomic_k
+    paths = []
+    for W, H, C, K in ((28, 28, ac, 2 * ak), (12, 12, 4 * ac, ak), (60, 8, ac // 2, ak)):
+        data = rng.integers(-128, 128, (C, H, W))
+        wt4 = rng.integers(-16, 16, (K, C, 4, 4))
+        weights = rng.integers(-128, 128, (K, C, 3, 3))
+        clip = _shift_for(C, 3, 3, "full", "full", 0)
+        for name, layer in (
+                (f"wg_{W}x{H}x{C}_3x3x{K}",
+                 wino_layer(cfg, W=W, H=H, C=C, K=K, wt4=wt4, data=data, pad=(1, 3, 1, 3),
+                            Wo=W, Ho=H, clip=clip)),
+                (f"dt_{W}x{H}x{C}_3x3x{K}",
+                 conv_layer(cfg, W=W, H=H, C=C, K=K, kh=3, kw=3, data=data, weights=weights,
+                            pad=(1, 1, 1, 1), clip=clip))):
+            path = write_trace(directory, name, [layer])
+            crcs, err = _golden_crcs(cfg, path, 1)
+            if crcs is None:
+                print(f"{name}: skipped, the golden model rejects it: {err}")
+                continue
+            paths.append(write_trace(directory, name, [layer], crcs))
+    return paths
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="nv_small")
     ap.add_argument("--traces", default=None,
                     help="directory of dc_* traces (default: the build's own, if any)")
     ap.add_argument("--synthetic", action="store_true")
+    ap.add_argument("--winograd", action="store_true")
     ap.add_argument("--reference", default=os.path.join(SHARED,
                                                          "nv_small_reference_cycles.tsv"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
@@ -117,6 +154,8 @@ def main(argv=None) -> int:
     tmp = tempfile.mkdtemp(prefix="conv-util-")
     if args.synthetic:
         paths += synthetic(cfg, tmp)
+    if args.winograd:
+        paths += winograd(cfg, tmp)
     if not paths:
         print("no convolution layers to run (give --traces or --synthetic)")
         return 2

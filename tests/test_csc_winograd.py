@@ -31,9 +31,10 @@ from .conftest import NV_LARGE_WINO
 from .test_cdma import slice_layout
 
 
-def run_layer(cfg, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
-    """L: W, H (extended input), C (extended channels), K, ow, oh, prec (0 / 1), trunc.
-    Returns (cycles from start to done, atoms)."""
+def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
+    """(testbench coroutine, result dict) of one layer on ``dut`` (a Csc); L: W, H (extended
+    input), C (extended channels), K, ow, oh, prec (0 / 1), trunc. The result gets ``cycles``
+    (from start to done) and ``atoms``."""
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     AC, AK, BW, ATOM = cfg.atomic_c, cfg.atomic_k, cfg.cbuf_bank_width, cfg.memory_atom
@@ -70,7 +71,6 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
             for lane, v in lanes.items():
                 cbuf[(dat_base + y * E + e) % n_dat, lane] = v
 
-    dut = Csc(cfg)
     dl = dat_layout(cfg)
     off = {f: dl[f].offset for f in ("swap", "first", "last", "pos", "end", "half", "neg")}
     posw = dl["pos"].width
@@ -188,25 +188,42 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
                                           err_msg=f"kernel group {g}")
             assert not got[g, :, kg:].any()
         res["atoms"] = n_atoms
+        await ctx.tick()
+
+    return tb, res
+
+
+def run_layers(cfg, cases):
+    """Every case (``layer_bench`` keyword arguments) one after the other on one Csc (one
+    elaboration); returns their results."""
+    dut = Csc(cfg)
+    benches = [layer_bench(cfg, dut, **c) for c in cases]
+
+    async def tb(ctx):
+        for b, _ in benches:
+            await b(ctx)
 
     sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), 40000))
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
     sim.run()
-    return res["cycles"], res["atoms"]
+    return [r for _, r in benches]
 
 
-@pytest.mark.parametrize("case", [
+CASES = [
     # int8: two cubes' groups (one cripple entry of 32 channels), a short kernel group
-    dict(W=12, H=8, C=96, K=35, ow=8, oh=4, prec=0, trunc=1),
+    dict(L=dict(W=12, H=8, C=96, K=35, ow=8, oh=4, prec=0, trunc=1), seed=1),
     # int16: 16 channels (one cripple atom), PRA_TRUNCATE 3 (acts as 2), slices arriving
-    dict(W=8, H=12, C=16, K=20, ow=4, oh=8, prec=1, trunc=3, p_slice=0.05),
+    dict(L=dict(W=8, H=12, C=16, K=20, ow=4, oh=8, prec=1, trunc=3), seed=2, p_slice=0.05),
     # int8, a stripe ending inside a tile row (96 outputs: stripes of 64 and 32, the second
-    # from row 5, column 4)
-    dict(W=16, H=12, C=32, K=8, ow=12, oh=8, prec=0, trunc=0, p_slice=0.1),
-], ids=["int8", "int16", "stripes"])
-def test_csc_winograd(case):
-    case = dict(case)
-    p_slice = case.pop("p_slice", 1.0)
-    run_layer(NV_LARGE_WINO, case, seed=case["W"] * 7 + case["C"], p_slice=p_slice)
+    # from row 5, column 4), slices arriving
+    dict(L=dict(W=16, H=12, C=32, K=8, ow=12, oh=8, prec=0, trunc=0), seed=3, p_slice=0.1),
+]
+
+
+def test_csc_winograd():
+    """The three layers of CASES one after the other on one Csc (nv_large_wino), each
+    against winograd_sums (see the module docstring)."""
+    res = run_layers(NV_LARGE_WINO, CASES)
+    assert [r["atoms"] for r in res] == [32 * 24 * 2, 32 * 4 * 2 * 2, 96 * 8]
