@@ -18,7 +18,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field, fields, replace
 
-__all__ = ["ConfigError", "NvdlaConfig", "PRESETS", "load_config", "DATA_TYPES",
+__all__ = ["ConfigError", "NvdlaConfig", "PRESETS", "load_config", "rtl_winograd", "DATA_TYPES",
            "PACKED_IMAGE_FORMATS", "SEMI_PLANAR_IMAGE_FORMATS"]
 
 DATA_TYPES = ("int8", "int16", "fp16")
@@ -331,3 +331,14 @@ def load_config(spec: str | os.PathLike | NvdlaConfig) -> NvdlaConfig:
                 raise ConfigError(f"{spec}: {k} must be a list")
             doc[k] = frozenset(doc[k])
     return NvdlaConfig.from_overrides(base, {"name": name, **doc})
+
+
+def rtl_winograd(cfg: NvdlaConfig) -> bool:
+    """The builds whose convolution RTL runs Winograd layers (int8, and int16 where the build
+    has it; not fp16): ``winograd``, Atomic-C 64 (a data atom is one 4-channel x 16-position
+    small cube of the Winograd weight surface, so the weights are read as a 1 x 1 direct
+    layer's: :mod:`hw.conv.wino_dat`) and 32-byte memory atoms, on bank-row or two-column
+    CBUF entries: nv_large and nv_full. One predicate for the RTL
+    (:func:`hw.conv.common.conv_winograd`) and the golden model's statement of this core's
+    limits (:func:`sim.conv.core_limits.check_core_limits`)."""
+    return cfg.winograd and cfg.atomic_c == 64 and cfg.memory_atom == 32

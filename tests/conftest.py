@@ -95,6 +95,8 @@ NV_LARGE_WINO = NvdlaConfig.preset("nv_large").replace(
     pdp_throughput=1, cdp_throughput=1, dbbif_width=256, sramif=False, batching=False,
     max_batch=1, weight_compression=False, rubik=False, bdma=False,
     image_packed_formats=frozenset({"R8"}), image_semi_formats=frozenset())
+#: the same on two-column CBUF entries (nv_full's layout: register entries of two bank rows)
+NV_LARGE_WINO_2COL = NV_LARGE_WINO.replace(name="nv_large_wino_2col", cbuf_entry_width=128)
 
 
 def pack_fields(layout, block, words):

@@ -1053,31 +1053,39 @@ def test_winograd_check_on_nv_large():
 
 
 def test_winograd_rejected_without_conv_winograd():
-    """Builds with ``winograd`` where conv_winograd does not hold (nv_large_wino's datapath on
-    two-column entries, nv_full): the golden model runs their Winograd layers, this core's
-    check rejects them (check_core_limits says so), and a direct layer still passes. fp16
-    Winograd on a conv_winograd build with fp16: the same."""
+    """Builds with ``winograd`` where conv_winograd does not hold (Atomic-C 32: the CDMA
+    tests' nv_small_wino): the golden model runs their Winograd layers, this core's check
+    rejects them (check_core_limits says so), and a direct layer still passes. fp16
+    Winograd on conv_winograd builds with fp16 (nv_full, nv_large_wino + fp16): the same.
+    nv_large_wino's datapath on two-column entries (nv_full's CBUF layout) runs int8 and
+    int16 Winograd layers: the check accepts them as the golden model does."""
     from sim.conv import winograd_programs as wp
-    from sim.conv.core_limits import rtl_winograd
+    from arch.config import rtl_winograd
     from hw.conv.common import conv_winograd
     from .conftest import NV_LARGE_WINO
+    from .test_cdma import WINO_SMALL
     two_col = NV_LARGE_WINO.replace(name="nv_large_wino_2col",
                                     cbuf_entry_width=2 * NV_LARGE_WINO.cbuf_bank_width)
     fp16 = NV_LARGE_WINO.replace(name="nv_large_wino_fp16",
                                  data_types=frozenset({"int8", "int16", "fp16"}))
-    for cfg, want in ((NV_LARGE_WINO, True), (NV_LARGE, True), (two_col, False),
-                      (NV_FULL, False), (NV_SMALL, False), (fp16, True)):
+    for cfg, want in ((NV_LARGE_WINO, True), (NV_LARGE, True), (two_col, True),
+                      (NV_FULL, True), (NV_SMALL, False), (fp16, True), (WINO_SMALL, False)):
         assert conv_winograd(cfg) == rtl_winograd(cfg) == want, cfg.name
     rng = np.random.default_rng(4)
-    for cfg, precs in ((two_col, (0, 1)), (NV_FULL, (0, 1, 2)), (fp16, (2,))):
+
+    def draw(cfg, precs, n):
         wino = []
-        while len(wino) < 2 * len(precs):
+        while len(wino) < n:
             try:
                 wino.append([wp.random_wino_program(cfg, rng, precs[len(wino) % len(precs)],
                                                     60_000)])
             except Exception as e:                      # a redraw
                 if "Redraw" not in type(e).__name__:
                     raise
+        return wino
+
+    for cfg, precs in ((WINO_SMALL, (0, 1)), (NV_FULL, (2,)), (fp16, (2,))):
+        wino = draw(cfg, precs, 2 * len(precs))
         rmap = register_map(cfg)
         for layers in wino:                             # NVDLA runs them: decode accepts
             p = decode(cfg, *(GroupView(rmap[b], layers[0]["regs"][b]) for b in BLOCKS))
@@ -1088,3 +1096,7 @@ def test_winograd_rejected_without_conv_winograd():
         assert [v for v, in (golden_verdicts(cfg, p) for p in programs)] == \
             [(False, v[1]) for v, in (golden_verdicts(cfg, p) for p in wino)] + [(True, "")]
         assert rtl_verdicts(cfg, programs) == [[False]] * len(wino) + [[True]], cfg.name
+    # two-column entries: int8 and int16 layers (every leftover atom count) accepted
+    wino = draw(two_col, (0, 1), 8)
+    assert all(all(ok for ok, _ in golden_verdicts(two_col, p)) for p in wino)
+    assert rtl_verdicts(two_col, wino) == [[True]] * len(wino)

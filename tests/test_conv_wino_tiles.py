@@ -4,6 +4,7 @@ golden model's ``pra_int(input_tiles(cube))``, under random gaps on ``cmd`` and 
 on ``o``."""
 
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from hw.conv.cbuf import Cbuf
 from hw.conv.wino_tiles import WinoTiles
 from sim.conv.winograd_math import input_tiles, pra_int
 
+from .conftest import NV_LARGE_WINO_2COL
 from .test_cdma import WINO_SMALL, slice_layout
 
 
@@ -36,7 +38,9 @@ def run(cfg, layers, seed):
     bench = Bench(cfg)
     cbuf, tl = bench.cbuf, bench.tiles
     A, BW, DEPTH = cfg.memory_atom, cfg.cbuf_bank_width, cfg.cbuf_bank_depth
-    PE = BW // A
+    EB = cfg.cbuf_entry_bytes                      # register entries of 1 or 2 bank rows
+    RPE = EB // BW
+    PE = EB // A
 
     async def tb(ctx):
         for cube, prec, trunc, base, dbanks in layers:
@@ -46,18 +50,21 @@ def run(cfg, layers, seed):
                 (cube & 0xFF).astype(np.uint8)
             S = C * eb // A
             E = -(-(W * S) // PE)
-            dbanks = max(dbanks, -(-(H * E) // DEPTH))   # every slice held at once
-            n_dat = dbanks * DEPTH
+            dbanks = max(dbanks, -(-(H * E * RPE) // DEPTH))   # every slice held at once
+            n_dat = dbanks * DEPTH // RPE                       # (register entries)
             ctx.set(cbuf.data_banks, dbanks)
             for yy in range(H):                     # the Cdma's slices
                 for e, lanes in slice_layout(cfg, lines[yy], E, wino=True).items():
-                    word, mask = 0, 0
-                    for lane, v in lanes.items():
-                        word |= v << (8 * lane)
-                        mask |= 1 << lane
-                    ctx.set(cbuf.wr, {"en": 1, "addr": (base + yy * E + e) % n_dat,
-                                      "data": word, "mask": mask})
-                    await ctx.tick()
+                    for r in range(RPE):            # the entry's bank rows
+                        word, mask = 0, 0
+                        for lane, v in lanes.items():
+                            if lane // BW == r:
+                                word |= v << (8 * (lane % BW))
+                                mask |= 1 << (lane % BW)
+                        ctx.set(cbuf.wr, {"en": 1,
+                                          "addr": RPE * ((base + yy * E + e) % n_dat) + r,
+                                          "data": word, "mask": mask})
+                        await ctx.tick()
             ctx.set(cbuf.wr.en, 0)
             ctx.set(tl.dat_base, base)
             ctx.set(tl.eps, E)
@@ -104,6 +111,7 @@ def run(cfg, layers, seed):
                         want = int(exp[ty, tx, ch, e // 4, e % 4]) if ch < C else 0
                         assert _signed(v, cfg) == want, (ty, tx, j, c, e, v, want)
 
+    sys.set_int_max_str_digits(max(sys.get_int_max_str_digits(), 40000))
     sim = Simulator(bench)
     sim.add_clock(1e-8)
     sim.add_testbench(tb)
@@ -125,23 +133,28 @@ def _cube(rng, H, W, C, prec):
     return cube
 
 
+
 @pytest.mark.parametrize("cfg", [
-    WINO_SMALL, pytest.param(load_config("nv_large"), marks=pytest.mark.slow)],
+    WINO_SMALL, NV_LARGE_WINO_2COL,
+    pytest.param(load_config("nv_large"), marks=pytest.mark.slow)],
     ids=lambda c: c.name)
 def test_wino_tiles(cfg):
     """int8 (and int16 on builds with it) layers, every PRA_TRUNCATE (3 acts as 2), channel
-    groups with cripple atoms (nv_large: an odd number of 32-byte atoms), the data ring
+    groups with cripple atoms (nv_large: an odd number of 32-byte atoms; two-column entries:
+    1, 2 and 3 leftover atoms, 3 straddling two rows at odd positions), the data ring
     wrapping."""
     rng = random.Random(31)
     A, DEPTH = cfg.memory_atom, cfg.cbuf_bank_depth
     layers = []
     precs = [0, 1] if "int16" in cfg.data_types else [0]
-    for i, trunc in enumerate([0, 1, 2, 3]):
+    twocol = cfg.cbuf_entry_bytes != cfg.cbuf_bank_width
+    for i, trunc in enumerate([0, 1, 2, 3] + ([1, 2] if twocol else [])):
         prec = precs[i % len(precs)]
-        S = [1, 3, 2, 1][i]
+        S = ([3, 7, 2, 1, 5, 6] if twocol else [1, 3, 2, 1])[i]
         C = S * A // (2 if prec else 1)
         H, W = 8, 8 + 4 * (i % 2)
         dbanks = 3
-        base = [0, 5, 3 * DEPTH - 3, DEPTH][i]        # the third one wraps
+        rows = cfg.cbuf_entry_bytes // cfg.cbuf_bank_width
+        base = [0, 5, 3 * DEPTH // rows - 3, DEPTH // rows, 7, 1][i]  # the third one wraps
         layers.append((_cube(rng, H, W, C, prec), prec, trunc, base, dbanks))
     run(cfg, layers, seed=3)

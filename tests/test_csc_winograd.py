@@ -27,7 +27,7 @@ from hw.conv.csc import Csc
 from sim.conv.winograd import winograd_sums
 from sim.formats.winograd import winograd_weight_offsets
 
-from .conftest import NV_LARGE_WINO
+from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL
 from .test_cdma import slice_layout
 
 
@@ -48,13 +48,15 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
     lines = cube.astype("<i2").view(np.uint8).reshape(H, W, -1) if prec else \
         (cube & 0xFF).astype(np.uint8)
     S = C * eb // ATOM
-    E = -(-(W * S) // (BW // ATOM))
-    data_banks = -(-(H * E) // DEPTH) + rng.randint(0, 1)
+    RPE = cfg.cbuf_entry_bytes // BW                  # bank rows per register entry
+    E = -(-(W * S) // (cfg.cbuf_entry_bytes // ATOM))
+    data_banks = -(-(H * E * RPE) // DEPTH) + rng.randint(0, 1)
     group_k = AK // 2 if prec else AK
     total = K * C * 16 * eb
     weight_banks = max(1, -(-(min(K, group_k) * C * 16 * eb + 2 * BW) // (DEPTH * BW)))
     weight_banks = min(weight_banks + rng.randint(0, 1), NB - data_banks)
-    n_dat, n_wt = data_banks * DEPTH, weight_banks * DEPTH
+    n_rows, n_wt = data_banks * DEPTH, weight_banks * DEPTH    # (bank rows)
+    n_dat = n_rows // RPE                                       # (register entries)
     assert total <= n_wt * BW, "the test keeps every weight in the ring"
     dat_base = rng.choice([0, rng.randrange(n_dat)])
     wt_base = rng.choice([0, rng.randrange(n_wt)])
@@ -64,12 +66,12 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
     surf = surf.astype("<i2").view(np.uint8) if prec else (surf & 0xFF).astype(np.uint8)
     cbuf = nrng.integers(0, 256, (NB * DEPTH, BW)).astype(np.uint8)
     for i in range(total):
-        cbuf[n_dat + (wt_base + i // BW) % n_wt, i % BW] = surf[i]
+        cbuf[n_rows + (wt_base + i // BW) % n_wt, i % BW] = surf[i]
 
     def write_slice(y):
         for e, lanes in slice_layout(cfg, lines[y], E, wino=True).items():
             for lane, v in lanes.items():
-                cbuf[(dat_base + y * E + e) % n_dat, lane] = v
+                cbuf[RPE * ((dat_base + y * E + e) % n_dat) + lane // BW, lane % BW] = v
 
     dl = dat_layout(cfg)
     off = {f: dl[f].offset for f in ("swap", "first", "last", "pos", "end", "half", "neg")}
@@ -155,9 +157,9 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
             rd_d = ctx.get(dut.dat_rd.en), ctx.get(dut.dat_rd.addr)
             rd_w = ctx.get(dut.wt_rd.en), ctx.get(dut.wt_rd.addr)
             if rd_d[0]:
-                assert rd_d[1] < n_dat, "data read outside the data region"
+                assert rd_d[1] < n_rows, "data read outside the data region"
             if rd_w[0]:
-                assert n_dat <= rd_w[1] < n_dat + n_wt, "weight read outside the region"
+                assert n_rows <= rd_w[1] < n_rows + n_wt, "weight read outside the region"
             if ctx.get(dut.done):
                 done_seen += 1
                 res["cycles"] = cyc
@@ -227,3 +229,17 @@ def test_csc_winograd():
     against winograd_sums (see the module docstring)."""
     res = run_layers(NV_LARGE_WINO, CASES)
     assert [r["atoms"] for r in res] == [32 * 24 * 2, 32 * 4 * 2 * 2, 96 * 8]
+
+
+
+def test_csc_winograd_two_column():
+    """Two-column entries: int8 with 3 leftover atoms (a group straddling two bank rows at
+    odd positions), int16 with one whole entry and 3 leftover atoms, int8 with 2."""
+    cases = [
+        dict(L=dict(W=12, H=8, C=96, K=33, ow=8, oh=4, prec=0, trunc=2), seed=4),
+        dict(L=dict(W=8, H=8, C=112, K=17, ow=4, oh=4, prec=1, trunc=1), seed=5,
+             p_slice=0.1),
+        dict(L=dict(W=8, H=12, C=64, K=8, ow=4, oh=8, prec=0, trunc=0), seed=6),
+    ]
+    res = run_layers(NV_LARGE_WINO_2COL, cases)
+    assert [r["atoms"] for r in res] == [32 * 24 * 2, 16 * 28 * 2 * 2, 32 * 16]

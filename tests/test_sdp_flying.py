@@ -475,8 +475,8 @@ def test_winograd_output_on_conv_winograd_builds():
     to memory, are accepted and written bit for bit as the golden model writes them (CACC
     delivers Winograd output in the ordinary order); WINOGRAD on offline, to PDP, with a
     cube not a multiple of 4 high or with EW EQL ends without memory traffic (the golden model rejects them
-    too). On the same datapath with two-column CBUF entries (no conv_winograd) a flying
-    WINOGRAD layer the golden model runs is rejected."""
+    too). On a Winograd build without conv_winograd (Atomic-C 32: the CDMA tests'
+    nv_small_wino) a flying WINOGRAD layer the golden model runs is rejected."""
     from .conftest import NV_LARGE_WINO
     cfg = NV_LARGE_WINO
     sb = register_map(cfg)["SDP"]
@@ -523,9 +523,9 @@ def test_winograd_output_on_conv_winograd_builds():
         [True] * 7
     run_flying_layers(cfg, layers, seed=61)
 
-    # the same datapath without conv_winograd (two-column entries): rejected
-    two_col = cfg.replace(name="nv_large_wino_2col", cbuf_entry_width=2 * cfg.cbuf_bank_width)
+    # a Winograd build without conv_winograd (Atomic-C 32): rejected
+    from .test_cdma import WINO_SMALL
     layer = {**good[0], "sdp": dict(good[0]["sdp"]), "rdma": dict(good[0]["rdma"]),
              "rtl_rejects": True}
-    assert _valid(two_col, layer)
-    run_flying_layers(two_col, [layer], seed=62)
+    assert _valid(WINO_SMALL, layer)
+    run_flying_layers(WINO_SMALL, [layer], seed=62)

@@ -132,6 +132,8 @@ from __future__ import annotations
 from amaranth.hdl import Signal, signed
 from amaranth.lib import data
 
+from arch.config import rtl_winograd
+
 __all__ = ["conv_int16", "conv_fp16", "conv_winograd", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
            "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout",
@@ -189,13 +191,10 @@ def fp16_two_pass(cfg) -> bool:
 
 def conv_winograd(cfg) -> bool:
     """The convolution RTL runs Winograd layers (int8, and int16 where :func:`conv_int16`
-    holds) on this build: ``winograd``, Atomic-C 64 (a data atom is one 4-channel x 16-position
-    small cube of the Winograd weight surface, so the weights are read as a 1 x 1 direct
-    layer's: :mod:`hw.conv.wino_dat`), 32-byte memory atoms and bank-row CBUF entries.
-    fp16 Winograd and two-column entries (nv_full) are rejected by the check (a limit of this
-    core: :func:`sim.conv.core_limits.check_core_limits`)."""
-    return (cfg.winograd and cfg.atomic_c == 64 and cfg.memory_atom == 32
-            and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width)
+    holds) on this build: :func:`arch.config.rtl_winograd` (``winograd``, Atomic-C 64, 32-byte
+    memory atoms; bank-row or two-column entries). fp16 Winograd is rejected by the check (a
+    limit of this core: :func:`sim.conv.core_limits.check_core_limits`)."""
+    return rtl_winograd(cfg)
 
 
 def conv_wide(cfg) -> bool:

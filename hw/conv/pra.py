@@ -72,14 +72,18 @@ class Pra(wiring.Component):
     """Winograd input transform of ``lanes`` channel tiles a cycle (see the module docstring).
 
     Ports: ``i`` in (:func:`pra_layout` with the config fields), ``o`` out (:func:`pra_layout`
-    without them: the 16 transformed elements of each lane, in the input's order)."""
+    without them: the 16 transformed elements of each lane, in the input's order).
+    ``fp16=False``: no fp16 path on a build with fp16 (the core's Winograd tile reader: this
+    core runs integer Winograd layers only)."""
 
     latency = 4
 
-    def __init__(self, cfg, lanes: int = 1):
+    def __init__(self, cfg, lanes: int = 1, fp16: bool | None = None):
         self._cfg, self._lanes = cfg, lanes
         self._w = pra_elem_bits(cfg)
-        self._i16, self._f16 = conv_int16(cfg), conv_fp16(cfg)
+        # fp16=False leaves the fp16 path out (precision 2 then acts as int8)
+        self._i16 = conv_int16(cfg)
+        self._f16 = conv_fp16(cfg) if fp16 is None else fp16 and conv_fp16(cfg)
         super().__init__({
             "i": In(stream.Signature(pra_layout(cfg, lanes, True))),
             "o": Out(stream.Signature(pra_layout(cfg, lanes, False))),

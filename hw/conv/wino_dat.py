@@ -122,14 +122,14 @@ class WinoDat(wiring.Component):
         nq_m1 = (cx >> 2) - 1                            # small cubes - 1
         per_m1 = Mux(i16, AC // 8 - 1, AC // 4 - 1)      # cubes per CBUF channel group - 1
         n_out = Signal(28)
-        n_dat = Signal(range(cfg.cbuf_banks * cfg.cbuf_bank_depth + 1))
+        n_dat = Signal(range(cfg.cbuf_banks * cfg.cbuf_bank_depth + 1))     # (entries)
         m.d.sync += [n_out.eq(OW * (R.D_DATAOUT_SIZE_0.DATAOUT_HEIGHT + 1)),
-                     n_dat.eq((R.D_BANK.DATA_BANK + 1) * cfg.cbuf_bank_depth)]
+                     n_dat.eq((R.D_BANK.DATA_BANK + 1) * cfg.cbuf_entry_depth)]
 
         # ---- tile reader + PRA -----------------------------------------------------------
         m.submodules.tiles = tiles = WinoTiles(cfg)
         wiring.connect(m, tiles.rd, wiring.flipped(self.rd))
-        lbw = (BW - 1).bit_length()
+        lbw = (cfg.cbuf_entry_bytes - 1).bit_length()  # whole entries / leftover atoms
         m.d.comb += [tiles.dat_base.eq(self.dat_base),
                      tiles.eps.eq(R.D_ENTRY_PER_SLICE.ENTRIES + 1),
                      tiles.w_ext.eq(R.D_DATAIN_SIZE_EXT_0.DATAIN_WIDTH_EXT + 1),

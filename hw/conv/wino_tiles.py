@@ -2,21 +2,24 @@
 group, read from the CBUF and transformed by the PRA (:class:`hw.conv.pra.Pra`).
 
 The tile reader of :class:`hw.conv.wino_dat.WinoDat` (the CSC's Winograd data engine), on
-bank-row CBUF entries (``cbuf_entry_width`` = the bank width), for
-the extended cube the Cdma writes (:mod:`hw.conv.cdma`, "Winograd"; golden
+bank-row and two-column CBUF entries, for the extended cube the Cdma writes (:mod:`hw.conv.cdma`, "Winograd"; golden
 :func:`sim.conv.winograd.fetch_winograd`): bit for bit
 :func:`sim.conv.winograd_math.pra_int` of :func:`sim.conv.winograd_math.input_tiles` on integer
 layers.
 
 Layout read (the Cdma's): extended slice ``Y`` starts at data ring position ``dat_base + Y x
-eps`` (``eps`` = ``ENTRY_PER_SLICE + 1``); channel group ``j`` (one entry, ``BW`` bytes: ``AC``
-int8 or ``AC / 2`` int16 channels) of extended position ``X`` is entry ``j x W_ext + X`` of its
-slice for the ``whole`` complete groups; the last group of a line whose ``r = S_ext % PE``
-memory atoms do not fill an entry (``PE = BW / memory atom``) is packed densely: its atoms
-``X x r .. X x r + r - 1`` of the slice's run from entry ``whole x W_ext``. This reader
-supports ``r`` dividing ``PE`` (every ``r`` when ``PE`` is 1 or 2, e.g. nv_large), so a
-position's cripple atoms sit in one entry (lanes ``(X x r) % PE``..); the lanes above them
-read 0.
+eps`` (``eps`` = ``ENTRY_PER_SLICE + 1``; positions, ``eps`` and ``n_dat`` count register
+entries); a channel group ``j`` is one bank row (``BW`` bytes: ``AC`` int8 or ``AC / 2``
+int16 channels, ``PR = BW / memory atom`` atoms). Bank-row entries: group ``j`` of extended
+position ``X`` is entry ``j x W_ext + X`` of its slice for the ``whole`` complete entries.
+Two-column entries (``cbuf_entry_width`` = 2 x the bank width, nv_full): entry ``(j // 2) x
+W_ext + X``, its row ``j % 2``. The ``r = S_ext % PE`` memory atoms of a line that do not
+fill an entry (``PE`` atoms per entry) are packed densely: atoms ``X x r .. X x r + r - 1``
+of the slice's run from entry ``whole x W_ext``; a position's cripple group ``j`` (``PR``
+atoms of them, fewer in the last) starts at atom ``X x r + (j - groups of whole entries) x
+PR`` of the run: one row (its atoms moved to lane 0, the lanes above them read 0), or, when
+it straddles two rows (two-column entries, ``r = 3``, odd ``X``), two reads. Bank-row
+entries take ``r`` dividing ``PE`` (every ``r`` when ``PE`` is 1 or 2, e.g. nv_large).
 
 Ports
     ``cmd``      in, stream of ``ty``, ``tx`` (the output tile: input tile at extended lines
@@ -31,8 +34,8 @@ Ports
                  config): lane ``c`` holds channel ``c`` of the group (int16: ``c < AC / 2``;
                  the other lanes 0), element ``y x 4 + x`` of the transformed tile
 
-A tile takes 16 read cycles (one entry a cycle, lines then positions) plus one to hand it to
-the PRA; the PRA pipeline (4 stages, ready-gated) takes the next tile while it transforms this
+A tile takes 16 read cycles (one row a cycle, lines then positions; a straddling group two
+for each odd position) plus one to hand it to the PRA; the PRA pipeline (4 stages, ready-gated) takes the next tile while it transforms this
 one.
 """
 
@@ -56,8 +59,9 @@ class WinoTiles(wiring.Component):
     """``WinoTiles(cfg)``: see the module docstring."""
 
     def __init__(self, cfg):
-        assert cfg.cbuf_entry_bytes == cfg.cbuf_bank_width, "bank-row entries only"
+        assert cfg.cbuf_entry_bytes in (cfg.cbuf_bank_width, 2 * cfg.cbuf_bank_width)
         self._cfg = cfg
+        self._twocol = cfg.cbuf_entry_bytes != cfg.cbuf_bank_width
         pos = range(cfg.cbuf_banks * cfg.cbuf_bank_depth + 1)
         super().__init__({
             "cmd": In(stream.Signature(tile_cmd_layout())),
@@ -71,59 +75,94 @@ class WinoTiles(wiring.Component):
         m = Module()
         cfg = self._cfg
         BW, ATOM, AC = cfg.cbuf_bank_width, cfg.memory_atom, cfg.atomic_c
-        PE = BW // ATOM
-        pbe = (PE - 1).bit_length()
+        PR = BW // ATOM                                  # memory atoms per bank row
+        lpr = (PR - 1).bit_length()
+        twocol = self._twocol
         ew = pra_elem_bits(cfg)
-        m.submodules.pra = pra = Pra(cfg, AC)
+        m.submodules.pra = pra = Pra(cfg, AC, fp16=False)
         wiring.connect(m, pra.o, wiring.flipped(self.o))
 
         c = Signal.like(self.cmd.payload)                # the tile being read
         k = Signal(5)                                    # read index y x 4 + x
+        sub = Signal()                                   # two-column: a straddle's 2nd read
         reading = Signal()
         have = Signal()                                  # the tile waits for the PRA
         m.d.comb += self.cmd.ready.eq(~reading & ~have)
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [c.eq(self.cmd.payload), k.eq(0), reading.eq(1)]
+            m.d.sync += [c.eq(self.cmd.payload), k.eq(0), sub.eq(0), reading.eq(1)]
 
-        # address of read k: slice 2ty + y, position 2tx + x
+        # address of read k: slice 2ty + y, position 2tx + x, in bank rows
         y, x = k[2:4], k[:2]
         Y = Signal(14)
         X = Signal(14)
         m.d.comb += [Y.eq(Cat(Const(0, 1), c.ty) + y), X.eq(Cat(Const(0, 1), c.tx) + x)]
+        wrows = Signal(16)                               # row groups of whole entries
+        m.d.comb += wrows.eq(self.whole << 1 if twocol else self.whole)
         crip = Signal()
-        m.d.comb += crip.eq(c.j >= self.whole)
-        run = Signal(17)                                 # cripple atom index X x r
-        m.d.comb += run.eq(X * self.rem)
-        off = Signal(32)
-        m.d.comb += off.eq(Y * self.eps + c.j * self.w_ext
-                           + Mux(crip, run >> pbe, X))
-        flat = Signal(33)
-        m.d.comb += flat.eq(self.dat_base + off)
+        m.d.comb += crip.eq(c.j >= wrows)
+        c0 = Signal(18)                                  # the group's first cripple atom
+        cnt = Signal(3)                                  # ... and its atoms in this group
+        if twocol:
+            left = Signal(4)                             # (groups of PR atoms, a row each)
+            m.d.comb += [left.eq(self.rem - ((c.j - wrows) << lpr)),
+                         c0.eq(X * self.rem + ((c.j - wrows) << lpr)),
+                         cnt.eq(Mux(left > PR, PR, left))]
+        else:
+            m.d.comb += [c0.eq(X * self.rem), cnt.eq(self.rem)]
+        straddle = Signal()
+        if twocol:
+            m.d.comb += straddle.eq(crip & (cnt == PR) & (c0[:lpr] != 0) if PR > 1 else 0)
+        line = Signal(32)                                # slice Y's first row
+        m.d.comb += line.eq(Y * self.eps)
+        off = Signal(33)
+        if twocol:
+            m.d.comb += off.eq(Mux(crip,
+                                   ((line + self.whole * self.w_ext) << 1) + (c0 >> lpr) + sub,
+                                   ((line + (c.j >> 1) * self.w_ext + X) << 1) + c.j[0]))
+            base, n_rows = self.dat_base << 1, self.n_dat << 1
+        else:
+            m.d.comb += off.eq(line + Mux(crip, self.whole * self.w_ext + (c0 >> lpr),
+                                          c.j * self.w_ext + X))
+            base, n_rows = self.dat_base, self.n_dat
+        flat = Signal(34)
+        m.d.comb += flat.eq(base + off)
         m.d.comb += [self.rd.en.eq(reading),
-                     self.rd.addr.eq(Mux(flat >= self.n_dat, flat - self.n_dat, flat))]
+                     self.rd.addr.eq(Mux(flat >= n_rows, flat - n_rows, flat))]
 
-        # the entry one cycle later: its lanes, the cripple atoms moved to lane 0
+        # the row one cycle later: its lanes, the cripple atoms moved to lane 0 (a
+        # straddling group: atom 0 from lane 1 of the first row, atom 1 from lane 0 of the next)
         got = Signal()                                   # rd.data is read k - 1's
         gk = Signal(4)
-        gcrip = Signal()
-        glane = Signal(max(pbe, 1))
+        gcrip, gsub, gstr = Signal(), Signal(), Signal()
+        glane = Signal(max(lpr, 1))
         gmask = Signal(BW)                               # bytes of the channel group
-        m.d.sync += [got.eq(reading), gk.eq(k[:4]), gcrip.eq(crip)]
-        if PE > 1:
-            m.d.sync += glane.eq(run[:pbe])
-        m.d.sync += gmask.eq(Mux(crip, (Const(1, BW + 1) << (self.rem * ATOM)) - 1,
-                                 (1 << BW) - 1))
+        m.d.sync += [got.eq(reading), gk.eq(k[:4]), gcrip.eq(crip), gsub.eq(sub),
+                     gstr.eq(straddle)]
+        if PR > 1:
+            m.d.sync += glane.eq(c0[:lpr])
+        m.d.sync += gmask.eq(Mux(crip, (Const(1, BW + 1) << (cnt * ATOM)) - 1, (1 << BW) - 1))
         with m.If(reading):
-            m.d.sync += k.eq(k + 1)
-            with m.If(k == 15):
-                m.d.sync += reading.eq(0)
+            with m.If(straddle & ~sub):
+                m.d.sync += sub.eq(1)
+            with m.Else():
+                m.d.sync += [sub.eq(0), k.eq(k + 1)]
+                with m.If(k == 15):
+                    m.d.sync += reading.eq(0)
         raw = Signal(BW * 8)
         m.d.comb += raw.eq(Mux(gcrip, self.rd.data >> (glane * ATOM * 8), self.rd.data))
         ent = Signal(BW * 8)
-        m.d.comb += ent.eq(Cat(*[Mux(gmask[b], raw[8 * b:8 * b + 8], 0) for b in range(BW)]))
+        masked = Cat(*[Mux(gmask[b], raw[8 * b:8 * b + 8], 0) for b in range(BW)])
+        if twocol:
+            first = Signal(ATOM * 8)                     # a straddle's first atom
+            with m.If(got & gstr & ~gsub):
+                m.d.sync += first.eq(raw[:ATOM * 8])
+            m.d.comb += ent.eq(Mux(gstr, Cat(first, self.rd.data[:ATOM * 8]), masked))
+        else:
+            m.d.comb += ent.eq(masked)
+        done = got & ~(gstr & ~gsub)                     # the element is complete
 
         tile = [Signal(BW * 8, name=f"tile{e}") for e in range(16)]
-        with m.If(got):
+        with m.If(done):
             for e in range(16):
                 with m.If(gk == e):
                     m.d.sync += tile[e].eq(ent)

@@ -10,6 +10,8 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
+from arch.config import rtl_winograd
+
 from .program import FP16, INT8, ConvProgram, ConvProgramError
 
 __all__ = ["check_core_limits", "rtl_winograd"]
@@ -17,14 +19,6 @@ __all__ = ["check_core_limits", "rtl_winograd"]
 
 def _err(where: str, rule: str):
     raise ConvProgramError(f"{where}: {rule} (a limit of this core's RTL; NVDLA v1 runs it)")
-
-
-def rtl_winograd(cfg) -> bool:
-    """The builds whose convolution RTL runs Winograd layers: ``winograd``, Atomic-C 64,
-    32-byte memory atoms and bank-row CBUF entries (the same predicate as
-    :func:`hw.conv.common.conv_winograd`, kept here so the golden side needs no RTL import)."""
-    return (cfg.winograd and cfg.atomic_c == 64 and cfg.memory_atom == 32
-            and cfg.cbuf_entry_bytes == cfg.cbuf_bank_width)
 
 
 def check_core_limits(cfg, p: ConvProgram) -> None:
@@ -36,8 +30,8 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       uncompressed surface must fit. NVDLA keeps compressed groups in the CBUF and needs
       only their WGS sizes to fit.
     * Winograd (``CONV_MODE=WINOGRAD``): this core's RTL runs int8 and int16 Winograd
-      layers on the builds of :func:`rtl_winograd` (Atomic-C 64, 32-byte atoms, bank-row
-      entries: nv_large); elsewhere (e.g. nv_full's two-column entries) and for fp16 its
+      layers on the builds of :func:`arch.config.rtl_winograd` (Atomic-C 64, 32-byte atoms:
+      nv_large, nv_full); elsewhere and for fp16 its
       check (:mod:`hw.conv.check`) rejects a Winograd layer, which finishes without output.
       The golden model runs it (:mod:`sim.conv.winograd`).
     Batched layers whose weights exceed the weight banks (compressed ones expanded) are
@@ -47,8 +41,8 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
     """
     if p.winograd is not None and not rtl_winograd(cfg):
         _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build's convolution pipeline is "
-             "direct only (Winograd needs Atomic-C 64, 32-byte memory atoms and bank-row "
-             "CBUF entries; its check rejects Winograd layers)")
+             "direct only (Winograd needs Atomic-C 64 and 32-byte memory atoms; its check "
+             "rejects Winograd layers)")
     if p.winograd is not None and p.precision == FP16:
         _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this core's Winograd datapath is int8 "
              "and int16 only (its check rejects an fp16 Winograd layer)")
