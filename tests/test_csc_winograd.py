@@ -232,9 +232,11 @@ def test_csc_winograd():
 
 
 
+@pytest.mark.slow
 def test_csc_winograd_two_column():
     """Two-column entries: int8 with 3 leftover atoms (a group straddling two bank rows at
-    odd positions), int16 with one whole entry and 3 leftover atoms, int8 with 2."""
+    odd positions), int16 with one whole entry and 3 leftover atoms, int8 with 2 (slow: about
+    4 minutes; the default suite reads such layers in tests/test_conv_wino_tiles.py)."""
     cases = [
         dict(L=dict(W=12, H=8, C=96, K=33, ow=8, oh=4, prec=0, trunc=2), seed=4),
         dict(L=dict(W=8, H=8, C=112, K=17, ow=4, oh=4, prec=1, trunc=1), seed=5,
