@@ -33,7 +33,7 @@ cubes), a *fill* walks the stripe's positions: the first position of each 4 x 4 
 in the stripe (raster order) asks :class:`~hw.conv.wino_tiles.WinoTiles` for the tile
 (waiting for its 4 extended lines: ``dat_slices``), and the PRA's output is written, one
 small cube a row (int16: a half cube), into the next slot of the *tile buffer*
-(``max_stripe`` slots x 16 rows of the bank width, :class:`amaranth.lib.memory.Memory`); the
+(``max_stripe / 2 + 2`` slots x 16 rows of the bank width, :class:`amaranth.lib.memory.Memory`); the
 other positions of a tile refer to the slot of the earlier one (``slot_of``). The *issue*
 phase then reads one row per atom (one atom a cycle, credit-based into a short FIFO).
 
@@ -139,12 +139,16 @@ class WinoDat(wiring.Component):
                      tiles.precision.eq(i16),
                      tiles.truncate.eq(R.D_PRA_CFG.PRA_TRUNCATE)]
 
-        # ---- tile buffer: ms slots x 16 rows ------------------------------------------------
+        # ---- tile buffer: ms / 2 + 2 slots x 16 rows -----------------------------------------
+        # (a stripe's positions in raster order touch at most ms / 2 + 2 tiles: per row a run
+        # of L positions meets at most L / 2 + 1 tiles, and two rows of one tile row share
+        # theirs, so only the stripe's first and last rows add one)
         rows = 16
-        m.submodules.buf = buf = Memory(shape=BW * 8, depth=ms * rows, init=[])
+        NS = ms // 2 + 2
+        m.submodules.buf = buf = Memory(shape=BW * 8, depth=NS * rows, init=[])
         wp = buf.write_port()
         rp = buf.read_port()
-        slot_bits = (ms - 1).bit_length()
+        slot_bits = (NS - 1).bit_length()
         slot_of = Array(Signal(slot_bits, name=f"slot_of{i}") for i in range(ms))
         role_of = Array(Signal(2, name=f"role_of{i}") for i in range(ms))
 
