@@ -83,7 +83,7 @@ def bounds(cfg, p):
 def synthetic(cfg, directory):
     """A few aligned and unaligned shapes as trace directories (golden CRCs)."""
     import numpy as np
-    from sim.conv.random_programs import _golden_crcs, _shift_for, conv_layer, write_trace
+    from sim.conv.random_programs import _shift_for, conv_layer
     rng = np.random.default_rng(1)
     ac, ak = cfg.atomic_c, cfg.atomic_k
     shapes = [dict(W=16, H=16, C=4 * ac, K=4 * ak, kh=3, kw=3, pad=(1, 1, 1, 1)),
@@ -97,19 +97,26 @@ def synthetic(cfg, directory):
         clip = _shift_for(s["C"], s["kh"], s["kw"], "full", "full", 0)
         layer = conv_layer(cfg, data=data, weights=weights, clip=clip, **s)
         name = f"syn_{s['W']}x{s['H']}x{s['C']}_{s['kh']}x{s['kw']}x{s['K']}"
-        path = write_trace(directory, name, [layer])
-        crcs, err = _golden_crcs(cfg, path, 1)
-        if crcs is None:
-            print(f"{name}: skipped, the golden model rejects it: {err}")
-            continue
-        paths.append(write_trace(directory, name, [layer], crcs))
+        paths += _trace(cfg, directory, name, layer)
     return paths
+
+
+def _trace(cfg, directory, name, layer):
+    """[the trace directory of one layer with its golden CRCs], or [] (and why) when the
+    golden model rejects it."""
+    from sim.conv.random_programs import _golden_crcs, write_trace
+    path = write_trace(directory, name, [layer])
+    crcs, err = _golden_crcs(cfg, path, 1)
+    if crcs is None:
+        print(f"{name}: skipped, the golden model rejects it: {err}")
+        return []
+    return [write_trace(directory, name, [layer], crcs)]
 
 
 def winograd(cfg, directory):
     """3 x 3 stride-1 layers (output = input, int8) as Winograd layers and as direct ones."""
     import numpy as np
-    from sim.conv.random_programs import _golden_crcs, _shift_for, conv_layer, write_trace
+    from sim.conv.random_programs import _shift_for, conv_layer
     from sim.conv.winograd_programs import wino_layer
     rng = np.random.default_rng(2)
     ac, ak = cfg.atomic_c, cfg.atomic_k
@@ -126,12 +133,7 @@ def winograd(cfg, directory):
                 (f"dt_{W}x{H}x{C}_3x3x{K}",
                  conv_layer(cfg, W=W, H=H, C=C, K=K, kh=3, kw=3, data=data, weights=weights,
                             pad=(1, 1, 1, 1), clip=clip))):
-            path = write_trace(directory, name, [layer])
-            crcs, err = _golden_crcs(cfg, path, 1)
-            if crcs is None:
-                print(f"{name}: skipped, the golden model rejects it: {err}")
-                continue
-            paths.append(write_trace(directory, name, [layer], crcs))
+            paths += _trace(cfg, directory, name, layer)
     return paths
 
 

@@ -143,6 +143,43 @@ def slice_entries(cfg, L, cube_y):
 
 
 # ------------------------------------------------------------------------------------------
+# the Cmac model's ready and the Cbuf model's read ports
+
+def cmac_ready(ctx, dut, rng, p_ready, loaded):
+    """The Cmac model's ready this cycle, (wt, dat): random with probability ``p_ready``, a
+    weight load only into an empty shadow (``loaded``: the shadow holds one), a ``swap`` atom
+    only once it does."""
+    wt_rdy = not loaded and rng.random() < p_ready
+    ctx.set(dut.wt.ready, wt_rdy)
+    swap = ctx.get(dut.dat.payload.swap)
+    dat_rdy = rng.random() < p_ready and (loaded or not swap)
+    ctx.set(dut.dat.ready, dat_rdy)
+    return wt_rdy, dat_rdy
+
+
+def cbuf_reads(ctx, dut, n_dat, n_wt):
+    """The Csc's CBUF reads this cycle, ((en, addr) data, (en, addr) weights), checked to stay
+    in their regions (data rows ``[0, n_dat)``, weight rows ``[n_dat, n_dat + n_wt)``)."""
+    rd_d = ctx.get(dut.dat_rd.en), ctx.get(dut.dat_rd.addr)
+    rd_w = ctx.get(dut.wt_rd.en), ctx.get(dut.wt_rd.addr)
+    if rd_d[0]:
+        assert rd_d[1] < n_dat, "data read outside the data region"
+    if rd_w[0]:
+        assert n_dat <= rd_w[1] < n_dat + n_wt, "weight read outside the region"
+    return rd_d, rd_w
+
+
+def cbuf_answer(ctx, dut, cbuf, reads):
+    """After the clock edge: the rows ``reads`` (:func:`cbuf_reads`) asked for, from ``cbuf``
+    (numpy [rows, bank width] uint8)."""
+    (d_en, d_addr), (w_en, w_addr) = reads
+    if d_en:
+        ctx.set(dut.dat_rd.data, int.from_bytes(cbuf[d_addr].tobytes(), "little"))
+    if w_en:
+        ctx.set(dut.wt_rd.data, int.from_bytes(cbuf[w_addr].tobytes(), "little"))
+
+
+# ------------------------------------------------------------------------------------------
 
 def set_regs(ctx, regs, L, E1, data_banks, weight_banks, wbytes):
     r = regs
@@ -267,12 +304,7 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False
                     write_weights(wbytes, nb)
                     wbytes = nb
                     ctx.set(dut.wt_bytes, wbytes)
-            # --- Cmac model: ready
-            wt_rdy = shadow is None and rng.random() < p_ready
-            ctx.set(dut.wt.ready, wt_rdy)
-            swap = ctx.get(dut.dat.payload.swap)
-            dat_rdy = rng.random() < p_ready and (shadow is not None or not swap)
-            ctx.set(dut.dat.ready, dat_rdy)
+            wt_rdy, dat_rdy = cmac_ready(ctx, dut, rng, p_ready, shadow is not None)
             # --- observe
             if wt_rdy and ctx.get(dut.wt.valid):
                 w = to_i8(ctx.get(dut.wt.payload.as_value()), AK * AC).reshape(AK, AC)
@@ -297,23 +329,14 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False
                 acc[pos] = psum if first else acc[pos] + psum
                 if last:
                     outs.append(acc[pos])
-            rd_d = ctx.get(dut.dat_rd.en), ctx.get(dut.dat_rd.addr)
-            rd_w = ctx.get(dut.wt_rd.en), ctx.get(dut.wt_rd.addr)
-            if rd_d[0]:
-                assert rd_d[1] < n_dat, "data read outside the data region"
-            if rd_w[0]:
-                assert n_dat <= rd_w[1] < n_dat + n_wt, "weight read outside the region"
+            reads = cbuf_reads(ctx, dut, n_dat, n_wt)
             if ctx.get(dut.done):
                 done_seen += 1
                 assert ia == len(atoms)
                 res["cycles"] = cyc
                 break
             await ctx.tick()
-            # --- Cbuf model: data one cycle after the read
-            if rd_d[0]:
-                ctx.set(dut.dat_rd.data, int.from_bytes(cbuf[rd_d[1]].tobytes(), "little"))
-            if rd_w[0]:
-                ctx.set(dut.wt_rd.data, int.from_bytes(cbuf[rd_w[1]].tobytes(), "little"))
+            cbuf_answer(ctx, dut, cbuf, reads)      # Cbuf model: data one cycle after
         else:
             raise AssertionError(f"timeout: {ia}/{len(atoms)} atoms, {iw}/{len(loads)} loads")
         assert iw == len(loads) and done_seen == 1

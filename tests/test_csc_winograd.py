@@ -29,6 +29,7 @@ from sim.formats.winograd import winograd_weight_offsets
 
 from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL
 from .test_cdma import slice_layout
+from .test_csc import cbuf_answer, cbuf_reads, cmac_ready
 
 
 def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000):
@@ -123,11 +124,7 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
                 write_slice(slices)
                 slices += 1
                 ctx.set(dut.dat_slices, slices)
-            wt_rdy = shadow is None and rng.random() < p_ready
-            ctx.set(dut.wt.ready, wt_rdy)
-            swap = ctx.get(dut.dat.payload.swap)
-            dat_rdy = rng.random() < p_ready and (shadow is not None or not swap)
-            ctx.set(dut.dat.ready, dat_rdy)
+            wt_rdy, dat_rdy = cmac_ready(ctx, dut, rng, p_ready, shadow is not None)
             if wt_rdy and ctx.get(dut.wt.valid):
                 shadow = ints(ctx.get(dut.wt.payload.as_value()), AK * AC, 1).reshape(AK, AC)
             if dat_rdy and ctx.get(dut.dat.valid):
@@ -154,21 +151,13 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
                 acc[pos] = psum if t["first"] and not t["half"] else acc[pos] + psum
                 if t["last"]:
                     outs.append(acc[pos])
-            rd_d = ctx.get(dut.dat_rd.en), ctx.get(dut.dat_rd.addr)
-            rd_w = ctx.get(dut.wt_rd.en), ctx.get(dut.wt_rd.addr)
-            if rd_d[0]:
-                assert rd_d[1] < n_rows, "data read outside the data region"
-            if rd_w[0]:
-                assert n_rows <= rd_w[1] < n_rows + n_wt, "weight read outside the region"
+            reads = cbuf_reads(ctx, dut, n_rows, n_wt)
             if ctx.get(dut.done):
                 done_seen += 1
                 res["cycles"] = cyc
                 break
             await ctx.tick()
-            if rd_d[0]:
-                ctx.set(dut.dat_rd.data, int.from_bytes(cbuf[rd_d[1]].tobytes(), "little"))
-            if rd_w[0]:
-                ctx.set(dut.wt_rd.data, int.from_bytes(cbuf[rd_w[1]].tobytes(), "little"))
+            cbuf_answer(ctx, dut, cbuf, reads)
         else:
             raise AssertionError(f"timeout: {n_atoms} atoms, {len(outs)} outputs")
         assert done_seen == 1
