@@ -24,6 +24,13 @@ What it follows (this core's RTL, ``hw/conv``; contract in ``hw/conv/common.py``
   while the next accumulates. Per stripe the pipeline moves at ``max(compute, delivery)``.
 - SDP writes the output (Ho x Wo x ceil(K / atom) atoms) through the DBBIF write channel.
 
+Winograd layers (builds where the RTL runs them, :func:`arch.config.rtl_winograd`;
+``hw/conv/wino_dat.py``): the CSC runs them as a 1 x 1 layer of ``16 x C_ext`` channels (one
+atom per output and 4-channel small cube), and before each channel group (a CBUF bank row
+of channels) of a stripe it reads the stripe's 4 x 4 input tiles, 17 cycles each, and
+writes their PRA output into its tile buffer (:data:`WINO_FILL_EXTRA` cycles more), not
+overlapped with the atoms. The CDMA writes the padded, channel-extended lines.
+
 The atomic-operation count (the MAC bound) is ``Wo x Ho x R x S x ceil(C / Atomic-C) x
 ceil(K / Atomic-K)`` (per batch): one atom of Atomic-C channels against Atomic-K kernels per
 cycle. Constants fitted on the measured layer cycles of ``bench/perf_calibration.tsv``.
@@ -38,8 +45,8 @@ import numpy as np
 from sim.conv.cdma import cbuf_data_key
 from sim.formats.common import ceil_div
 
-__all__ = ["ConvShape", "estimate_conv", "data_reuse", "mac_ops", "stripes", "OVERHEAD",
-           "BLOCK_EXTRA"]
+__all__ = ["ConvShape", "estimate_conv", "data_reuse", "mac_ops", "stripes", "wino_tiles",
+           "OVERHEAD", "BLOCK_EXTRA", "WINO_TILE_CYCLES", "WINO_FILL_EXTRA"]
 
 #: cycles from the final D_OP_ENABLE write to the interrupt that no rate hides: the register
 #: copy, the first request, the CSC/CMAC/CACC pipeline depth, SDP's write-back and the
@@ -48,6 +55,11 @@ __all__ = ["ConvShape", "estimate_conv", "data_reuse", "mac_ops", "stripes", "OV
 OVERHEAD = 70
 #: cycles a weight load takes beyond Atomic-K + 2 when it cannot hide behind a short stripe
 BLOCK_EXTRA = 0
+#: Winograd: cycles of one input tile read (16 CBUF reads and the hand-over to the PRA)
+WINO_TILE_CYCLES = 17
+#: Winograd: cycles of a tile fill beyond its tile reads (the PRA and the last tile's 16
+#: buffer rows, the hand-over to the atoms)
+WINO_FILL_EXTRA = 24
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,9 @@ class ConvShape:
     #: of the CSC's, and the lines the CDMA fetches after them (None: ``height``)
     kept_lines: int = 0
     fetched_lines: int | None = None
+    #: Winograd: the CBUF channel groups (bank rows) of an extended position, whose tiles
+    #: each stripe reads once (0: a direct layer)
+    wino_rows: int = 0
 
     @classmethod
     def from_program(cls, p, cfg, reuse=None) -> "ConvShape":
@@ -83,6 +98,20 @@ class ConvShape:
         ``(kept, fetched)`` lines of :func:`data_reuse` (what the layer before it left in the
         CBUF); without it a ``DATA_REUSE`` layer fetches nothing."""
         eb = p.element_bytes
+        kept, fetched = reuse if reuse is not None else \
+            ((p.in_height, 0) if p.data_reuse else (0, None))
+        if p.winograd is not None:
+            # the 1 x 1 layer of 16 x C_ext channels over the extended input (its lines as
+            # the CDMA writes them)
+            return cls(width=p.in_width, height=p.in_height, channels=16 * p.in_channels,
+                       batches=1, kernels=p.kernels, kh=1, kw=1, stride_y=1, dil_y=1,
+                       pad_top=-3, out_width=p.out_width, out_height=p.out_height,
+                       element_bytes=eb, line_bytes=p.in_width * p.in_channels * eb,
+                       weight_bytes=p.weight_bytes, data_fetched=fetched != 0,
+                       weights_fetched=not p.weight_reuse, weight_banks=p.weight_bank,
+                       kept_lines=kept if fetched else 0,
+                       fetched_lines=fetched if kept and fetched else None,
+                       wino_rows=ceil_div(p.in_channels * eb, cfg.cbuf_bank_width))
         if p.image is not None:
             line = ceil_div(p.width * p.in_channels // max(p.kw, 1) * eb, cfg.memory_atom) \
                 * cfg.memory_atom
@@ -90,8 +119,6 @@ class ConvShape:
         else:
             line = p.width * ceil_div(p.channels * eb, cfg.memory_atom) * cfg.memory_atom
             channels, kw = p.in_channels, p.kw
-        kept, fetched = reuse if reuse is not None else \
-            ((p.in_height, 0) if p.data_reuse else (0, None))
         return cls(width=p.in_width, height=p.in_height, channels=channels, batches=p.batches,
                    kernels=p.kernels, kh=p.kh, kw=kw, stride_y=p.stride_y, dil_y=p.dil_y,
                    pad_top=p.pad_top, out_width=p.out_width, out_height=p.out_height,
@@ -104,6 +131,10 @@ class ConvShape:
         """The same layer as it would be programmed on ``cfg``: whole atoms of that build's
         memory atom, the weight banks whatever the input lines leave free."""
         atom = cfg.memory_atom
+        if self.wino_rows:                  # (channels: 16 x the extended channels)
+            cbytes = self.channels // 16 * self.element_bytes
+            return replace(self, line_bytes=self.width * ceil_div(cbytes, atom) * atom,
+                           weight_banks=0, wino_rows=ceil_div(cbytes, cfg.cbuf_bank_width))
         per_line = ceil_div(self.channels * self.element_bytes, atom) * atom
         return replace(self, line_bytes=self.width * per_line, weight_banks=0)
 
@@ -132,14 +163,15 @@ def kernel_group(cfg, shape) -> int:
 
 
 def channel_groups(cfg, shape) -> int:
-    """Atomic-C-wide channel groups of the CSC's channel loop (bytes for 16-bit layers)."""
-    return ceil_div(shape.channels * shape.element_bytes, cfg.atomic_c)
+    """Channel groups of the CSC's channel loop: Atomic-C channels (16-bit layers: 2 x
+    Atomic-C bytes, two atoms a position)."""
+    return ceil_div(shape.channels, cfg.atomic_c)
 
 
 def mac_ops(cfg, shape) -> int:
     """Atomic operations of the layer: Wo x Ho x R x S x channel groups x kernel groups x
     batches (16-bit layers: two atoms per position and half the kernels per group)."""
-    return (shape.out_width * shape.out_height * shape.kh * shape.kw
+    return (shape.out_width * shape.out_height * shape.kh * shape.kw * shape.element_bytes
             * channel_groups(cfg, shape) * ceil_div(shape.kernels, kernel_group(cfg, shape))
             * shape.batches)
 
@@ -155,6 +187,22 @@ def stripes(cfg, positions: int) -> np.ndarray:
     rest = positions - full * ms
     tail = [rest >> 1, rest - (rest >> 1)] if rest > ms else [rest]
     return np.array([ms] * full + tail, dtype=np.int64)
+
+
+def wino_tiles(out_width: int, lens) -> np.ndarray:
+    """The 4 x 4 input tiles each stripe (``lens``, raster order) reads: its outputs whose
+    tile has no earlier output in the stripe (the tile's outputs in raster order: (2ty, 2tx),
+    (2ty, 2tx + 1), (2ty + 1, 2tx), (2ty + 1, 2tx + 1); the one before an output is the
+    previous position, or for (odd row, even column) the one a line up and right)."""
+    lens = np.asarray(lens, dtype=np.int64)
+    if not len(lens):
+        return lens
+    p = np.arange(int(lens.sum()), dtype=np.int64)
+    start = np.repeat(np.cumsum(lens) - lens, lens)
+    oy, ox = p // out_width, p % out_width
+    prev = np.where(ox % 2 == 1, p - 1, np.where(oy % 2 == 1, p - out_width + 1, -1))
+    new = (prev < 0) | (prev < start)
+    return np.add.reduceat(new.astype(np.int64), np.cumsum(lens) - lens)
 
 
 def _arrival(n, first, other, rate):
@@ -196,6 +244,9 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     blk_min = cfg.atomic_k // shape.element_bytes + 2 + BLOCK_EXTRA
     blk = np.maximum(lens * shape.element_bytes, blk_min)        # 16-bit: two atoms per pos
     dur = blk * cg * rs
+    if shape.wino_rows:                 # Winograd: a tile fill per stripe and bank row
+        dur = dur + shape.wino_rows * (WINO_TILE_CYCLES * wino_tiles(shape.out_width, lens)
+                                       + WINO_FILL_EXTRA)
     deliver = lens * (cfg.atomic_k // shape.element_bytes) / T
     eff = np.maximum(dur, deliver)
 
@@ -244,5 +295,7 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
         "fixed": fixed,
     }
     macs = positions * shape.batches * shape.kernels * shape.channels * rs
+    if shape.wino_rows:                 # the direct 3 x 3 layer's on the extended input
+        macs = positions * shape.kernels * shape.channels // 16 * 9
     return {"cycles": cycles, "bounds": bounds, "mac_ops": ops, "macs": macs,
             "bytes": data_atoms * atom + wt_atoms * atom + out_bytes}

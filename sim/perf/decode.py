@@ -22,6 +22,7 @@ import functools
 import os
 from dataclasses import dataclass
 
+from arch.config import rtl_winograd
 from sim.core import GoldenCore, Launch
 from sim.trace import IntrNotify, RegWrite, TraceError, parse_trace
 
@@ -73,8 +74,8 @@ def _decode_layer(core, unit_name, blocks, index):
             from sim.conv.program import decode
             conv = decode(core.cfg, *(core.view(b) for b in
                                       ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")))
-            if conv.winograd is not None:
-                raise NotImplementedError("the performance model has no Winograd timing "
+            if conv.winograd is not None and not rtl_winograd(core.cfg):
+                raise NotImplementedError("this core runs no Winograd layer on this build "
                                           "(CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD)")
             sdp = _decode_sdp(core, True)
             pdp = _decode_pdp(core, True) if to_pdp else None
