@@ -135,14 +135,14 @@ def _cube(rng, H, W, C, prec):
 
 
 @pytest.mark.parametrize("cfg", [
-    WINO_SMALL, NV_LARGE_WINO_2COL,
+    WINO_SMALL, pytest.param(NV_LARGE_WINO_2COL, marks=pytest.mark.slow),
     pytest.param(load_config("nv_large"), marks=pytest.mark.slow)],
     ids=lambda c: c.name)
 def test_wino_tiles(cfg):
     """int8 (and int16 on builds with it) layers, every PRA_TRUNCATE (3 acts as 2), channel
     groups with cripple atoms (nv_large: an odd number of 32-byte atoms; two-column entries:
     1, 2 and 3 leftover atoms, 3 straddling two rows at odd positions), the data ring
-    wrapping."""
+    wrapping. (nv_large_wino_2col, about 4 minutes on a loaded machine, and nv_large: slow.)"""
     rng = random.Random(31)
     A, DEPTH = cfg.memory_atom, cfg.cbuf_bank_depth
     layers = []
