@@ -208,6 +208,14 @@ def max_stripe(cfg) -> int:
     return max(16, 2 * cfg.atomic_k)
 
 
+def stripe_len(rem, ms: int):
+    """The length of the next stripe (an expression) when ``rem`` output positions of the
+    kernel group are left: ``rem`` up to ``ms``, half of it below ``1.5 ms``, else ``ms``
+    (:func:`hw.conv.csc.stripe_length` is the same rule for testbenches)."""
+    from amaranth.hdl import Mux
+    return Mux(rem <= ms, rem, Mux(rem < ms + ms // 2, rem >> 1, ms))
+
+
 def psum_bits(cfg) -> int:
     """Width of one CMAC partial sum: Atomic-C int8 x int8 products, exact; with int16
     (:func:`conv_int16`) at least the exact sum of Atomic-C / 2 int16 x int16 products (each

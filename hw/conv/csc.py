@@ -126,7 +126,7 @@ from ..regfile import fields_layout
 from .common import cbuf_read_signature, conv_fp16, conv_wide, conv_winograd, dat_layout, \
     fp16_two_pass, \
     wt_copy_layout, wt_count_bits, \
-    max_stripe, wt_layout
+    max_stripe, stripe_len, wt_layout
 from .image import times_small
 from .wino_dat import WinoDat
 
@@ -286,10 +286,6 @@ class Csc(wiring.Component):
             share4 = (rem_atoms * 4 == PE) if PE % 4 == 0 else Const(0)
             m.d.sync += crip.eq(Mux(share2, 1, Mux(share4, 2, 0)))
 
-        def stripe_len(rem):
-            """Length of the next stripe with ``rem`` positions of the group left."""
-            return Mux(rem <= ms, rem, Mux(rem < ms + ms // 2, rem >> 1, ms))
-
         # ---- start: parameters settle for two cycles -------------------------------------
         st1, go = Signal(), Signal()
         m.d.sync += [st1.eq(self.start), go.eq(st1)]
@@ -320,7 +316,7 @@ class Csc(wiring.Component):
         d_ry, d_sxo = Signal(10), Signal(10)    # r*dy, s*dx
 
         d_len = Signal(range(ms + 1))
-        m.d.comb += d_len.eq(stripe_len(d_rem))
+        m.d.comb += d_len.eq(stripe_len(d_rem, ms))
         if bat:
             d_b = Signal(5)                     # batch
             d_bE = Signal(range(NE + 1))        # b x entries per slice
@@ -724,7 +720,7 @@ class Csc(wiring.Component):
         m.d.comb += [kg.eq(Mux(w_kleft < KG, w_kleft, KG)),
                      cj.eq(Mux(post, times_small(WCb, rows_w),
                                Mux(w_cleft < G, w_cleft, G))),
-                     w_len.eq(stripe_len(w_rem))]
+                     w_len.eq(stripe_len(w_rem, ms))]
         # May the next block start? Its weights (bytes w_b .. w_b + kg x cj) must be written.
         # ``ahead``: w_b plus the largest block is written, a short test on registers that
         # decides at once while the weights run ahead of the sequencer (the usual case);

@@ -60,8 +60,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_int16, conv_winograd, dat_layout, max_stripe
-from .pra import pra_elem_bits
+from .common import cbuf_read_signature, conv_int16, conv_winograd, dat_layout, max_stripe, \
+    stripe_len
 from .wino_tiles import WinoTiles
 
 __all__ = ["WinoDat", "lane_coefficients"]
@@ -105,7 +105,6 @@ class WinoDat(wiring.Component):
         AC, AK, BW, ATOM = cfg.atomic_c, cfg.atomic_k, cfg.cbuf_bank_width, cfg.memory_atom
         ms = max_stripe(cfg)
         i16b = conv_int16(cfg)
-        ew = pra_elem_bits(cfg)
         R = self.regs
 
         # ---- layer parameters (registers stable; registered where a product is involved) --
@@ -153,7 +152,6 @@ class WinoDat(wiring.Component):
         role_of = Array(Signal(2, name=f"role_of{i}") for i in range(ms))
 
         # writer: the PRA's tile, one row a cycle into slot ``written``
-        lanes_pra = tiles.o.payload.data
         hold = Signal.like(tiles.o.payload)
         wr_busy = Signal()
         wr_row = Signal(4)
@@ -192,7 +190,7 @@ class WinoDat(wiring.Component):
         alloc = Signal(range(ms + 1))
         h = Signal()
         slen = Signal(range(ms + 1))
-        m.d.comb += slen.eq(Mux(rem <= ms, rem, Mux(rem < ms + ms // 2, rem >> 1, ms)))
+        m.d.comb += slen.eq(stripe_len(rem, ms))
 
         def step(y, x):
             with m.If(x == OW_m1):
