@@ -123,6 +123,10 @@ def add_arguments(p):
     p.add_argument("--netlist", default=None, metavar="FILE",
                    help="with --paths: analyze this flattened ECP5 Yosys JSON netlist (e.g. "
                         "nvdla board --build's) instead of synthesizing")
+    p.add_argument("--resume", action="store_true",
+                   help="synthesize in the target script's labelled steps with an RTLIL "
+                        "checkpoint after each in the work directory; rerun with --resume "
+                        "to continue a stopped run after its last finished step")
     p.add_argument("--analyze", default=None, metavar="DIR",
                    help="re-read a finished run's work directory instead of running Yosys")
 
@@ -208,15 +212,22 @@ def yosys_safe_names(text: str) -> str:
         lambda mo: "\\" + mo[1].replace("[", "<").replace("]", ">") + " ", text)
 
 
-def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) -> dict:
+def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
+               staged=False) -> dict:
     """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
     memories and how they mapped, clocks, seconds). ``netlist``: also write the flattened
-    mapped netlist as ``netlist.json`` (for :mod:`scripts.paths`)."""
+    mapped netlist as ``netlist.json`` (for :mod:`scripts.paths`). ``staged``: run the
+    target's script in its labelled steps, one Yosys process each, keeping a checkpoint after
+    each (:func:`synthesize_staged`)."""
     work.mkdir(parents=True, exist_ok=True)
     # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
     src = work / "design.v"
     if verilog.resolve() != src.resolve():
-        src.write_text(yosys_safe_names(verilog.read_text()))
+        text = yosys_safe_names(verilog.read_text())
+        if not (src.exists() and src.read_text() == text):
+            src.write_text(text)
+    if staged:
+        return synthesize_staged(top, target, work, netlist)
     script = "\n".join([
         "read_verilog -sv design.v",
         f"hierarchy -top {top}",
@@ -244,6 +255,79 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False) 
     stat = json.loads(_strip_to_json((work / "stat.json").read_text()))
     mem_stat = json.loads(_strip_to_json((work / "memories.json").read_text()))
     return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
+
+
+def stage_labels(target: str) -> list[str]:
+    """The labels of the target's synthesis script (``yosys -h synth_ecp5``: ``begin``,
+    ``coarse``, ..., ``check``), in order, without the output-writing ones after ``check``."""
+    cmd = TARGETS[target].split()[0]
+    proc = subprocess.run(yosys_command() + ["-h", cmd], capture_output=True, text=True)
+    wrapped = re.search(r"help message for (\w+)", proc.stdout)   # Yosys >= 0.4x: synth_ecp5
+    if wrapped:                                                     # wraps synth_lattice
+        proc = subprocess.run(yosys_command() + ["-h", wrapped[1]], capture_output=True,
+                              text=True)
+    labels = re.findall(r"^    (\w+):", proc.stdout, re.M)
+    if "begin" not in labels or "check" not in labels:
+        raise RuntimeError(f"cannot read the labels of {cmd} from `yosys -h {cmd}`")
+    return labels[labels.index("begin"):labels.index("check") + 1]
+
+
+def synthesize_staged(top: str, target: str, work: Path, netlist=False) -> dict:
+    """``design.v`` in ``work`` synthesized one script label at a time (``synth_ecp5 -run
+    begin:coarse``, then ``-run coarse:map_ram``, ...), each step a Yosys process that reads
+    the previous step's RTLIL checkpoint (``ckpt-<label>.il``) and writes its own, recorded in
+    ``stages.json`` with the Verilog's digest. A rerun on the same ``work`` and the same
+    Verilog starts after the last finished step: a synthesis longer than one sitting (nv_large
+    on ECP5 takes hours here) survives being stopped. The first step also counts the
+    memories and multipliers as the front end infers them (as :func:`synthesize`); the logs
+    of all steps, in order, make ``yosys.log``. Seconds = the steps' sum, earlier sittings
+    included."""
+    import hashlib
+    digest = hashlib.sha256((work / "design.v").read_bytes()).hexdigest()
+    cmd = (TARGETS[target].replace(" -noflatten", "") if netlist else TARGETS[target]).format(
+        top=top)
+    labels = stage_labels(target)
+    book = work / "stages.json"
+    done = json.loads(book.read_text()) if book.exists() else {}
+    if done.get("digest") != digest or done.get("command") != cmd:
+        done = {"digest": digest, "command": cmd, "steps": []}
+    steps = list(zip(labels, labels[1:] + [""]))
+    for i, (a, b) in enumerate(steps):
+        if any(s["from"] == a for s in done["steps"]):
+            continue
+        # a checkpoint keeps the cell library's modules without their parameters: drop
+        # them and let the script's first step read the library again
+        lines = (["read_verilog -sv design.v", "design -save front",
+                  f"hierarchy -top {top}", "proc", "opt_clean", "memory_collect",
+                  "tee -q -o memories.json stat -json", "design -load front"] if i == 0 else
+                 [f"read_rtlil ckpt-{a}.il", "delete =A:blackbox =A:whitebox",
+                  f"{cmd} -run begin:{labels[1]}"])
+        lines.append(f"{cmd} -run {a}:{b}")
+        if b:
+            lines.append(f"write_rtlil ckpt-{b}.il")
+        else:
+            lines.append("tee -q -o stat.json stat -json" +
+                         ("" if target == "generic" else f" -top {top}"))
+            lines += ["write_json netlist.json"] if netlist else []
+        (work / f"step-{a}.ys").write_text("\n".join(lines) + "\n")
+        print(f"nvdla synth: step {i + 1}/{len(steps)} ({a}) ...", file=sys.stderr)
+        t0 = time.perf_counter()
+        proc = subprocess.run(yosys_command() + ["-q", "-l", f"step-{a}.log", "-s",
+                                                 f"step-{a}.ys"],
+                              capture_output=True, text=True, cwd=work)
+        if proc.returncode != 0:
+            logf = work / f"step-{a}.log"
+            raise RuntimeError(f"yosys failed ({proc.returncode}) in {work}, step {a}: " +
+                               failure_reason(logf.read_text() if logf.exists() else "",
+                                              proc.stderr))
+        done["steps"].append({"from": a, "seconds": round(time.perf_counter() - t0, 1)})
+        book.write_text(json.dumps(done, indent=1))
+        if i > 0:                                  # the previous checkpoint is not needed
+            (work / f"ckpt-{a}.il").unlink(missing_ok=True)
+    (work / "yosys.log").write_text("".join(
+        (work / f"step-{a}.log").read_text() for a, _ in steps))
+    result = analyze(work, top, target, seconds=sum(s["seconds"] for s in done["steps"]))
+    return result
 
 
 def failure_reason(log: str, stderr: str) -> str:
@@ -366,7 +450,8 @@ def run(args):
     if args.analyze:
         result = analyze(Path(args.analyze), top, args.target)
     else:
-        result = synthesize(verilog, top, args.target, work, netlist=bool(args.paths))
+        result = synthesize(verilog, top, args.target, work, netlist=bool(args.paths),
+                            staged=args.resume)
     result["config"] = name
     if args.paths:
         from scripts.paths import critical_paths

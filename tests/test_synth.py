@@ -71,7 +71,7 @@ def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
     from scripts.cli import main
     seen = {}
 
-    def fake(verilog, top, target, work, netlist=False):
+    def fake(verilog, top, target, work, netlist=False, staged=False):
         seen.update(top=top, target=target, text=verilog.read_text())
         return {"seconds": 0, "total": {"lut": 1}, "units": {}, "memories": [],
                 "memory_problems": [], "multipliers_inferred": {}, "clocks": {},
@@ -174,3 +174,51 @@ def test_stat_json_of_older_yosys():
     assert stat["modules"]["\\top"]["num_cells_by_type"] == {"$_DFF_P_": 16, "mid": 1}
     assert stat["design"]["num_cells"] == 740
     assert stat["design"]["num_cells_by_type"]["$_ANDNOT_"] == 194
+
+
+def test_synth_staged_resumes_after_the_last_finished_step(tmp_path, capsys, monkeypatch):
+    """``--resume``: the script's labelled steps one Yosys process each, an RTLIL checkpoint
+    after each; the result is the one-process run's, and a rerun after a run stopped in a
+    step redoes that step and the ones after it only."""
+    import stat as st
+
+    from scripts.cli import main
+    from scripts.synth import stage_labels, yosys_command
+    _design(tmp_path / "t.v")
+    whole, staged = tmp_path / "whole", tmp_path / "staged"
+    args = ["synth", "--verilog", str(tmp_path / "t.v"), "--top", "t", "--target", "ecp5"]
+    assert main(args + ["--out", str(whole)]) == 0
+    labels = stage_labels("ecp5")
+    assert labels[0] == "begin" and labels[-1] == "check" and "map_ram" in labels
+    stop_at = labels[-3]
+    # a Yosys that dies in that step while the marker file exists
+    marker = tmp_path / "stop"
+    marker.touch()
+    wrapper = tmp_path / "yosys.sh"
+    wrapper.write_text("#!/bin/sh\n"
+                       f'case "$*" in *step-{stop_at}.ys*) [ -e {marker} ] && exit 9;; esac\n'
+                       f'exec {" ".join(yosys_command())} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | st.S_IEXEC)
+    monkeypatch.setenv("YOSYS", str(wrapper))
+    with pytest.raises(RuntimeError, match=f"step {stop_at}"):
+        main(args + ["--out", str(staged), "--resume"])
+    assert capsys.readouterr().err.count("nvdla synth: step ") == len(labels) - 2
+    assert (staged / f"ckpt-{stop_at}.il").exists() and not (staged / "stat.json").exists()
+    marker.unlink()
+    assert main(args + ["--out", str(staged), "--resume"]) == 0
+    again = capsys.readouterr().err
+    assert again.count("nvdla synth: step ") == 3 and f"({stop_at})" in again
+    r_whole = json.loads((whole / "result.json").read_text())
+    r_staged = json.loads((staged / "result.json").read_text())
+    for key in ("memories", "memories_inferred", "multipliers_inferred", "clocks"):
+        assert r_staged[key] == r_whole[key], key
+    assert r_staged["units"].keys() == r_whole["units"].keys()
+    # the same mapping; ABC's choices after the RTLIL round trip may differ by a few LUTs
+    for cat in ("ff", "bram", "dsp"):
+        assert r_staged["total"][cat] == r_whole["total"][cat], cat
+    assert abs(r_staged["total"]["lut"] - r_whole["total"]["lut"]) <= 0.1 * r_whole["total"]["lut"]
+    assert not list(staged.glob("ckpt-*.il"))          # no checkpoint left after the last step
+    # a different design starts over
+    (tmp_path / "t.v").write_text((tmp_path / "t.v").read_text().replace("36", "35"))
+    assert main(args + ["--out", str(staged), "--resume"]) == 0
+    assert capsys.readouterr().err.count("nvdla synth: step ") == len(labels)
