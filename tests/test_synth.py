@@ -222,3 +222,13 @@ def test_synth_staged_resumes_after_the_last_finished_step(tmp_path, capsys, mon
     (tmp_path / "t.v").write_text((tmp_path / "t.v").read_text().replace("36", "35"))
     assert main(args + ["--out", str(staged), "--resume"]) == 0
     assert capsys.readouterr().err.count("nvdla synth: step ") == len(labels)
+
+
+def test_synth_xilinx_7_series(tmp_path):
+    """``--target xc7``: 7-series cells (DSP48E1, a block RAM) counted as on UltraScale+."""
+    from scripts.synth import synthesize
+    _design(tmp_path / "t.v")
+    r = synthesize(tmp_path / "t.v", "t", "xc7", tmp_path / "work")
+    assert r["total"]["dsp"] == 1 and r["total"]["bram"] in (0.5, 1)
+    assert r["cells"].get("DSP48E1") == 1 and not r["memory_problems"]
+    assert r["units"]["mul"]["dsp"] == 1
