@@ -10,7 +10,8 @@ flag) and :func:`sim.formats.common.round_shift_right` (ties away from zero).
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value, signed
 
-__all__ = ["comb", "clip", "saturate", "round_shift_right", "seq_remainder"]
+__all__ = ["comb", "clip", "saturate", "round_shift_right", "round_shift_right_split",
+           "seq_remainder"]
 
 
 def comb(m, value, name):
@@ -55,26 +56,52 @@ def round_shift_right(m, x, shift, out_bits, in_bits, name, *, structure=None):
     if structure is None:
         structure = "sum" if 2 * out_bits <= len(Value.cast(x)) else "floor"
     x = Value.cast(x).as_signed()
-    width = len(x)
-    cap = width + 1                       # every shift >= width + 1 rounds to 0
-    if isinstance(shift, int):
-        s_c = min(shift, cap)
-        beyond = Const(int(shift >= in_bits), 1)
-    else:
-        shift = Value.cast(shift)
-        smax = (1 << len(shift)) - 1
-        s_c = comb(m, Mux(shift > cap, cap, shift), f"{name}_sc") if smax > cap else shift
-        beyond = (shift >= in_bits) if smax >= in_bits else Const(0, 1)
+    s_c, beyond = _rsr_shift(m, shift, len(x), in_bits, name)
     if structure == "sum":
-        value, sat = _rsr_sum(m, x, s_c, out_bits, name)
+        total, sat = _rsr_sum_add(m, x, s_c, out_bits, name)
+        value = _rsr_sum_shift(m, total, s_c, out_bits, name)
     else:
         value, sat = _rsr_floor(m, x, s_c, out_bits, name)
+    return _rsr_out(m, value, sat, beyond, out_bits, name)
+
+
+def round_shift_right_split(m, x, shift, out_bits, in_bits, name):
+    """:func:`round_shift_right` (the ``"sum"`` structure) cut in two for a pipeline, the
+    wide add in one step and the shift and range check in the next: returns ``(early,
+    finish)``; ``early`` is a dict of Values (``"sum"``, ``"sat"``) to register, and
+    ``finish(regs)`` builds the second half from the registered dict and returns ``(value,
+    saturated)`` as :func:`round_shift_right` does. ``shift`` must hold over both steps (a
+    layer's register field)."""
+    x = Value.cast(x).as_signed()
+    s_c, beyond = _rsr_shift(m, shift, len(x), in_bits, name)
+    total, sat = _rsr_sum_add(m, x, s_c, out_bits, name)
+
+    def finish(regs):
+        value = _rsr_sum_shift(m, regs["sum"], s_c, out_bits, name)
+        return _rsr_out(m, value, regs["sat"], beyond, out_bits, name)
+
+    return {"sum": total, "sat": sat}, finish
+
+
+def _rsr_shift(m, shift, width, in_bits, name):
+    """(the shift capped at ``width + 1``, where everything rounds to 0; shift >= in_bits)"""
+    cap = width + 1
+    if isinstance(shift, int):
+        return min(shift, cap), Const(int(shift >= in_bits), 1)
+    shift = Value.cast(shift)
+    smax = (1 << len(shift)) - 1
+    s_c = comb(m, Mux(shift > cap, cap, shift), f"{name}_sc") if smax > cap else shift
+    return s_c, (shift >= in_bits) if smax >= in_bits else Const(0, 1)
+
+
+def _rsr_out(m, value, sat, beyond, out_bits, name):
     v = Signal(signed(out_bits), name=f"{name}_v")
     m.d.comb += v.eq(Mux(beyond, 0, value))
     return v, comb(m, ~beyond & sat, f"{name}_s")
 
 
-def _rsr_sum(m, x, s_c, out_bits, name):
+def _rsr_sum_add(m, x, s_c, out_bits, name):
+    """(``x + 2^(s-1) - [x < 0]``, the saturation flag): the first half of the "sum" form."""
     width = len(x)
     cap = width + 1
     wt = width + 2                        # |x| + 2^(s-1) < 2^(width + 1)
@@ -86,6 +113,19 @@ def _rsr_sum(m, x, s_c, out_bits, name):
         cin = ~(x[-1] & (s_c != 0))
     total = Signal(signed(wt), name=f"{name}_sum")
     m.d.comb += total.eq(x + k + cin)
+    hi = (1 << (out_bits - 1)) - 1
+    # floor > hi + 1 or floor < lo - 1  <=>  (x ^ sign) >> s >= hi + 2
+    # (unnamed: where the flag is not used, nothing of it is left in the Verilog)
+    mag = x.as_unsigned() ^ x[-1].replicate(width)
+    limit = Const((hi + 2) << s_c) if isinstance(s_c, int) else Const(hi + 2, out_bits) << s_c
+    return total, mag >= limit
+
+
+def _rsr_sum_shift(m, total, s_c, out_bits, name):
+    """The rounded value from the sum: shifted, its range checked on the bits from
+    ``s + out_bits - 1`` up against a thermometer mask of the shift."""
+    total = Value.cast(total).as_signed()
+    wt = len(total)
     rounded = comb(m, total >> s_c, f"{name}_t")                      # the rounded value
     # in range <=> the bits from s + out_bits - 1 up all equal the sign
     t_mask = comb(m, (Const((1 << wt) - 1, wt) << (s_c + (out_bits - 1)))[:wt], f"{name}_tm")
@@ -95,11 +135,7 @@ def _rsr_sum(m, x, s_c, out_bits, name):
     value = Mux(ovf, Mux(tsign, lo, hi), rounded[:out_bits].as_signed())
     if out_bits >= wt:                     # the slice above dropped the sign extension
         value = rounded
-    # floor > hi + 1 or floor < lo - 1  <=>  (x ^ sign) >> s >= hi + 2
-    # (unnamed: where the flag is not used, nothing of it is left in the Verilog)
-    mag = x.as_unsigned() ^ x[-1].replicate(width)
-    limit = Const((hi + 2) << s_c) if isinstance(s_c, int) else Const(hi + 2, out_bits) << s_c
-    return value, mag >= limit
+    return value
 
 
 def _rsr_floor(m, x, s_c, out_bits, name):

@@ -10,8 +10,17 @@ import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 
-from hw.arith import round_shift_right
+from hw.arith import round_shift_right, round_shift_right_split
 from sim.sdp.sdp import round_shift_right as golden
+
+
+def _rsr(m, x, sh, out_bits, in_bits, structure):
+    """The helper under test; "split": the two halves of round_shift_right_split joined
+    without the register between them."""
+    if structure == "split":
+        early, finish = round_shift_right_split(m, x, sh, out_bits, in_bits, "r")
+        return finish(early)
+    return round_shift_right(m, x, sh, out_bits, in_bits, "r", structure=structure)
 
 
 @pytest.mark.parametrize("width,shift_bits,out_bits,in_bits,const_shift", [
@@ -22,18 +31,17 @@ from sim.sdp.sdp import round_shift_right as golden
     (8, 0, 4, 64, 3),          # a constant shift
     (8, 0, 5, 64, 0),
 ])
-@pytest.mark.parametrize("structure", ["sum", "floor"])
+@pytest.mark.parametrize("structure", ["sum", "floor", "split"])
 def test_round_shift_right_matches_golden(width, shift_bits, out_bits, in_bits, const_shift,
                                           structure):
     m = Module()
     x = Signal(signed(width))
     if const_shift is None:
         sh = Signal(shift_bits)
-        v, s = round_shift_right(m, x, sh, out_bits, in_bits, "r", structure=structure)
+        v, s = _rsr(m, x, sh, out_bits, in_bits, structure)
         shifts = range(1 << shift_bits)
     else:
-        v, s = round_shift_right(m, x, const_shift, out_bits, in_bits, "r",
-                                 structure=structure)
+        v, s = _rsr(m, x, const_shift, out_bits, in_bits, structure)
         shifts = [const_shift]
     xs = range(-(1 << (width - 1)), 1 << (width - 1))
     cases = list(itertools.product(xs, shifts))
@@ -75,7 +83,7 @@ SAT17_EDGES = [
 ]
 
 
-@pytest.mark.parametrize("structure", ["sum", "floor"])
+@pytest.mark.parametrize("structure", ["sum", "floor", "split"])
 def test_saturation_flag_is_nvdlas(structure):
     """The flag at the 17-bit limits, golden model and both structures, against
     :data:`SAT17_EDGES` (a floor of 65536 / -65537 or a rounding up onto 65536 saturates the
@@ -88,7 +96,7 @@ def test_saturation_flag_is_nvdlas(structure):
     m = Module()
     x = Signal(signed(49))
     sh = Signal(6)
-    v, s = round_shift_right(m, x, sh, 17, 49, "r", structure=structure)
+    v, s = _rsr(m, x, sh, 17, 49, structure)
     got = []
 
     async def tb(ctx):

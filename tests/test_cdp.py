@@ -501,8 +501,9 @@ def test_full_rate():
     case = (p, le, lo, 16, _cube(rng, 8, 2, 8))
     _check(cfg, [case], gaps=0, stalls=0)
     (_, _, cycles), = run_cases(cfg, [case], gaps=0, stalls=0)
-    # 128 channels in 128 cycles, plus the window delay (4) and the pipeline (12 steps)
-    assert cycles <= 8 * 16 + 4 + 12 + 1, cycles
+    # 128 channels in 128 cycles, plus the window delay (4) and the pipeline's steps
+    assert CdpDatapath(cfg).latency == 14
+    assert cycles <= 8 * 16 + 4 + 14 + 1, cycles
 
 
 def test_reference_paths():

@@ -8,7 +8,7 @@ before the next pixel. Each transfer carries the pixel's ``parity`` (toggles per
 ``real`` (0 for the flush transfers that push the last pixel's final channels out). The
 pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
 
-    sub/mul -> round+sat -> square -> [window] sum -> LUT (5) -> mul -> ocvt (3) -> o
+    sub/mul -> round+sat -> square -> [window] sum -> LUT (6) -> mul -> ocvt (4) -> o
 
 * Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
   (int16: ``sat17`` of ``x - DATIN_OFFSET[15:0]``, a 33-bit product); pad lanes become 0
@@ -115,7 +115,7 @@ class CdpDatapath(wiring.Component):
         self.fp16 = "fp16" in cfg.data_types
         lane_bits = 16 if self.int16 or self.fp16 else 8
         block = register_map(cfg)["CDP"]
-        self.latency = 12
+        self.latency = 14 + 2 * self.fp16       # fp16: two more steps for the square sum
         super().__init__({
             "regs": In(fields_layout(block.d_registers, ("rw",))),
             "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
@@ -285,18 +285,25 @@ class CdpDatapath(wiring.Component):
                 new[f"h{lane}"] = fp17_to_fp16(m, st[f"o17{lane}"])
                 new[f"o17{lane}"] = None
         st = pipe.step(new)
+        # the rounding shift and the floor, then the saturation test a step later
         new = dict(st)
-        sats = []
         for lane in range(T):
             y = st[f"y{lane}"]
             v, _ = round_shift_right(m, y, oshift, 16 if wide else 8, obits, f"ocvt{lane}",
                                      structure="floor")
             if wide:
                 v = comb(m, Mux(i16, v, saturate(v, 8)), f"ocvt_sat{lane}")
-            fl = comb(m, y >> oshift, f"ocvt_floor{lane}")
+            new[f"v{lane}"] = v
+            new[f"fl{lane}"] = y >> oshift
+            new[f"y{lane}"] = None
+        st = pipe.step(new)
+        new = dict(st)
+        sats = []
+        for lane in range(T):
+            v, fl = st[f"v{lane}"], st[f"fl{lane}"]
             sats.append((fl > v + 1) | (fl < v - 1))
             new[f"out{lane}"] = v
-            new[f"y{lane}"] = None
+            new[f"v{lane}"] = new[f"fl{lane}"] = None
             if self.fp16:
                 new[f"out{lane}"] = Mux(fp, st[f"h{lane}"].as_signed(), v)
                 new[f"h{lane}"] = None
@@ -304,7 +311,7 @@ class CdpDatapath(wiring.Component):
         if self.fp16:                                  # nothing saturates in fp16
             new["sat"] = Mux(fp, 0, new["sat"])
         st = pipe.step(new)
-        self.latency = pipe.steps
+        assert pipe.steps == self.latency
 
         o = self.o.payload
         m.d.comb += [out_valid.eq(st["valid"]), self.o.valid.eq(out_valid),
@@ -371,8 +378,9 @@ class CdpDatapath(wiring.Component):
         return idx, Mux(under, 0, frac), under, over
 
     def _lut(self, m, pipe, st, ports, fp=False):
-        """Five steps: differences; indices / fractions / flags; table choice + RAM address;
-        products; rounding + select (int16). fp16 builds compute the fp16 mode beside (fp32
+        """Six steps: differences; indices / fractions / flags; table choice + RAM address;
+        products; rounding shifts (fp16: the fp17 product); add + saturation (fp16: the fp17
+        add). fp16 builds compute the fp16 mode beside (fp32
         differences; indices; reference and slope scale; fp32 -> fp17 difference and widened
         operands; fp17 interpolation), ``fp`` choosing the flags that address the tables."""
         T, s = self.lanes, self.s
@@ -542,6 +550,8 @@ class CdpDatapath(wiring.Component):
                 new[f"{k}{lane}"] = None
         st = pipe.step(new)
 
+        # the rounding shifts, then the add and the saturation a step later (in one step they
+        # were the CDP's deepest path in the whole-core ECP5 netlist, 20 ns unplaced)
         new = dict(st)
         for lane in range(T):
             ip, _ = round_shift_right(m, st[f"ip{lane}"], FRAC, 20, 34, f"cdp_ip{lane}")
@@ -549,15 +559,22 @@ class CdpDatapath(wiring.Component):
             right, _ = round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 66, f"cdp_sr{lane}")
             left = saturate(sp << (-sh).as_unsigned()[:5], 32)
             slope = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
-            value = Mux(st[f"flow{lane}"], st[f"y0{lane}"] + slope, st[f"y0{lane}"] + ip)
-            new[f"lut{lane}"] = saturate(value, 16)
-            for k in ("ip", "sp", "sh", "y0", "flow"):
+            new[f"dy{lane}"] = Mux(st[f"flow{lane}"], slope, ip)
+            for k in ("ip", "sp", "sh", "flow"):
                 new[f"{k}{lane}"] = None
             if self.fp16:
-                y = fp17_add(m, fp17_mul(m, st[f"dy17{lane}"], st[f"sc17{lane}"]),
-                             st[f"y17{lane}"])
+                new[f"fprod{lane}"] = fp17_mul(m, st[f"dy17{lane}"], st[f"sc17{lane}"])
+                new[f"dy17{lane}"] = new[f"sc17{lane}"] = None
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            new[f"lut{lane}"] = saturate(st[f"y0{lane}"] + st[f"dy{lane}"], 16)
+            new[f"y0{lane}"] = new[f"dy{lane}"] = None
+            if self.fp16:
+                y = fp17_add(m, st[f"fprod{lane}"], st[f"y17{lane}"])
                 new[f"lut17{lane}"] = Mux(st[f"snan{lane}"], st[f"nan17{lane}"], y)
-                for k in ("dy17", "sc17", "y17", "snan", "nan17"):
+                for k in ("fprod", "y17", "snan", "nan17"):
                     new[f"{k}{lane}"] = None
         for k in ("uflow", "oflow", "hybrid", "le_hit", "lo_hit"):
             new[f"lut_{k}"] = _popcount([st[f"k_{k}{lane}"] for lane in range(T)])

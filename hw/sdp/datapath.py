@@ -4,12 +4,14 @@ layers through BS / BN / EW and the LUT.
 
 One transfer of ``lanes`` elements per cycle flows through a fixed pipeline::
 
-    i -> [BS: 3] -> [BN: 3] -> [EW: 3] -> [LUT: 6] -> [CVT: 4] -> o
+    i -> [in: 1] -> [BS: 3] -> [BN: 3] -> [EW: 3] -> [LUT: 6] -> [CVT: 5] -> o
 
 Each bracket is one stage group and its number of registered steps; groups the build lacks
 (``cfg.sdp_bs`` / ``sdp_bn`` / ``sdp_ew`` / ``sdp_lut``) are not built at all. Latency from an
-accepted input transfer to its output transfer: nv_small (BS, BN) 10 cycles, a build with EW but
-no LUT 13, nv_full / nv_large 19. When a layer bypasses a stage its steps still take their
+accepted input transfer to its output transfer: nv_small (BS, BN) 12 cycles, a build with EW but
+no LUT 15, nv_large 21 (nv_full too: its input step also widens fp16). The input step
+shifts the BS / BN ALU operands (``ALU_SHIFT_VALUE``), so no ALU step has a shifter in front
+of its add. When a layer bypasses a stage its steps still take their
 cycles (the value passes through). Every step is one level of heavy arithmetic at most: a
 33x16 / 32x32 / 35x17 multiplier, a barrel shifter with rounding, a 32-bit add/compare.
 
@@ -60,8 +62,8 @@ only while no layer uses it.
 
 fp16 layers (builds whose ``data_types`` include fp16; ``PROC_PRECISION = FP16``): the golden
 model's ``x_stage_fp16`` / ``fp32_to_fp16`` on fp32 codes with NVDLA's float units
-(:mod:`hw.nvfloat`). Such builds have one more step in front (latency + 1): the input's low
-16 bits widened to fp32 and the BS / BN operands (register or memory) widened likewise, NaNs
+(:mod:`hw.nvfloat`). On such builds the input step also widens the input's low
+16 bits to fp32 and the BS / BN operands (register or memory) likewise, NaNs
 to +0 with ``D_FEATURE_MODE_CFG.NAN_TO_ZERO``. Each X stage then uses its three steps for the
 fp32 ALU (one adder and one max / min unit per lane), the fp32 multiplier (one per lane) and
 PReLU / ReLU (the shift fields take no part); the converter's first step turns fp32 into fp16
@@ -105,7 +107,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
-from hw.arith import clip, comb, round_shift_right, saturate
+from hw.arith import clip, comb, round_shift_right, round_shift_right_split, saturate
 from hw import nvfloat
 from hw.regfile import fields_layout
 
@@ -299,11 +301,10 @@ class SdpDatapath(wiring.Component):
         if self.fp16:
             out["nan_out"] = count
         self.out_layout = data.StructLayout(out)
-        self.latency = (3 * cfg.sdp_bs + 3 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 4)
+        self.latency = (3 * cfg.sdp_bs + 3 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 5)
         if cfg.sdp_ew and not (cfg.sdp_bs or cfg.sdp_bn):
             self.latency += 3                     # the EW operand converters need 3 steps
-        if self.fp16:
-            self.latency += 1                     # fp16 -> fp32 of the input and operands
+        self.latency += 1                         # the input step (see _input_step)
         members = {
             "regs": In(self.regs_layout),
             "i": In(stream.Signature(self.in_layout)),
@@ -337,11 +338,13 @@ class SdpDatapath(wiring.Component):
                 if name in self.in_layout.members:
                     st[f"{name}{lane}"] = p[name][lane]
 
-        # -- fp16 builds: fp16 -> fp32 of the input and the BS / BN operands ---------------
+        # -- the input step: the X stages' ALU operands shifted; fp16 builds: fp16 -> fp32
+        # of the input and the BS / BN operands
+        new = dict(st)
+        self._input_step(m, st, new)
         if self.fp16:
-            new = dict(st)
             self._fp_in_step(m, st, new)
-            st = pipe.step(new)
+        st = pipe.step(new)
 
         # -- X stages and, in their first three steps, the EW operand converters ----------
         x_steps = []
@@ -396,6 +399,24 @@ class SdpDatapath(wiring.Component):
                              comb(m, r.D_FEATURE_MODE_CFG.NAN_TO_ZERO, "fp_ntz"))
         return self._fp_sigs
 
+    def _input_step(self, m, st, new):
+        """First step: each X stage's ALU operand (memory or register) shifted left by
+        ``ALU_SHIFT_VALUE`` with 32-bit saturation, ``{bs,bn}_opsh{lane}``. A shifter and the
+        ALU's 33-bit add / compare in one step were the deepest SDP path of the whole-core
+        ECP5 netlist (with the operand selection in front of them, 21 ns unplaced)."""
+        r, T, cfg = self.regs, self.lanes, self.cfg
+        for prefix, present in (("BS", cfg.sdp_bs), ("BN", cfg.sdp_bn)):
+            if not present:
+                continue
+            low = prefix.lower()
+            alu_cfg = r[f"D_DP_{prefix}_ALU_CFG"]
+            shift6 = alu_cfg[f"{prefix}_ALU_SHIFT_VALUE"][:6]
+            reg = r[f"D_DP_{prefix}_ALU_SRC_VALUE"][f"{prefix}_ALU_OPERAND"].as_signed()
+            for lane in range(T):
+                op = Mux(alu_cfg[f"{prefix}_ALU_SRC"], st[f"{low}_alu{lane}"], reg)
+                new[f"{low}_opsh{lane}"] = _shift_left_saturate32(op, shift6)
+                new[f"{low}_alu{lane}"] = None
+
     def _fp_in_step(self, m, st, new):
         """fp16 builds, first step: in an fp16 layer ``x`` becomes the fp32 code of its low
         16 bits (NaN -> +0 with NAN_TO_ZERO), or in a flying one (the accumulator's fp32
@@ -439,10 +460,7 @@ class SdpDatapath(wiring.Component):
         on = comb(m, ~c[f"{prefix}_BYPASS"], f"{low}_on")
         alu_on = comb(m, on & ~c[f"{prefix}_ALU_BYPASS"], f"{low}_alu_on")
         algo = c[f"{prefix}_ALU_ALGO"]
-        alu_cfg, mul_cfg = r[f"D_DP_{prefix}_ALU_CFG"], r[f"D_DP_{prefix}_MUL_CFG"]
-        alu_shift = alu_cfg[f"{prefix}_ALU_SHIFT_VALUE"][:6]
-        alu_mem = alu_cfg[f"{prefix}_ALU_SRC"]
-        alu_reg = r[f"D_DP_{prefix}_ALU_SRC_VALUE"][f"{prefix}_ALU_OPERAND"].as_signed()
+        mul_cfg = r[f"D_DP_{prefix}_MUL_CFG"]
         mul_on = comb(m, on & ~c[f"{prefix}_MUL_BYPASS"], f"{low}_mul_on")
         prelu = comb(m, mul_on & c[f"{prefix}_MUL_PRELU"], f"{low}_prelu")
         relu = comb(m, on & ~c[f"{prefix}_RELU_BYPASS"], f"{low}_relu")
@@ -457,8 +475,7 @@ class SdpDatapath(wiring.Component):
         def alu(st, new):
             for lane in range(T):
                 x = st[f"x{lane}"]
-                op = Mux(alu_mem, st[f"{low}_alu{lane}"], alu_reg)
-                opsh = comb(m, _shift_left_saturate32(op, alu_shift), f"{low}_opsh{lane}")
+                opsh = st[f"{low}_opsh{lane}"]        # shifted in the input step
                 res = Mux(algo == ALU_MAX, Mux(x > opsh, x, opsh),
                           Mux(algo == ALU_MIN, Mux(x < opsh, x, opsh), x + opsh))
                 if self.fp16:
@@ -472,7 +489,7 @@ class SdpDatapath(wiring.Component):
                 new[f"{low}_a{lane}"] = Mux(alu_on, res, x).as_signed()[:33].as_signed()
                 new[f"{low}_m{lane}"] = Mux(mul_on, Mux(mul_mem, st[f"{low}_mul{lane}"],
                                                         mul_reg), one)
-                new[f"x{lane}"] = new[f"{low}_alu{lane}"] = new[f"{low}_mul{lane}"] = None
+                new[f"x{lane}"] = new[f"{low}_opsh{lane}"] = new[f"{low}_mul{lane}"] = None
 
         def mul(st, new):
             for lane in range(T):
@@ -828,8 +845,8 @@ class SdpDatapath(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     def _cvt_steps(self, m):
-        """Output converter: subtract, multiply, round-shift into 17 bits, saturate to the
-        output precision (+ statistics)."""
+        """Output converter: subtract, multiply, round-shift into 17 bits (the add, then the
+        shift), saturate to the output precision (+ statistics)."""
         r, T, cfg = self.regs, self.lanes, self.cfg
         offset = r.D_CVT_OFFSET.CVT_OFFSET.as_signed()
         scale = r.D_CVT_SCALE.CVT_SCALE.as_signed()
@@ -862,12 +879,23 @@ class SdpDatapath(wiring.Component):
                     # fp16 -> int16 (an fp16 layer with OUT_PRECISION = INT16)
                     new[f"fi{lane}"] = nvfloat.fp16_to_int16(m, st[f"fo{lane}"])
 
+        # the rounding shift in two steps (the add, then the shift and range check): in one
+        # step it was the deepest path of the SDP's converter in the whole-core ECP5 netlist
+        finish = {}
+
+        def add(st, new):
+            for lane in range(T):
+                early, finish[lane] = round_shift_right_split(
+                    m, st[f"cvt_p{lane}"], cvt_shift, 17, 49, f"cvt_rsr{lane}")
+                new[f"cvt_sum{lane}"], new[f"cvt_sat{lane}"] = early["sum"], early["sat"]
+                new[f"cvt_p{lane}"] = None
+
         def shift(st, new):
             for lane in range(T):
-                t, sat = round_shift_right(m, st[f"cvt_p{lane}"], cvt_shift, 17, 49,
-                                            f"cvt_rsr{lane}")
+                t, sat = finish[lane]({"sum": st[f"cvt_sum{lane}"],
+                                       "sat": st[f"cvt_sat{lane}"]})
                 new[f"cvt_t{lane}"], new[f"cvt_s{lane}"] = t, sat
-                new[f"cvt_p{lane}"] = None
+                new[f"cvt_sum{lane}"] = new[f"cvt_sat{lane}"] = None
 
         def final(st, new):
             sats, nonzero, nans = [], [], []
@@ -907,4 +935,4 @@ class SdpDatapath(wiring.Component):
             if self.fp16:
                 new["nan_out"] = _popcount(nans)
 
-        return [sub, mul, shift, final]
+        return [sub, mul, add, shift, final]
