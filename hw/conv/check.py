@@ -149,7 +149,9 @@ from .image import image_rules
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
 
 _NARROW = 15                 #: bits of the narrow factor of every product
-CHECK_CYCLES = _NARROW + 3   #: from ``start`` to ``done`` (the verdict is registered)
+#: from ``start`` to ``done``: the products' cycles (final 3 cycles before ``done``), then
+#: every rule's result registered, then the verdict registered
+CHECK_CYCLES = _NARROW + 3
 _BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
 _WT_ALIGN_BITS = 7           #: WEIGHT_BYTES is a multiple of 128 bytes
@@ -692,16 +694,18 @@ class ConvCheck(wiring.Component):
 
         # -- sequence ----------------------------------------------------------------
         count = Signal(range(CHECK_CYCLES + 1))
-        static_err = Signal()
-        m.d.comb += static_err.eq(Cat(*errs).any())
         with m.If(self.start):
             m.d.sync += count.eq(CHECK_CYCLES)
         with m.Elif(count != 0):
             m.d.sync += count.eq(count - 1)
-        # the verdict is registered the cycle before ``done``: the rules' OR is a deep cone
-        # (the whole-core ECP5 netlist's worst path ran from it through the layer start
-        # into CMAC and the CSC), and the products are final a cycle before that
+        # every rule's result is registered, then their OR (the verdict) the cycle before
+        # ``done``: a rule and the OR of all of them in one cycle were the whole-core ECP5
+        # netlist's deepest path (23 ns unplaced). The field rules settle a cycle after
+        # ``start``, the product rules two cycles before ``done``.
+        err_r = Signal(len(errs))
+        late_r = Signal(len(late))
         ok = Signal()
-        m.d.sync += ok.eq(~static_err & ~Cat(*late).any())
+        m.d.sync += [err_r.eq(Cat(*errs)), late_r.eq(Cat(*late)),
+                     ok.eq(~err_r.any() & ~late_r.any())]
         m.d.comb += [self.done.eq(count == 1), self.ok.eq(ok)]
         return m
