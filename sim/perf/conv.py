@@ -29,7 +29,9 @@ Winograd layers (builds where the RTL runs them, :func:`arch.config.rtl_winograd
 atom per output and 4-channel small cube), and before each channel group (a CBUF bank row
 of channels) of a stripe it reads the stripe's 4 x 4 input tiles, 17 cycles each, and
 writes their PRA output into its tile buffer (:data:`WINO_FILL_EXTRA` cycles more), not
-overlapped with the atoms. The CDMA writes the padded, channel-extended lines.
+overlapped with the atoms. The CDMA writes the padded, channel-extended lines; only the
+unpadded input is read from memory (``fetch_fraction``), the padding takes write-port
+cycles only.
 
 The atomic-operation count (the MAC bound) is ``Wo x Ho x R x S x ceil(C / Atomic-C) x
 ceil(K / Atomic-K)`` (per batch): one atom of Atomic-C channels against Atomic-K kernels per
@@ -91,6 +93,9 @@ class ConvShape:
     #: Winograd: the CBUF channel groups (bank rows) of an extended position, whose tiles
     #: each stripe reads once (0: a direct layer)
     wino_rows: int = 0
+    #: the part of the CBUF data the CDMA reads from memory (Winograd: the unpadded input;
+    #: the padding of the extended lines is written without a read); 1 for direct layers
+    fetch_fraction: float = 1.0
 
     @classmethod
     def from_program(cls, p, cfg, reuse=None) -> "ConvShape":
@@ -111,7 +116,8 @@ class ConvShape:
                        weights_fetched=not p.weight_reuse, weight_banks=p.weight_bank,
                        kept_lines=kept if fetched else 0,
                        fetched_lines=fetched if kept and fetched else None,
-                       wino_rows=ceil_div(p.in_channels * eb, cfg.cbuf_bank_width))
+                       wino_rows=ceil_div(p.in_channels * eb, cfg.cbuf_bank_width),
+                       fetch_fraction=(p.width * p.height) / (p.in_width * p.in_height))
         if p.image is not None:
             line = ceil_div(p.width * p.in_channels // max(p.kw, 1) * eb, cfg.memory_atom) \
                 * cfg.memory_atom
@@ -235,6 +241,10 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     fetched = shape.height if shape.fetched_lines is None else shape.fetched_lines
     data_atoms = line_atoms * fetched * shape.batches
     wt_atoms = ceil_div(shape.weight_bytes, atom) if shape.weights_fetched else 0
+    # the data atoms read from memory (Winograd's padding is written, not read): those share
+    # the read bandwidth with the weights; every data atom takes a cycle of the write port
+    ff = shape.fetch_fraction
+    read_atoms = data_atoms * ff
     # a stripe's positions, its last output row and so its last input line
     lens = stripes(cfg, positions)
     ends = np.cumsum(lens)
@@ -253,7 +263,7 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     # weights: group g's bytes end at its share of the stream; the ring bounds the lead
     group_end = np.minimum(np.arange(1, groups + 1) * ak * cg * rs * cfg.atomic_c,
                            shape.weight_bytes)
-    w_free = _arrival(-(-group_end // atom), wt_atoms, data_atoms, rate) \
+    w_free = _arrival(-(-group_end // atom), wt_atoms, read_atoms, rate) \
         if wt_atoms else np.zeros(groups)
     bank_bytes = cfg.cbuf_bank_width * cfg.cbuf_bank_depth
     ring = (shape.weight_banks or max(cfg.cbuf_banks - ceil_div(
@@ -264,9 +274,10 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     for b in range(shape.batches):
         # (lines kept from the previous layer are there from the start; the fetched ones
         # follow them in the CSC's order)
-        d_ready = np.where(need < kept, 0.0, _arrival(
-            (np.maximum(need - kept, 0) * shape.batches + b + 1) * line_atoms, data_atoms,
-            wt_atoms, rate)) if line_atoms else np.zeros(len(lens))
+        n_data = (np.maximum(need - kept, 0) * shape.batches + b + 1) * line_atoms
+        d_ready = np.where(need < kept, 0.0, np.maximum(
+            _arrival(n_data * ff, read_atoms, wt_atoms, rate), n_data)) \
+            if line_atoms else np.zeros(len(lens))
         for g in range(groups):
             w_ready = w_free[g]
             if b == 0 and wt_atoms and group_end[g] > ring:
@@ -289,7 +300,7 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     ops = mac_ops(cfg, shape)
     bounds = {
         "mac": float(groups * shape.batches * dur.sum()),
-        "fetch": (data_atoms + wt_atoms) / rate,
+        "fetch": (read_atoms + wt_atoms) / rate,
         "sdp": float(groups * shape.batches * deliver.sum()),
         "write": write,
         "fixed": fixed,
@@ -298,4 +309,4 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     if shape.wino_rows:                 # the direct 3 x 3 layer's on the extended input
         macs = positions * shape.kernels * shape.channels // 16 * 9
     return {"cycles": cycles, "bounds": bounds, "mac_ops": ops, "macs": macs,
-            "bytes": data_atoms * atom + wt_atoms * atom + out_bytes}
+            "bytes": int(read_atoms) * atom + wt_atoms * atom + out_bytes}
