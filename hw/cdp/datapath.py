@@ -8,7 +8,7 @@ before the next pixel. Each transfer carries the pixel's ``parity`` (toggles per
 ``real`` (0 for the flush transfers that push the last pixel's final channels out). The
 pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
 
-    sub/mul -> round+sat -> square -> [window] sum -> LUT (6) -> mul -> ocvt (4) -> o
+    sub/mul -> round+sat -> square -> [window] sum -> LUT (7) -> mul -> ocvt (4) -> o
 
 * Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
   (int16: ``sat17`` of ``x - DATIN_OFFSET[15:0]``, a 33-bit product); pad lanes become 0
@@ -115,7 +115,7 @@ class CdpDatapath(wiring.Component):
         self.fp16 = "fp16" in cfg.data_types
         lane_bits = 16 if self.int16 or self.fp16 else 8
         block = register_map(cfg)["CDP"]
-        self.latency = 14 + 2 * self.fp16       # fp16: two more steps for the square sum
+        self.latency = 15 + 2 * self.fp16       # fp16: two more steps for the square sum
         super().__init__({
             "regs": In(fields_layout(block.d_registers, ("rw",))),
             "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
@@ -378,7 +378,8 @@ class CdpDatapath(wiring.Component):
         return idx, Mux(under, 0, frac), under, over
 
     def _lut(self, m, pipe, st, ports, fp=False):
-        """Six steps: differences; indices / fractions / flags; table choice + RAM address;
+        """Seven steps: differences; the LE exponent index's leading one; indices / fractions /
+        flags; table choice + RAM address;
         products; rounding shifts (fp16: the fp17 product); add + saturation (fp16: the fp17
         add). fp16 builds compute the fp16 mode beside (fp32
         differences; indices; reference and slope scale; fp32 -> fp17 difference and widened
@@ -446,11 +447,19 @@ class CdpDatapath(wiring.Component):
                 new[f"lo_d{lane}"] = fp32_sub(m, st[f"s32{lane}"], lo_start32)
         st = pipe.step(new)
 
+        # the LE exponent index's leading one a step before the shift it drives (in one step
+        # they were the CDP's deepest path in the whole-core ECP5 netlist)
+        new = dict(st)
+        for lane in range(T):
+            new[f"le_log{lane}"] = _highest_one(m, st[f"le_t{lane}"].as_unsigned()[:40],
+                                                f"le_log{lane}")               # 6 bits
+        st = pipe.step(new)
+
         new = dict(st)
         for lane in range(T):
             t = st[f"le_t{lane}"]
             pos = t > 0
-            log = _highest_one(m, t.as_unsigned()[:40], f"le_log{lane}")        # 6 bits
+            log = st[f"le_log{lane}"]
             e_under = ~pos | (log < le_off)
             e_idx = comb(m, (log - le_off)[:10], f"le_eidx{lane}")
             e_over = ~e_under & (e_idx >= LE_DEPTH - 1)
@@ -465,7 +474,7 @@ class CdpDatapath(wiring.Component):
                                 LO_DEPTH - 1, "lo")
             new[f"lo_i{lane}"], new[f"lo_f{lane}"], new[f"lo_u{lane}"], new[f"lo_o{lane}"] = \
                 i, f, u, o
-            new[f"le_t{lane}"] = new[f"lo_t{lane}"] = None
+            new[f"le_t{lane}"] = new[f"lo_t{lane}"] = new[f"le_log{lane}"] = None
             if self.fp16:
                 fi = self._index_fp16(m, st[f"le_d{lane}"], ~le_linear,
                                       info.LUT_LE_INDEX_OFFSET.as_signed(),

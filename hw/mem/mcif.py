@@ -23,7 +23,9 @@ it: weighted round robin over clients that have a burst ready. A client granted 
 the grant for ``weight`` consecutive bursts as long as it keeps requesting, then the search
 moves on to the next requesting client after it in index order; a client that stops
 requesting loses its turn at once. A client whose weight is 0 is never granted (it is held
-off, as in the reference). The grant unit is one AXI burst.
+off, as in the reference). The grant unit is one AXI burst. A read client's requests enter
+through a skid buffer (:class:`hw.skid.SkidBuffer`: one cycle, full rate), so a client's
+``req.ready`` is a register and the arbitration is no part of the client's timing paths.
 
 Read responses: R beats go by RID into the client's response buffer (a ``Memory`` FIFO of
 whole words, written beat by beat through a write port of bus-width granularity). A read
@@ -43,6 +45,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..skid import SkidBuffer
 from .axi import axi_members
 from .dma import REQUEST_ATOMS_BITS, DmaReadPort, DmaWritePort, read_request, word_layout
 
@@ -147,8 +150,8 @@ class BurstSplitter(wiring.Component):
 
     Holds one request at a time. ``valid`` offers the next burst (``addr`` in bytes, ``len`` =
     beats - 1, ``words`` = words that start in it, ``last`` = last burst of the request); it
-    advances when ``take`` is high. A new request is accepted in the cycle the last burst of
-    the previous one is taken. ``accept`` pulses with the accepted request's ``context``
+    advances when ``take`` is high. A new request is accepted the cycle after the last burst
+    of the previous one is taken. ``accept`` pulses with the accepted request's ``context``
     (only accepted while ``context_ready``).
     """
 
@@ -201,8 +204,10 @@ class BurstSplitter(wiring.Component):
             self.last.eq(rem == length),
         ]
 
-        finishing = self.take & self.last
-        m.d.comb += self.req.ready.eq((~busy | finishing) & self.context_ready)
+        # a new request is taken once the last burst of the one before has gone (not in the
+        # same cycle: the arbitration deciding that burst stays out of the request path and
+        # the context FIFO's write; the skid buffer in front holds the next request)
+        m.d.comb += self.req.ready.eq(~busy & self.context_ready)
         m.d.comb += self.accept.eq(self.req.valid & self.req.ready)
 
         # Request -> words: first lane, last lane, word count.
@@ -398,9 +403,16 @@ class Mcif(wiring.Component):
             port = getattr(self, f"rd_{name}")
             spl = BurstSplitter(cfg, geom, bw)
             buf = ResponseBuffer(geom, bw, self.resp_depth)
+            # a register slice before the splitter: the splitter's ready comes from the
+            # arbitration of every client's bursts, which must not reach back into the
+            # client's own request logic in the same cycle (the whole-core ECP5 netlist's
+            # 31-level paths from one client's burst state into another's request FIFO)
+            skid = SkidBuffer(read_request(geom))
+            m.submodules[f"rd_skid_{name}"] = skid
             m.submodules[f"rd_split_{name}"] = spl
             m.submodules[f"rd_buf_{name}"] = buf
-            wiring.connect(m, wiring.flipped(port.req), spl.req)
+            wiring.connect(m, wiring.flipped(port.req), skid.i)
+            wiring.connect(m, skid.o, spl.req)
             wiring.connect(m, wiring.flipped(port.resp), buf.resp)
             take = rd_fire & (rd_arb.index == i)
             m.d.comb += [
@@ -413,7 +425,7 @@ class Mcif(wiring.Component):
                 buf.beat_valid.eq(a["r_rvalid"] & (a["r_rid"] == i)),
                 buf.beat_data.eq(a["r_rdata"]),
             ]
-            rd_idle.append(~spl.busy & buf.empty)
+            rd_idle.append(~skid.o.valid & ~spl.busy & buf.empty)
             with m.If(take):
                 m.d.sync += [a["ar_araddr"].eq(spl.addr), a["ar_arlen"].eq(spl.len)]
         m.d.comb += [

@@ -30,8 +30,9 @@ follow the precision (:mod:`hw.pdp.pool`). Such builds need ``pdp_throughput <= 
 +0 (flying input is never flushed, as in NVDLA).
 
 Flying mode (``FLYING_MODE = ON_FLYING``): the input is the SDP's output stream (its values,
-int8, int16 or fp16 codes, in SDP's cube order, which is the PDP's input order); PDP_RDMA
-does not read.
+int8, int16 or fp16 codes, in SDP's cube order, which is the PDP's input order), taken
+through a skid buffer (:class:`hw.skid.SkidBuffer`: a cycle of latency, full rate, the SDP's
+``ready`` a register); PDP_RDMA does not read.
 A flying layer issues no DMA until the SDP runs its layer (``sdp_go`` or the first transfer)
 and then waits for the SDP's data as long as it takes. An SDP layer that ends without running
 (its program rejected, or its producer aborted) pulses ``sdp_abort``, which is kept until a
@@ -61,6 +62,7 @@ from arch.registers import register_map
 
 from arch.pdp import line_buffer_positions
 
+from ..skid import SkidBuffer
 from ..mem.cube import AtomPacker, AtomSerializer, CubeReader, CubeWriter
 from ..mem.dma import DmaGeometry, DmaReadPort, DmaWritePort, cube_layout
 from ..mem.dma_fields import cube_address
@@ -159,6 +161,12 @@ class Pdp(wiring.Component):
         m.submodules.in_reader = reader = CubeReader(geom)
         m.submodules.in_ser = ser = AtomSerializer(geom)
         m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=wide_build)
+        # the SDP's flying output enters through a skid buffer: the pool's readiness does not
+        # reach back through the SDP datapath's enable into its read DMAs in one cycle (that
+        # chain was one of the whole-core ECP5 netlist's deepest paths)
+        m.submodules.fly_skid = fly_skid = SkidBuffer(out_layout(self._sdp_lanes))
+        wiring.connect(m, wiring.flipped(self.sdp), fly_skid.i)
+        sdp_in = fly_skid.o
         m.submodules.adapter = adapter = LaneAdapter(self._sdp_lanes, T,
                                                      value_bits=16 if wide_build else 8)
         m.submodules.packer = packer = PdpAtomPacker(geom, T, int16=wide_build)
@@ -346,14 +354,14 @@ class Pdp(wiring.Component):
                 with m.If(abort_pend | self.sdp_abort):
                     m.d.comb += abort_take.eq(1)
                     m.next = "FINISH"
-                with m.Elif((self.sdp_go | self.sdp.valid) & (fly_bad | fly_mismatch)):
+                with m.Elif((self.sdp_go | sdp_in.valid) & (fly_bad | fly_mismatch)):
                     m.next = "DRAIN"
-                with m.Elif(self.sdp_go | self.sdp.valid):
+                with m.Elif(self.sdp_go | sdp_in.valid):
                     m.d.comb += go.eq(1)
                     m.next = "RUN"
             with m.State("DRAIN"):
                 m.d.comb += draining.eq(1)
-                with m.If(~self.sdp_go & ~self.sdp.valid):
+                with m.If(~self.sdp_go & ~self.sdp.valid & ~sdp_in.valid):
                     m.next = "FINISH"
             with m.State("RUN"):
                 m.d.comb += running.eq(1)
@@ -368,9 +376,9 @@ class Pdp(wiring.Component):
         # -- input select ---------------------------------------------------------------------
         fly_on = Signal()
         m.d.comb += [fly_on.eq(running & flying),
-                     adapter.i.payload.eq(self.sdp.payload),
-                     adapter.i.valid.eq(self.sdp.valid & fly_on),
-                     self.sdp.ready.eq((adapter.i.ready & fly_on) | draining)]
+                     adapter.i.payload.eq(sdp_in.payload),
+                     adapter.i.valid.eq(sdp_in.valid & fly_on),
+                     sdp_in.ready.eq((adapter.i.ready & fly_on) | draining)]
         with m.If(flying):
             m.d.comb += [pool.i.valid.eq(adapter.o.valid), pool.i.payload.eq(adapter.o.payload),
                          adapter.o.ready.eq(pool.i.ready)]
