@@ -150,8 +150,8 @@ class BurstSplitter(wiring.Component):
 
     Holds one request at a time. ``valid`` offers the next burst (``addr`` in bytes, ``len`` =
     beats - 1, ``words`` = words that start in it, ``last`` = last burst of the request); it
-    advances when ``take`` is high. A new request is accepted the cycle after the last burst
-    of the previous one is taken. ``accept`` pulses with the accepted request's ``context``
+    advances when ``take`` is high. A new request is accepted in the cycle the last burst of
+    the previous one is taken. ``accept`` pulses with the accepted request's ``context``
     (only accepted while ``context_ready``).
     """
 
@@ -204,10 +204,11 @@ class BurstSplitter(wiring.Component):
             self.last.eq(rem == length),
         ]
 
-        # a new request is taken once the last burst of the one before has gone (not in the
-        # same cycle: the arbitration deciding that burst stays out of the request path and
-        # the context FIFO's write; the skid buffer in front holds the next request)
-        m.d.comb += self.req.ready.eq(~busy & self.context_ready)
+        # a new request is taken in the cycle the last burst of the one before goes (a
+        # client of one-atom lines issues a request a cycle); read clients have a skid buffer
+        # in front, so this arbitration-dependent ready ends there
+        finishing = self.take & self.last
+        m.d.comb += self.req.ready.eq((~busy | finishing) & self.context_ready)
         m.d.comb += self.accept.eq(self.req.valid & self.req.ready)
 
         # Request -> words: first lane, last lane, word count.
