@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from arch.config import NvdlaConfig  # noqa: E402
 
-#: the tests' nv_large_wino (tests/conftest.py; tests/test_perf.py checks they are equal)
+#: nv_large_wino, also the tests' (tests/conftest.py takes it from here)
 BUILD = NvdlaConfig.preset("nv_large").replace(
     name="nv_large_wino", data_types=frozenset({"int8", "int16"}), cbuf_banks=16,
     cbuf_bank_depth=128, sdp_bs_throughput=1, sdp_bn_throughput=1, sdp_ew_throughput=1,

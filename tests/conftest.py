@@ -89,12 +89,8 @@ NV_LARGE_LAYOUT = NvdlaConfig.preset("nv_large").replace(
 #: Winograd on the RTL (hw.conv.common.conv_winograd): nv_large's 64 x 32 datapath with int8
 #: and int16, small otherwise (CBUF 16 x 128 rows, one-lane SDP / PDP / CDP, no batching,
 #: compression, SRAMIF, BDMA or Rubik); the slow suite's
-NV_LARGE_WINO = NvdlaConfig.preset("nv_large").replace(
-    name="nv_large_wino", data_types=frozenset({"int8", "int16"}), cbuf_banks=16,
-    cbuf_bank_depth=128, sdp_bs_throughput=1, sdp_bn_throughput=1, sdp_ew_throughput=1,
-    pdp_throughput=1, cdp_throughput=1, dbbif_width=256, sramif=False, batching=False,
-    max_batch=1, weight_compression=False, rubik=False, bdma=False,
-    image_packed_formats=frozenset({"R8"}), image_semi_formats=frozenset())
+#: (defined once, in the Winograd cycle benchmark, which may not import a test file)
+from bench.winograd_cycles import BUILD as NV_LARGE_WINO  # noqa: E402
 #: the same on two-column CBUF entries (nv_full's layout: register entries of two bank rows)
 NV_LARGE_WINO_2COL = NV_LARGE_WINO.replace(name="nv_large_wino_2col", cbuf_entry_width=128)
 
