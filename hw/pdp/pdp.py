@@ -326,6 +326,12 @@ class Pdp(wiring.Component):
             (sc.height != P.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT) |
             (sdp_surf_m1 != in_surf_m1))
         fly_bad = Signal()                       # the flying layer failed its own check
+        # the SDP's start and its cube's agreement, registered: the SDP's register fields
+        # and control through the comparison into this unit's job and DMA enables were one
+        # of the whole core's deepest paths (a flying layer starts a cycle later)
+        fly_seen = Signal()
+        fly_mismatch_r = Signal()
+        m.d.sync += [fly_seen.eq(self.sdp_go | sdp_in.valid), fly_mismatch_r.eq(fly_mismatch)]
         draining = Signal()                      # taking and dropping a mismatched SDP output
         go = Signal()                            # start the layer's jobs and DMA commands
         with m.If(go):
@@ -354,9 +360,9 @@ class Pdp(wiring.Component):
                 with m.If(abort_pend | self.sdp_abort):
                     m.d.comb += abort_take.eq(1)
                     m.next = "FINISH"
-                with m.Elif((self.sdp_go | sdp_in.valid) & (fly_bad | fly_mismatch)):
+                with m.Elif(fly_seen & (fly_bad | fly_mismatch_r)):
                     m.next = "DRAIN"
-                with m.Elif(self.sdp_go | sdp_in.valid):
+                with m.Elif(fly_seen):
                     m.d.comb += go.eq(1)
                     m.next = "RUN"
             with m.State("DRAIN"):
