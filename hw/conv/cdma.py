@@ -160,6 +160,7 @@ from ..mem import dma_fields
 from ..mem.cube import AtomSerializer, CubeReader
 from ..mem.dma import DmaGeometry, DmaReadPort, cube_layout
 from ..regfile import fields_layout
+from ..skid import SkidBuffer
 from .cdma_img import ImageFetch
 from .common import (cbuf_write_layout, conv_fp16, conv_int16, conv_wide, wt_copy_layout,
                      wt_count_bits)
@@ -318,6 +319,12 @@ class Cdma(wiring.Component):
         wiring.connect(m, flipped(self.rd_dat), dat_reader.dma)
         wiring.connect(m, flipped(self.rd_wt), wt_reader.dma)
         wiring.connect(m, dat_reader.data, dat_ser.i)
+        # the feature atoms pass a skid buffer: the convertor's and the image fetch's
+        # readiness no longer reaches back through the serializer into the reader and the
+        # MCIF response in one cycle (one of the whole core's deepest paths)
+        m.submodules.dat_skid = dat_skid = SkidBuffer(dat_ser.o.payload.shape())
+        wiring.connect(m, dat_ser.o, dat_skid.i)
+        dat_atoms = dat_skid.o
         wiring.connect(m, wt_reader.data, wt_ser.i)
         comp = cfg.weight_compression                    # compressed weights (hw.conv.wdecomp)
         if comp:
@@ -788,10 +795,10 @@ class Cdma(wiring.Component):
             take_d.eq(d_valid & ~(ws_valid & w_active & prio)),
             take_w.eq(ws_valid & w_active & ~take_d),
             ds.ready.eq(take_d & ~is_img), ws_ready.eq(take_w),
-            dat_ser.o.ready.eq(Mux(is_img, imgf.atoms.ready, dcv.i.ready)),
-            dcv.i.valid.eq(dat_ser.o.valid & ~is_img), dcv.i.payload.eq(dat_ser.o.payload),
-            imgf.atoms.valid.eq(dat_ser.o.valid & is_img),
-            imgf.atoms.payload.eq(dat_ser.o.payload),
+            dat_atoms.ready.eq(Mux(is_img, imgf.atoms.ready, dcv.i.ready)),
+            dcv.i.valid.eq(dat_atoms.valid & ~is_img), dcv.i.payload.eq(dat_atoms.payload),
+            imgf.atoms.valid.eq(dat_atoms.valid & is_img),
+            imgf.atoms.payload.eq(dat_atoms.payload),
             iw.ready.eq(take_d & is_img),
         ]
         with m.If(take_d | take_w):
@@ -959,7 +966,7 @@ class Cdma(wiring.Component):
                     m.d.comb += [nan[i].eq(top & e[:10].any()), inf[i].eq(top & ~e[:10].any())]
                 return nan, inf
 
-            d_atom = dat_ser.o.payload.data
+            d_atom = dat_atoms.payload.data
             d_nan, d_inf = classify(d_atom, "fp_dat")
             flushed = fp_flushed = Signal.like(d_atom, name="fp_dat_flushed")
             for i in range(lanes16):
@@ -1027,13 +1034,13 @@ class Cdma(wiring.Component):
             m.d.comb += pad_now.eq(i_act & ((i_y < zp.PAD_TOP) | (i_y >= zp.PAD_TOP + height)
                                             | (i_x < zp.PAD_LEFT)
                                             | (i_x >= zp.PAD_LEFT + width)))
-            d_data = fp_flushed if conv_fp16(cfg) else dat_ser.o.payload.data
+            d_data = fp_flushed if conv_fp16(cfg) else dat_atoms.payload.data
             pad_in = pad_flushed if conv_fp16(cfg) else pad_atom
             i_take = Signal()
             with m.If(wino):
-                m.d.comb += [dcv.i.valid.eq(pad_now | (dat_ser.o.valid & i_act)),
+                m.d.comb += [dcv.i.valid.eq(pad_now | (dat_atoms.valid & i_act)),
                              dcv.i.payload.data.eq(Mux(pad_now, pad_in, d_data)),
-                             dat_ser.o.ready.eq(dcv.i.ready & i_act & ~pad_now),
+                             dat_atoms.ready.eq(dcv.i.ready & i_act & ~pad_now),
                              i_take.eq(dcv.i.valid & dcv.i.ready)]
             with m.If(i_take):
                 with m.If(i_x == wpad - 1):

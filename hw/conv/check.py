@@ -369,8 +369,11 @@ class ConvCheck(wiring.Component):
             span = Signal(12, name=f"span_{axis}")           # (k - 1) x dilation + 1
             reach = Signal(18, name=f"reach_{axis}")         # (o - 1) x stride + span
             padded = Signal(15, name=f"padded_{axis}")
-            # image input: dilation is ignored, the width rules are in hw.conv.image
-            m.d.comb += [span.eq(k_m1 * (Mux(img, 0, d_m1) + 1) + 1),
+            # image input: dilation is ignored, the width rules are in hw.conv.image.
+            # Registered, span a cycle before reach: the two products, the sum and the
+            # comparison in one cycle were the whole core's deepest path (these rules
+            # settle three cycles after ``start``, far inside CHECK_CYCLES)
+            m.d.sync += [span.eq(k_m1 * (Mux(img, 0, d_m1) + 1) + 1),
                          reach.eq(o_m1 * (s_m1 + 1) + span),
                          padded.eq(n_m1 + 1 + pa + pz)]
             # (Winograd: the output rules are in "Winograd" below)
@@ -701,7 +704,7 @@ class ConvCheck(wiring.Component):
         # every rule's result is registered, then their OR (the verdict) the cycle before
         # ``done``: a rule and the OR of all of them in one cycle were the whole-core ECP5
         # netlist's deepest path (23 ns unplaced). The field rules settle a cycle after
-        # ``start``, the product rules two cycles before ``done``.
+        # ``start`` (the span / reach rules three), the product rules two cycles before ``done``.
         err_r = Signal(len(errs))
         late_r = Signal(len(late))
         ok = Signal()
