@@ -181,17 +181,26 @@ class BurstSplitter(wiring.Component):
         busy = Signal()
         beat_addr = Signal(self._beat_bits)
         rem = Signal(self._rem_shape)
-
-        # Next burst: min(max beats, remaining beats, beats to the 4 KiB boundary).
-        to_4k = Signal(range(beats_4k + 1))
+        # the offered burst's length and whether it is the request's last, registered with
+        # the burst's address: the arbitration of every client's bursts starts from
+        # flip-flops, not from this splitter's length arithmetic
         length = Signal(range(self._max_beats + 1))
-        m.d.comb += to_4k.eq(beats_4k - beat_addr[:_log2(beats_4k)])
-        with m.If((rem < self._max_beats) & (rem < to_4k)):
-            m.d.comb += length.eq(rem)
-        with m.Elif(to_4k < self._max_beats):
-            m.d.comb += length.eq(to_4k)
-        with m.Else():
-            m.d.comb += length.eq(self._max_beats)
+        last = Signal()
+
+        def plan(name, addr, remaining):
+            """The burst at ``addr`` with ``remaining`` beats: min(max beats, remaining beats,
+            beats to the 4 KiB boundary), and whether it ends the request."""
+            to_4k = Signal(range(beats_4k + 1), name=f"{name}_to_4k")
+            n = Signal(range(self._max_beats + 1), name=f"{name}_len")
+            m.d.comb += to_4k.eq(beats_4k - addr[:_log2(beats_4k)])
+            with m.If((remaining < self._max_beats) & (remaining < to_4k)):
+                m.d.comb += n.eq(remaining)
+            with m.Elif(to_4k < self._max_beats):
+                m.d.comb += n.eq(to_4k)
+            with m.Else():
+                m.d.comb += n.eq(self._max_beats)
+            return n, remaining == n
+
         if self._split:
             m.d.comb += self.words.eq(beat_addr[:_log2(bpw)] == 0)
         else:
@@ -201,7 +210,7 @@ class BurstSplitter(wiring.Component):
             self.valid.eq(busy),
             self.addr.eq(beat_addr << _log2(self._bus_bytes)),
             self.len.eq(length - 1),
-            self.last.eq(rem == length),
+            self.last.eq(last),
         ]
 
         # a new request is taken in the cycle the last burst of the one before goes (a
@@ -225,16 +234,23 @@ class BurstSplitter(wiring.Component):
             self.context.words.eq(last_off >> lane_bits),
         ]
 
+        next_addr = Signal.like(beat_addr)
+        next_rem = Signal.like(rem)
+        m.d.comb += [next_addr.eq(beat_addr + length), next_rem.eq(rem - length)]
+        next_len, next_last = plan("next", next_addr, next_rem)
+        new_addr = Signal.like(beat_addr)
+        new_rem = Signal.like(rem)
+        m.d.comb += [new_addr.eq((p.addr >> geom.word_shift) << _log2(bpw)),
+                     new_rem.eq((self.context.words + 1) << _log2(bpw))]
+        new_len, new_last = plan("new", new_addr, new_rem)
         with m.If(self.take):
-            m.d.sync += [beat_addr.eq(beat_addr + length), rem.eq(rem - length)]
-            with m.If(self.last):
+            m.d.sync += [beat_addr.eq(next_addr), rem.eq(next_rem), length.eq(next_len),
+                         last.eq(next_last)]
+            with m.If(last):
                 m.d.sync += busy.eq(0)
         with m.If(self.accept):
-            m.d.sync += [
-                busy.eq(1),
-                beat_addr.eq((p.addr >> geom.word_shift) << _log2(bpw)),
-                rem.eq((self.context.words + 1) << _log2(bpw)),
-            ]
+            m.d.sync += [busy.eq(1), beat_addr.eq(new_addr), rem.eq(new_rem),
+                         length.eq(new_len), last.eq(new_last)]
         return m
 
 
