@@ -1100,3 +1100,35 @@ def test_winograd_rejected_without_conv_winograd():
     wino = draw(two_col, (0, 1), 8)
     assert all(all(ok for ok, _ in golden_verdicts(two_col, p)) for p in wino)
     assert rtl_verdicts(two_col, wino) == [[True]] * len(wino)
+
+
+def test_check_verdict_waits_for_the_widest_products():
+    """The verdict comes after the products' last cycle, their registered sums and the rule
+    registers. A tall layer (8192 lines of one atom, 1 x 1 kernel) needs its products' factor
+    bit 13 (the 14th shift): ``ATOMICS`` against ``oh x ow`` (a product rule), and the input's
+    end, ``base + H x LINE_STRIDE`` (a rule on a registered sum of products), at the top of
+    the address space: ending at 2^32 passes, an atom higher fails. A verdict sampled two
+    cycles early (``CHECK_CYCLES`` less two) passes the last; the one cycle between is for
+    factors of 15 bits, beyond nv_small's fields."""
+    import copy
+    rng = np.random.default_rng(3)
+    h = 8192
+    layer = rp.conv_layer(NV_SMALL, W=1, H=h, C=8, K=8, data=rng.integers(-5, 6, (8, h, 1)),
+                          weights=rng.integers(-5, 6, (8, 8, 1, 1)))
+
+    def variant(atomics=None, base=None):
+        v = copy.deepcopy(layer)
+        if atomics is not None:
+            _set(NV_SMALL, v, "CSC", "D_ATOMICS", ATOMICS=atomics)
+        if base is not None:
+            r = Regs(register_map(NV_SMALL)["CDMA"])
+            r.words = v["regs"]["CDMA"]
+            r.addr("D_DAIN_ADDR_LOW_0", base)
+        return v
+
+    extent = h * NV_SMALL.memory_atom                   # one atom a line, packed
+    programs = [[layer], [variant(atomics=h)], [variant(base=(1 << 32) - extent)],
+                [variant(base=(1 << 32) - extent + NV_SMALL.memory_atom)]]
+    want = [[True], [False], [True], [False]]
+    assert [[ok for ok, _ in golden_verdicts(NV_SMALL, p)] for p in programs] == want
+    assert rtl_verdicts(NV_SMALL, programs) == want

@@ -149,9 +149,10 @@ from .image import image_rules
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
 
 _NARROW = 15                 #: bits of the narrow factor of every product
-#: from ``start`` to ``done``: the products' cycles (final 3 cycles before ``done``), then
-#: every rule's result registered, then the verdict registered
-CHECK_CYCLES = _NARROW + 3
+#: from ``start`` to ``done``: the products' cycles (final 4 cycles before ``done``), then
+#: the sums of products registered (entries, the input's end address), every rule's result
+#: registered, then the verdict registered
+CHECK_CYCLES = _NARROW + 4
 _BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _CLIP_MAX = 16               #: 48-bit assembly -> 32-bit delivery
 _WT_ALIGN_BITS = 7           #: WEIGHT_BYTES is a multiple of 128 bytes
@@ -560,7 +561,7 @@ class ConvCheck(wiring.Component):
         with m.Else():
             m.d.comb += crip.eq(width)
         entries = Signal(29)
-        m.d.comb += entries.eq(p_whole + crip)
+        m.d.sync += entries.eq(p_whole + crip)
         late += [direct(~img & (entries != eps)),
                  direct(~img & ((C.D_ENTRY_PER_SLICE.ENTRIES + 1) != entries)),
                  p_data > (dbanks * EDEPTH),
@@ -577,7 +578,7 @@ class ConvCheck(wiring.Component):
             # batch b from base + b x BATCH_STRIDE
             bs = byte_value(D, "CDMA", "D_BATCH_STRIDE", "BATCH_STRIDE")
             p_bs = product("p_bs_b", nb_m1, bs, 32)          # BATCH_STRIDE x (B - 1)
-            m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
+            m.d.sync += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
                                         base + p_lines - ls + p_surfs + (width << ash))
                                     + p_bs)
             errs += [batched & misaligned(bs),
@@ -600,7 +601,7 @@ class ConvCheck(wiring.Component):
                 wide & out_surfs_many
                 & (byte_value(K, "CACC", "D_SURF_STRIDE", "SURF_STRIDE")[:lo] != S_.surf_lo)]
         else:
-            m.d.comb += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
+            m.d.sync += feat_end.eq(Mux(packed_1x1, base + (surfs << ash),
                                         base + p_lines - ls + p_surfs + (width << ash)))
         late += [~img & ~full_reuse & (feat_end > (1 << aw)),
                  ~w_reuse & (wbase + wbytes > (1 << aw))]
@@ -664,7 +665,7 @@ class ConvCheck(wiring.Component):
             ch_whole = Mux(i16, ch_m1[:4] == 15, ch_m1[:5] == 31) if i16b else ch_m1[:5] == 31
             cw_ext = cext0.DATAIN_WIDTH_EXT + 1
             wentries = Signal(29)                             # an extended line's entries
-            m.d.comb += wentries.eq((p_whole + (P - 1)) >> pb)
+            m.d.sync += wentries.eq((p_whole + (P - 1)) >> pb)
             errs += [wg & img, wg & ~ch_whole,
                      wg & (dext.DATAIN_WIDTH_EXT[:2] != 3),
                      wg & (dext.DATAIN_HEIGHT_EXT[:2] != 3),
@@ -704,7 +705,8 @@ class ConvCheck(wiring.Component):
         # every rule's result is registered, then their OR (the verdict) the cycle before
         # ``done``: a rule and the OR of all of them in one cycle were the whole-core ECP5
         # netlist's deepest path (23 ns unplaced). The field rules settle a cycle after
-        # ``start`` (the span / reach rules three), the product rules two cycles before ``done``.
+        # ``start`` (the span / reach rules three), the product rules three cycles before
+        # ``done``, those on the registered sums of products (entries, the input's end) two.
         err_r = Signal(len(errs))
         late_r = Signal(len(late))
         ok = Signal()
