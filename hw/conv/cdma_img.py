@@ -49,7 +49,7 @@ from ..mem.cube import atom_layout
 from ..mem.dma import DmaGeometry, cube_layout
 from ..regfile import fields_layout
 from .common import conv_fp16, conv_wide
-from .convertor import convertor_port
+from .convertor import Convertor, convertor_port
 from .image import image_formats
 
 __all__ = ["ImageFetch", "image_write_layout"]
@@ -355,16 +355,21 @@ class ImageFetch(wiring.Component):
         for i in range(BW):
             m.d.sync += [e1_d[i].eq(lane_d[i]), e1_o[i].eq(lane_o[i])]
 
-        # -- E2: (d - o) x scale; E3: round, saturate (the CDMA's Convertor, every cycle) ---
+        # -- E2: (d - o) x scale; E2B: the rounding add; E3: shift, saturate (the CDMA's
+        # Convertor, every cycle; its LATENCY is the stages E2 .. E3) -------------------------
         cvt = self.cvt
         m.d.comb += cvt.en.eq(1)
         for i in range(BW):
             m.d.comb += [cvt.d[i].eq(e1_d[i]), cvt.o[i].eq(e1_o[i])]
+        assert Convertor.LATENCY == 3
         e2 = Signal(tok_l)
         e2_m = Signal(BW)
+        e2b = Signal(tok_l)
+        e2b_m = Signal(BW)
         e3 = Signal(tok_l)
         e3_m = Signal(BW)
-        m.d.sync += [e2.eq(e1), e2_m.eq(e1_m), e3.eq(e2), e3_m.eq(e2_m)]
+        m.d.sync += [e2.eq(e1), e2_m.eq(e1_m), e2b.eq(e2), e2b_m.eq(e2_m), e3.eq(e2b),
+                     e3_m.eq(e2b_m)]
         e3_b = Signal(BW * 8)
         pads = Cat(*[pad] * BW)
         if wide_b:                          # 2-byte elements: the 16-bit pad value
@@ -423,10 +428,11 @@ class ImageFetch(wiring.Component):
             m.d.sync += [fill.eq(0), acc.eq(0), accm.eq(0), eidx.eq(0), sbase.eq(0)]
 
         # credits: tokens in E1..E3 plus entries in the FIFO (each token makes at most one)
-        inflight = Signal(range(4))
-        m.d.comb += inflight.eq(e1.v + e2.v + e3.v)
+        inflight = Signal(range(5))
+        m.d.comb += inflight.eq(e1.v + e2.v + e2b.v + e3.v)
         m.d.comb += credit.eq(fifo.level + inflight)
-        m.d.comb += self.busy.eq(active | (c_left != 0) | e1.v | e2.v | e3.v | fifo.r_rdy)
+        m.d.comb += self.busy.eq(active | (c_left != 0) | e1.v | e2.v | e2b.v | e3.v |
+                                 fifo.r_rdy)
         return m
 
 

@@ -21,8 +21,8 @@ lane ``2k``'s element becomes ``int_to_fp16(saturate(round((e - o) * CVT_SCALE /
 2^CVT_TRUNCATE), 17))`` (:class:`hw.nvfloat.Int17ToFp16`; golden
 :func:`sim.conv.image.int_to_fp16`), the pair's bytes its fp16 code.
 
-:class:`Convertor` is the arithmetic: ``LATENCY`` = 2 register stages ((d - o) x scale, then
-round and saturate), advanced when ``en``. :class:`AtomConvertor` wraps it for a stream of
+:class:`Convertor` is the arithmetic: ``LATENCY`` = 3 register stages ((d - o) x scale, the
+rounding shift's add, then the shift and saturation), advanced when ``en``. :class:`AtomConvertor` wraps it for a stream of
 memory atoms (every byte a signed int8 element, or with ``wide`` every byte pair an int16
 one): one atom per cycle, stalling as a whole when its output is not taken.
 """
@@ -33,7 +33,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith import round_shift_right, saturate
+from ..arith import round_shift_right_split, saturate
 from ..nvfloat import int17_to_fp16
 from ..mem.cube import atom_layout
 
@@ -53,7 +53,7 @@ class Convertor(wiring.Component):
     ``scale`` / ``trunc`` / ``wide`` / ``full`` / ``fp16`` are read in the stages that use
     them (hold them while data is in flight)."""
 
-    LATENCY = 2
+    LATENCY = 3
 
     def __init__(self, lanes, *, d_width=18, o_width=16, int16=False, fp16=False):
         assert not (int16 or fp16) or lanes % 2 == 0
@@ -77,6 +77,18 @@ class Convertor(wiring.Component):
             members["fp16"] = In(1)
         super().__init__(members)
 
+    def _rounded(self, m, p, out_bits, name):
+        """``p`` rounded by the truncate shift and saturated to ``out_bits``, over stages 2
+        and 3 (:func:`hw.arith.round_shift_right_split`, its add registered when ``en``)."""
+        early, finish = round_shift_right_split(m, p, self.trunc, out_bits, 64, name)
+        regs = {}
+        for key, v in early.items():
+            r = Signal.like(v, name=f"{name}_{key}_r")
+            with m.If(self.en):
+                m.d.sync += r.eq(v)
+            regs[key] = r
+        return finish(regs)
+
     def elaborate(self, platform):
         m = Module()
         i16 = self._int16
@@ -93,12 +105,15 @@ class Convertor(wiring.Component):
             with m.If(self.en):
                 m.d.sync += [p.eq((d - self.o[i]) * self.scale),
                              low.eq(self.d[i][:8])]
-            # stage 2: round by the truncate shift (ties away from zero), saturate to int8
-            # (hw.arith: the lanes share the shift's rounding constant and range mask); an
-            # int16 pair's first lane saturates to int16 (int8 is that clamped to int8)
+            # stage 2: the rounding shift's wide add (the truncate shift's rounding constant,
+            # shared by the lanes: hw.arith); stage 3: the shift, saturation to int8 and the
+            # bypass. An int16 pair's first lane saturates to int16 (int8 is that clamped to
+            # int8), an fp16 pair's to the 17-bit intermediate, then the nearest fp16
+            low2 = Signal(8, name=f"low2_{i}")
+            with m.If(self.en):
+                m.d.sync += low2.eq(low)
             if i16 and i % 2 == 0 and self._fp16:
-                # fp16: the 17-bit intermediate as the nearest fp16 (int16 is it saturated)
-                s17, _ = round_shift_right(m, p, self.trunc, 17, 64, f"rsr{i}")
+                s17, _ = self._rounded(m, p, 17, f"rsr{i}")
                 s16 = Signal(signed(16), name=f"s16_{i}")
                 m.d.comb += s16.eq(saturate(s17, 16))
                 pair = Signal(16, name=f"pair{i}")
@@ -106,16 +121,16 @@ class Convertor(wiring.Component):
                 sats.append(pair)
                 sat = Mux(self.wide, pair[:8], saturate(s16, 8).as_unsigned())
             elif i16 and i % 2 == 0:
-                s16, _ = round_shift_right(m, p, self.trunc, 16, 64, f"rsr{i}")
+                s16, _ = self._rounded(m, p, 16, f"rsr{i}")
                 sats.append(s16)
                 sat = Mux(self.wide, s16[:8], saturate(s16, 8).as_unsigned())
             elif i16:
-                sat8, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
+                sat8, _ = self._rounded(m, p, 8, f"rsr{i}")
                 sat = Mux(self.wide, sats[-1][8:], sat8.as_unsigned())
             else:
-                sat, _ = round_shift_right(m, p, self.trunc, 8, 64, f"rsr{i}")
+                sat, _ = self._rounded(m, p, 8, f"rsr{i}")
             with m.If(self.en):
-                m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat.as_unsigned(), low))
+                m.d.sync += self.q[i].eq(Mux(self.cvt_en, sat.as_unsigned(), low2))
         return m
 
 
