@@ -71,14 +71,17 @@ def round_shift_right_split(m, x, shift, out_bits, in_bits, name):
     finish)``; ``early`` is a dict of Values (``"sum"``, ``"sat"``) to register, and
     ``finish(regs)`` builds the second half from the registered dict and returns ``(value,
     saturated)`` as :func:`round_shift_right` does. ``shift`` must hold over both steps (a
-    layer's register field)."""
+    layer's register field), or be given to ``finish(regs, shift)`` again as the second
+    step's copy (a pipeline whose shift changes from element to element)."""
     x = Value.cast(x).as_signed()
     s_c, beyond = _rsr_shift(m, shift, len(x), in_bits, name)
     total, sat = _rsr_sum_add(m, x, s_c, out_bits, name)
 
-    def finish(regs):
-        value = _rsr_sum_shift(m, regs["sum"], s_c, out_bits, name)
-        return _rsr_out(m, value, regs["sat"], beyond, out_bits, name)
+    def finish(regs, shift=None):
+        s2, beyond2 = (s_c, beyond) if shift is None else \
+            _rsr_shift(m, shift, len(x), in_bits, f"{name}_2")
+        value = _rsr_sum_shift(m, regs["sum"], s2, out_bits, name)
+        return _rsr_out(m, value, regs["sat"], beyond2, out_bits, name)
 
     return {"sum": total, "sat": sat}, finish
 

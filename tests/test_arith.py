@@ -16,9 +16,12 @@ from sim.sdp.sdp import round_shift_right as golden
 
 def _rsr(m, x, sh, out_bits, in_bits, structure):
     """The helper under test; "split": the two halves of round_shift_right_split joined
-    without the register between them."""
-    if structure == "split":
+    without the register between them; "split_shift": the same with the shift given to the
+    second half again (as a pipeline gives its registered copy)."""
+    if structure in ("split", "split_shift"):
         early, finish = round_shift_right_split(m, x, sh, out_bits, in_bits, "r")
+        if structure == "split_shift":
+            return finish(early, sh)
         return finish(early)
     return round_shift_right(m, x, sh, out_bits, in_bits, "r", structure=structure)
 
@@ -31,7 +34,7 @@ def _rsr(m, x, sh, out_bits, in_bits, structure):
     (8, 0, 4, 64, 3),          # a constant shift
     (8, 0, 5, 64, 0),
 ])
-@pytest.mark.parametrize("structure", ["sum", "floor", "split"])
+@pytest.mark.parametrize("structure", ["sum", "floor", "split", "split_shift"])
 def test_round_shift_right_matches_golden(width, shift_bits, out_bits, in_bits, const_shift,
                                           structure):
     m = Module()
@@ -83,7 +86,7 @@ SAT17_EDGES = [
 ]
 
 
-@pytest.mark.parametrize("structure", ["sum", "floor", "split"])
+@pytest.mark.parametrize("structure", ["sum", "floor", "split", "split_shift"])
 def test_saturation_flag_is_nvdlas(structure):
     """The flag at the 17-bit limits, golden model and both structures, against
     :data:`SAT17_EDGES` (a floor of 65536 / -65537 or a rounding up onto 65536 saturates the

@@ -502,8 +502,8 @@ def test_full_rate():
     _check(cfg, [case], gaps=0, stalls=0)
     (_, _, cycles), = run_cases(cfg, [case], gaps=0, stalls=0)
     # 128 channels in 128 cycles, plus the window delay (4) and the pipeline's steps
-    assert CdpDatapath(cfg).latency == 15
-    assert cycles <= 8 * 16 + 4 + 15 + 1, cycles
+    assert CdpDatapath(cfg).latency == 16
+    assert cycles <= 8 * 16 + 4 + 16 + 1, cycles
 
 
 def test_reference_paths():

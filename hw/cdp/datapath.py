@@ -8,7 +8,7 @@ before the next pixel. Each transfer carries the pixel's ``parity`` (toggles per
 ``real`` (0 for the flush transfers that push the last pixel's final channels out). The
 pipeline (all steps advance on ``en = ~o.valid | o.ready``, bubbles travel)::
 
-    sub/mul -> round+sat -> square -> [window] sum -> LUT (7) -> mul -> ocvt (4) -> o
+    sub/mul -> round+sat -> square -> [window] sum -> LUT (8) -> mul -> ocvt (4) -> o
 
 * Input converter: ``sat9(round((x - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
   (int16: ``sat17`` of ``x - DATIN_OFFSET[15:0]``, a 33-bit product); pad lanes become 0
@@ -59,7 +59,7 @@ from amaranth.lib.wiring import In, Out
 from arch.registers import register_map
 from hw.regfile import fields_layout
 from hw.cdp.check import FP16, INT16
-from hw.arith import comb, round_shift_right, saturate
+from hw.arith import comb, round_shift_right, round_shift_right_split, saturate
 from hw.nvfloat import (fp16_to_fp17, fp16_to_fp32, fp17_add, fp17_mul, fp17_to_fp16,
                         fp17_to_fp32, fp32_add, fp32_is_nan, fp32_mul, fp32_sub, fp32_to_fp17,
                         fraction_to_fp17)
@@ -115,7 +115,7 @@ class CdpDatapath(wiring.Component):
         self.fp16 = "fp16" in cfg.data_types
         lane_bits = 16 if self.int16 or self.fp16 else 8
         block = register_map(cfg)["CDP"]
-        self.latency = 15 + 2 * self.fp16       # fp16: two more steps for the square sum
+        self.latency = 16 + 2 * self.fp16       # fp16: two more steps for the square sum
         super().__init__({
             "regs": In(fields_layout(block.d_registers, ("rw",))),
             "s": In(fields_layout(block.s_registers, ("rw",), ("S_POINTER", "S_STATUS"))),
@@ -559,21 +559,37 @@ class CdpDatapath(wiring.Component):
                 new[f"{k}{lane}"] = None
         st = pipe.step(new)
 
-        # the rounding shifts, then the add and the saturation a step later (in one step they
-        # were the CDP's deepest path in the whole-core ECP5 netlist, 20 ns unplaced)
+        # the rounding shifts in two steps (the slope's 66-bit add of its rounding constant,
+        # then the shift and range check with the element's own shift, carried along), then
+        # the add and the saturation a step later (in one step they were the CDP's deepest
+        # path in the whole-core ECP5 netlist, 20 ns unplaced; the slope's shift in one, 19)
         new = dict(st)
+        finishes = []
         for lane in range(T):
             ip, _ = round_shift_right(m, st[f"ip{lane}"], FRAC, 20, 34, f"cdp_ip{lane}")
             sp, sh = st[f"sp{lane}"], st[f"sh{lane}"]
-            right, _ = round_shift_right(m, sp, sh.as_unsigned()[:4], 32, 66, f"cdp_sr{lane}")
-            left = saturate(sp << (-sh).as_unsigned()[:5], 32)
-            slope = Mux(sh[-1], left, right).as_signed()[:32].as_signed()
-            new[f"dy{lane}"] = Mux(st[f"flow{lane}"], slope, ip)
-            for k in ("ip", "sp", "sh", "flow"):
+            early, finish = round_shift_right_split(m, sp, sh.as_unsigned()[:4], 32, 66,
+                                                    f"cdp_sr{lane}")
+            finishes.append(finish)
+            new[f"sr_sum{lane}"], new[f"sr_sat{lane}"] = early["sum"], early["sat"]
+            new[f"left{lane}"] = saturate(sp << (-sh).as_unsigned()[:5], 32)
+            new[f"ipr{lane}"] = ip
+            for k in ("ip", "sp"):
                 new[f"{k}{lane}"] = None
             if self.fp16:
                 new[f"fprod{lane}"] = fp17_mul(m, st[f"dy17{lane}"], st[f"sc17{lane}"])
                 new[f"dy17{lane}"] = new[f"sc17{lane}"] = None
+        st = pipe.step(new)
+
+        new = dict(st)
+        for lane in range(T):
+            sh = st[f"sh{lane}"]
+            right, _ = finishes[lane]({"sum": st[f"sr_sum{lane}"], "sat": st[f"sr_sat{lane}"]},
+                                      sh.as_unsigned()[:4])
+            slope = Mux(sh[-1], st[f"left{lane}"], right).as_signed()[:32].as_signed()
+            new[f"dy{lane}"] = Mux(st[f"flow{lane}"], slope, st[f"ipr{lane}"])
+            for k in ("sr_sum", "sr_sat", "left", "ipr", "sh", "flow"):
+                new[f"{k}{lane}"] = None
         st = pipe.step(new)
 
         new = dict(st)
