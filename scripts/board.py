@@ -191,11 +191,18 @@ def _stage_commands(text: str, name: str, seed: int, router: str) -> list:
 
 
 def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str) -> str:
+    """A digest of what a build depends on: the script, seed, router, constraints and the
+    design, whose source-location attributes (absolute paths of the checkout that wrote it)
+    are left out, so a build resumes from another clone of the same hardware."""
     import hashlib
     h = hashlib.sha256(f"{text}\n{seed}\n{router}\n".encode())
+    src = re.compile(rb"^\s*attribute \\src .*$", re.M)
     for f in sorted(out.glob(f"{name}.*")):
         if f.suffix in (".il", ".ys", ".lpf"):
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
+            body = f.read_bytes()
+            if f.suffix == ".il":
+                body = src.sub(b"", body)
+            h.update(f.name.encode() + b"\0" + body)
     return h.hexdigest()
 
 

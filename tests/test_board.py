@@ -161,6 +161,15 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     assert "Routing complete" in route_log or "Router1 time" in route_log
     (clk, f), = rep["fmax"].items()
     assert f["pass"] and f["target_mhz"] == 25.0 and f["fmax_mhz"] > 25.0
+    # the same design written from another checkout (other source paths): nothing again
+    il = out / "blink.il"
+    text = il.read_text()
+    assert 'attribute \\src "/' in text
+    il.write_text(text.replace('attribute \\src "/', 'attribute \\src "/elsewhere/'))
+    lines.clear()
+    rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "place", "route", "pack"]
+    assert not lines
     # a different seed is a different build: every step again
     lines.clear()
     rep = build_ecp5(out, "blink", seed=4, resume=True, log=lines.append)
