@@ -122,20 +122,25 @@ class WeightedRoundRobin(wiring.Component):
         last = Signal(range(n + 1), init=n)     # n: nobody granted since reset
         left = Signal(8)                        # grants the last winner still has in a row
         keep = Signal()
-        with m.Switch(last):
-            for cur in range(n + 1):
-                with m.Case(cur):
-                    if cur < n:
-                        m.d.comb += keep.eq(req[cur] & (left != 0))
-                    order = list(range(n)) if cur == n else [(cur + 1 + k) % n for k in range(n)]
-                    with m.If(keep):
-                        m.d.comb += self.index.eq(cur)
-                    for i in order:
-                        with m.Elif(req[i]):
-                            m.d.comb += self.index.eq(i)
+        m.d.comb += keep.eq((last != n) & (req.bit_select(last, 1) if n > 1 else req[0])
+                            & (left != 0))
+        # round robin: the lowest requester above the last winner, else the lowest of all
+        # (the last winner itself comes last): two lowest-set-bit picks (x & -x, a carry
+        # chain) instead of a priority chain per possible last winner
+        above = Signal(n)
+        m.d.comb += above.eq(req & (Const((1 << n) - 1, n) << (last + 1))[:n])
+        pool = Signal(n)
+        m.d.comb += pool.eq(Mux(above != 0, above, req))
+        pick = Signal(n)
+        m.d.comb += pick.eq(pool & (-pool.as_signed()).as_unsigned()[:n])
+        onehot = Signal(n)
+        m.d.comb += onehot.eq(Mux(keep, Const(1, n) << last, pick))
+        for b in range(len(self.index)):
+            m.d.comb += self.index[b].eq(
+                Cat(*[onehot[i] for i in range(n) if (i >> b) & 1] or [Const(0, 1)]).any())
         m.d.comb += [
             self.valid.eq(req != 0),
-            self.grant.eq(Mux(self.valid, Const(1, n) << self.index, 0)),
+            self.grant.eq(Mux(self.valid, onehot, 0)),
         ]
         with m.If(self.take & self.valid):
             m.d.sync += [
