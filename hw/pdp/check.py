@@ -42,7 +42,7 @@ from ..regfile import fields_layout
 
 __all__ = ["PdpCheck", "CHECK_CYCLES", "INT8", "INT16", "FP16"]
 
-CHECK_CYCLES = 2
+CHECK_CYCLES = 3
 INT8, INT16, FP16 = 0, 1, 2
 
 
@@ -92,7 +92,7 @@ class PdpCheck(wiring.Component):
             """Window placement rules of one axis part (see the module docstring); ``exact``:
             also one more window fitting (the output size must be the window count)."""
             last_start = Signal(24)
-            m.d.comb += last_start.eq((wout - 1) * st)
+            m.d.sync += last_start.eq((wout - 1) * st)
             errs = [k > p0 + win + p1, last_start > p0 + win - 1,
                     last_start + k > p0 + win + p1]
             if exact:
@@ -141,7 +141,7 @@ class PdpCheck(wiring.Component):
         # split rules: the first part ends where its last window ends, holds the overlap
         # re-read by the next part; a middle part is whole strides; exact window counts
         f_end, m_span = Signal(24), Signal(24)
-        m.d.comb += [f_end.eq((f_out - 1) * sw + kw), m_span.eq(m_out * sw)]
+        m.d.sync += [f_end.eq((f_out - 1) * sw + kw), m_span.eq(m_out * sw)]
         errs += [sp & (f_end != f_in + pl), sp & (f_in < overlap),
                  sp & (split > 1) & (m_span != m_in)]
         errs += [sp & x for x in bad_axis(last_in, l_out, 0, pr, kw, sw, exact=True)]
@@ -150,7 +150,7 @@ class PdpCheck(wiring.Component):
         errs += [sp & (last_in < 1)]
         errs += [sp & (f_out > lb), sp & (split > 1) & (m_out > lb), sp & (l_out > lb)]
         sum_in, sum_out = Signal(24), Signal(24)
-        m.d.comb += [sum_in.eq(f_in + (n - 2) * m_in + l_in),
+        m.d.sync += [sum_in.eq(f_in + (n - 2) * m_in + l_in),
                      sum_out.eq(f_out + (n - 2) * m_out + l_out)]
         errs += [sp & (sum_in != W), sp & (sum_out != Wo), sp & flying]
 
@@ -197,17 +197,21 @@ class PdpCheck(wiring.Component):
         else:
             m.d.comb += surfaces.eq((cm1 >> ash) + 1)
         line_bytes, surf_need = Signal(32), Signal(48)
-        m.d.comb += [line_bytes.eq(Wo * atom),
-                     surf_need.eq((Ho - 1) * dst[1] + line_bytes)]
+        m.d.comb += line_bytes.eq(Wo * atom)
+        m.d.sync += surf_need.eq((Ho - 1) * dst[1] + line_bytes)
         errs += [(Ho > 1) & (dst[1] < line_bytes),
                  (surfaces > 1) & (dst[2] < surf_need)]
         errs += [offline & (Cat(*[misaligned(v) for v in src]).any() |
                             cv_bad(R.D_SRC_RAM_CFG.SRC_RAM_TYPE)),
                  Cat(*[misaligned(v) for v in dst]).any() | cv_bad(P.D_DST_RAM_CFG.DST_RAM_TYPE)]
 
+        # the products (window starts, part spans and sums, the surface's extent) are
+        # registered a cycle before the rules that compare them (a product and its
+        # comparisons in one cycle were one of the whole core's deepest paths), then the
+        # rules, then the verdict: CHECK_CYCLES
         err_bits = Signal(len(errs))
         m.d.sync += err_bits.eq(Cat(*errs))
-        busy = Signal()
-        m.d.sync += [busy.eq(self.start), self.done.eq(busy),
+        busy = Signal(CHECK_CYCLES - 1)
+        m.d.sync += [busy.eq(Cat(self.start, busy[:-1])), self.done.eq(busy[-1]),
                      self.ok.eq(~err_bits.any())]
         return m
