@@ -301,7 +301,7 @@ class SdpDatapath(wiring.Component):
         if self.fp16:
             out["nan_out"] = count
         self.out_layout = data.StructLayout(out)
-        self.latency = (3 * cfg.sdp_bs + 3 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 5)
+        self.latency = (4 * cfg.sdp_bs + 4 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 5)
         if cfg.sdp_ew and not (cfg.sdp_bs or cfg.sdp_bn):
             self.latency += 3                     # the EW operand converters need 3 steps
         self.latency += 1                         # the input step (see _input_step)
@@ -453,7 +453,9 @@ class SdpDatapath(wiring.Component):
 
     # ------------------------------------------------------------------------------------
     def _x_stage(self, m, prefix):
-        """The three steps of one X stage (BS or BN): ALU, multiplier, shift/PReLU/ReLU."""
+        """The four steps of one X stage (BS or BN): ALU, multiplier, the rounding shift's
+        add, the shift / PReLU / ReLU (the rounding shift and the muxes in one step were one of
+        the whole core's deepest paths)."""
         r, T = self.regs, self.lanes
         c = r[f"D_DP_{prefix}_CFG"]
         low = prefix.lower()
@@ -500,11 +502,22 @@ class SdpDatapath(wiring.Component):
                         m, st[f"{low}_a{lane}"].as_unsigned()[:32], st[f"{low}_fm{lane}"])
                     new[f"{low}_fm{lane}"] = None
 
+        finishes = []
+
+        def round_add(st, new):
+            finishes.clear()
+            for lane in range(T):
+                early, finish = round_shift_right_split(m, st[f"{low}_p{lane}"], mul_shift, 32,
+                                                        49, f"{low}_rsr{lane}")
+                finishes.append(finish)
+                new[f"{low}_ps{lane}"], new[f"{low}_pt{lane}"] = early["sum"], early["sat"]
+                new[f"{low}_p{lane}"] = None
+
         def shift(st, new):
             for lane in range(T):
                 a = st[f"{low}_a{lane}"]
-                y, _ = round_shift_right(m, st[f"{low}_p{lane}"], mul_shift, 32, 49,
-                                          f"{low}_rsr{lane}")
+                y, _ = finishes[lane]({"sum": st[f"{low}_ps{lane}"],
+                                       "sat": st[f"{low}_pt{lane}"]})
                 y = Mux(prelu & ~a[-1], a[:32].as_signed(), y)
                 y = Mux(relu & y.as_signed()[-1], 0, y)
                 if self.fp16:
@@ -515,9 +528,9 @@ class SdpDatapath(wiring.Component):
                     y = Mux(fp, fy.as_signed(), y)
                     new[f"{low}_fp{lane}"] = None
                 new[f"x{lane}"] = y.as_signed()[:32].as_signed()
-                new[f"{low}_a{lane}"] = new[f"{low}_p{lane}"] = None
+                new[f"{low}_a{lane}"] = new[f"{low}_ps{lane}"] = new[f"{low}_pt{lane}"] = None
 
-        return [alu, mul, shift]
+        return [alu, mul, round_add, shift]
 
     # ------------------------------------------------------------------------------------
     def _ew_operand_steps(self, m):
