@@ -421,10 +421,23 @@ class Sdp(wiring.Component):
             with m.If(step == i):
                 m.d.comb += [sel_a.eq(a), sel_b.eq(b)]
         m.d.comb += prod.eq(sel_a * sel_b)
+        # the product is registered, then accumulated a cycle later (the field multiplexer,
+        # the multiplier and the wide add in one cycle were one of the whole core's deepest
+        # paths); acc_step: the step whose product prod_r holds (len(steps): none)
+        prod_r = Signal.like(prod)
+        acc_step = Signal(range(len(steps) + 1), init=len(steps))
+        m.d.sync += [prod_r.eq(prod), acc_step.eq(len(steps))]
         ends = [Signal(ew_, name=f"end_{name}") for name, _, _ in cubes]
         dst_lines = Signal(13 + aw)              # (H - 1) x destination line stride
         if bat:
             dst_surfs = Signal(13 + aw)          # (S - 1) x destination surface stride
+        for i, (_, _, ci, kind) in enumerate(steps):
+            with m.If(acc_step == i):
+                m.d.sync += ends[ci].eq(ends[ci] + prod_r)
+                if cubes[ci][0] == "dst" and kind == "l":
+                    m.d.sync += dst_lines.eq(prod_r)
+                if bat and cubes[ci][0] == "dst" and kind == "s":
+                    m.d.sync += dst_surfs.eq(prod_r)
         static_err = Signal()
         m.d.comb += static_err.eq(Cat(*errs).any())
 
@@ -569,15 +582,9 @@ class Sdp(wiring.Component):
                     m.d.comb += clear.eq(1)
                     m.next = "CHECK"
             with m.State("CHECK"):
-                m.d.sync += step.eq(step + 1)
-                for i, (a, b, ci, kind) in enumerate(steps):
-                    with m.If(step == i):
-                        m.d.sync += ends[ci].eq(ends[ci] + prod)
-                        if cubes[ci][0] == "dst" and kind == "l":
-                            m.d.sync += dst_lines.eq(prod)
-                        if bat and cubes[ci][0] == "dst" and kind == "s":
-                            m.d.sync += dst_surfs.eq(prod)
-                with m.If(step == len(steps) - 1):
+                # one cycle per product, one more for the last product's sum
+                m.d.sync += [step.eq(step + 1), acc_step.eq(step)]
+                with m.If(step == len(steps)):
                     m.next = "DECIDE"
             with m.State("DECIDE"):
                 with m.If(invalid):
