@@ -158,7 +158,6 @@ class Pdp(wiring.Component):
             return Mux(wide, channel_m1 >> (ash - 1), channel_m1 >> ash)
 
         m.submodules.pool = pool = PdpPool(T, G, LB, int16=has16, fp16=hasfp)
-        m.submodules.pool_skid = pool_skid = SkidBuffer(pool.i.payload.shape())
         m.submodules.in_reader = reader = CubeReader(geom)
         m.submodules.in_ser = ser = AtomSerializer(geom)
         m.submodules.splitter = splitter = PdpAtomSplitter(geom, T, int16=wide_build)
@@ -374,8 +373,7 @@ class Pdp(wiring.Component):
                 m.d.comb += running.eq(1)
                 # the pool must also have taken all of its input: rows (columns) past the
                 # last window are read and consumed after the last output is written
-                with m.If(~wr_pend & (parts_done == split + 1) & ~job_pend & pool.idle
-                          & ~pool_skid.o.valid):
+                with m.If(~wr_pend & (parts_done == split + 1) & ~job_pend & pool.idle):
                     m.next = "FINISH"
             with m.State("FINISH"):
                 m.d.comb += finish.eq(1)
@@ -387,25 +385,19 @@ class Pdp(wiring.Component):
                      adapter.i.payload.eq(sdp_in.payload),
                      adapter.i.valid.eq(sdp_in.valid & fly_on),
                      sdp_in.ready.eq((adapter.i.ready & fly_on) | draining)]
-        # the pool's input passes a skid buffer: its readiness (the line buffer and the
-        # windows' bookkeeping) no longer reaches back through the lane adapter or the read
-        # splitter into the read DMA and forward again into the pool in one cycle (one of the
-        # whole core's deepest paths)
-        pool_in = pool_skid.i
-        wiring.connect(m, pool_skid.o, pool.i)
         with m.If(flying):
-            m.d.comb += [pool_in.valid.eq(adapter.o.valid), pool_in.payload.eq(adapter.o.payload),
-                         adapter.o.ready.eq(pool_in.ready)]
+            m.d.comb += [pool.i.valid.eq(adapter.o.valid), pool.i.payload.eq(adapter.o.payload),
+                         adapter.o.ready.eq(pool.i.ready)]
         with m.Else():
-            m.d.comb += [pool_in.valid.eq(splitter.o.valid),
-                         pool_in.payload.eq(splitter.o.payload),
-                         splitter.o.ready.eq(pool_in.ready)]
+            m.d.comb += [pool.i.valid.eq(splitter.o.valid),
+                         pool.i.payload.eq(splitter.o.payload),
+                         splitter.o.ready.eq(pool.i.ready)]
             if hasfp:                   # NAN_TO_ZERO: PDP_RDMA's NaNs become +0
                 flush = isfp & P.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO
                 for l in range(T):
                     v = splitter.o.payload.data[l]
                     with m.If(flush & _nan16(v)):
-                        m.d.comb += pool_in.payload.data[l].eq(0)
+                        m.d.comb += pool.i.payload.data[l].eq(0)
         if hasfp:
             self._nan_counters(m, geom, G, clear, go, finish, flying, isfp,
                                splitter.o.valid & splitter.o.ready & ~flying,
