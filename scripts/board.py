@@ -139,9 +139,6 @@ def nextpnr_report(log: str) -> dict:
     return {"utilization": util, "fmax": fmax}
 
 
-_STEPS = ("synth", "place", "route", "pack")
-
-
 def _script_commands(text: str) -> dict:
     """The tool lines of an amaranth-boards trellis script, as argument lists by variable."""
     import shlex
@@ -156,34 +153,40 @@ def _script_commands(text: str) -> dict:
     return cmds
 
 
-def _drop_option(args: list, opt: str) -> list:
-    """``args`` without ``opt`` and its value."""
+def _drop_options(args: list, *opts: str) -> list:
+    """``args`` without the options ``opts`` and their values."""
     out, skip = [], False
     for a in args:
         if skip:
             skip = False
-        elif a == opt:
+        elif a in opts:
             skip = True
         else:
             out.append(a)
     return out
 
 
-def _stage_commands(text: str, name: str, seed: int, router: str) -> list:
+def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str) -> list:
     """(step, tool variable, arguments, output file) for the staged open flow.
 
     nextpnr runs twice: pack and place, writing the placed design as JSON
     (``--no-route --write``), then route from that JSON (``--no-pack --no-place``: the
     cells keep their bels). The router is chosen at placement; nextpnr stores it in the
-    design's settings and the routing run follows them."""
+    design's settings and the routing run follows them. So does the clock target: nextpnr
+    derives the clock nets' targets from the LPF while it packs, and the routing run, which
+    does not pack, takes the stored default (12 MHz unless ``--freq``); with one
+    ``FREQUENCY`` in the LPF (``lpf``), placement stores that as the default."""
     cmds = _script_commands(text)
-    pnr = _drop_option(_drop_option(cmds["NEXTPNR_ECP5"], "--log"), "--textcfg")
-    pnr = _drop_option(_drop_option(pnr, "--seed"), "--router")
+    pnr = _drop_options(cmds["NEXTPNR_ECP5"], "--log", "--textcfg", "--seed", "--router")
     placed = f"{name}.placed.json"
     place = pnr + ["--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
                    "--no-route", "--write", placed]
-    route = (_drop_option(pnr, "--json") + ["--json", placed, "--log", f"{name}.tim",
-             "--router", router, "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
+    freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ", lpf,
+                           re.M | re.I))
+    if len(freqs) == 1:
+        place += ["--freq", f"{float(freqs.pop()) / 1e6:g}"]
+    route = (_drop_options(pnr, "--json") + ["--json", placed, "--log", f"{name}.tim",
+             "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
     return [("synth", "YOSYS", cmds["YOSYS"], f"{name}.json"),
             ("place", "NEXTPNR_ECP5", place, placed),
             ("route", "NEXTPNR_ECP5", route, f"{name}.config"),
@@ -220,14 +223,7 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
     for k, v in _OPEN_FLOW_ENV.items():
         env.setdefault(k, v)
     text = (out / f"build_{name}.sh").read_text()
-    steps = _stage_commands(text, name, seed, router)
-    # nextpnr derives the clock nets' targets from the LPF while it packs; the routing run
-    # does not pack and takes the design's stored default target instead (12 MHz unless
-    # --freq). With one FREQUENCY in the LPF, that becomes the stored default.
-    freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ",
-                           _read(out / f"{name}.lpf"), re.M | re.I))
-    if len(freqs) == 1:
-        steps[1][2].extend(["--freq", f"{float(freqs.pop()) / 1e6:g}"])
+    steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router)
     digest = _inputs_digest(out, name, text, seed, router)
     record_path = out / "build_stages.json"
     record = {"digest": digest, "steps": []}
