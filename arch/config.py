@@ -18,7 +18,8 @@ import dataclasses
 import os
 from dataclasses import dataclass, field, fields, replace
 
-__all__ = ["ConfigError", "NvdlaConfig", "PRESETS", "load_config", "rtl_winograd", "DATA_TYPES",
+__all__ = ["ConfigError", "NvdlaConfig", "PRESETS", "load_config", "rtl_winograd",
+           "rtl_winograd_fp16", "DATA_TYPES",
            "PACKED_IMAGE_FORMATS", "SEMI_PLANAR_IMAGE_FORMATS"]
 
 DATA_TYPES = ("int8", "int16", "fp16")
@@ -342,3 +343,14 @@ def rtl_winograd(cfg: NvdlaConfig) -> bool:
     (:func:`hw.conv.common.conv_winograd`) and the golden model's statement of this core's
     limits (:func:`sim.conv.core_limits.check_core_limits`)."""
     return cfg.winograd and cfg.atomic_c == 64 and cfg.memory_atom == 32
+
+
+def rtl_winograd_fp16(cfg: NvdlaConfig) -> bool:
+    """The builds whose convolution RTL also runs fp16 Winograd layers: :func:`rtl_winograd`,
+    fp16, and a CBUF entry of ``2 x Atomic-C`` bytes (two-column entries: nv_full). There an
+    entry of fp16 codes is one small cube (4 channels x 16 tile positions) and an fp16 MAC
+    cell multiplies the whole entry, as NVDLA's 64-pair cell does in Winograd mode: one
+    alignment for the 64 products, the POA applied to the aligned parts
+    (:mod:`hw.conv.wino_dat`, :mod:`hw.conv.fp16_cell`)."""
+    return rtl_winograd(cfg) and "fp16" in cfg.data_types and \
+        cfg.cbuf_entry_bytes == 2 * cfg.atomic_c

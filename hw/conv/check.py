@@ -143,7 +143,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..mem import dma_fields
 from ..regfile import fields_layout
-from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, sdp_cube_layout
+from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, conv_winograd_fp16, \
+    sdp_cube_layout
 from .image import image_rules
 
 __all__ = ["ConvCheck", "CHECK_CYCLES"]
@@ -255,7 +256,8 @@ class ConvCheck(wiring.Component):
                 m.d.comb += fp.eq(prec == 2)
                 errs += [self.sdp.fp16 != fp,
                          (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN,
-                         wg & fp]                   # fp16 Winograd: a limit of this core
+                         # fp16 Winograd where the build cannot: a limit of this core
+                         wg & fp if not conv_winograd_fp16(cfg) else Const(0)]
             else:
                 errs.append(prec == 2)
                 if "fp16" in cfg.data_types:

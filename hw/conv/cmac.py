@@ -66,7 +66,11 @@ Winograd atoms (builds where :func:`~hw.conv.common.conv_winograd` holds,
 :mod:`hw.conv.wino_dat`): bit ``c`` of the atom's ``neg`` negates lane ``c`` (an int16
 atom's element ``c``) before its multipliers -- the data operand is 9 bits (int16: 17), so
 ``-(-128)`` is exact, and the products stay within the int8 (int16) range the sums are
-sized for. Direct atoms carry ``neg`` 0.
+sized for. Direct atoms carry ``neg`` 0. fp16 Winograd atoms (builds where
+:func:`~hw.conv.common.conv_winograd_fp16` holds: two-column entries, so an entry's two atoms
+are one small cube and one two-pass cell operation) keep their data whole and carry ``zero``
+besides ``neg``; both go to the fp16 cells, which weigh each aligned part by its POA
+coefficient (:class:`~hw.conv.fp16_cell.Fp16Cell` ``wino``), held with half 0 like its data.
 
 Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
 nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more from half
@@ -81,8 +85,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, dat_layout, \
-    fp16_two_pass, psum_bits, psum_layout, wt_layout
+from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, conv_winograd_fp16, \
+    dat_layout, fp16_two_pass, psum_bits, psum_layout, wt_layout
 from .fp16_cell import Fp16Cell
 
 __all__ = ["Cmac"]
@@ -183,18 +187,22 @@ class Cmac(wiring.Component):
                     m.d.sync += a_tags["fp16"].eq(self.fp16)
             else:
                 a_tags["role"] = Signal(2, name="a_role")
+        # Winograd atoms: lanes (int16 / fp16: elements) negated; fp16: elements dropped
+        wino = conv_winograd(self._cfg)
+        wf16 = conv_winograd_fp16(self._cfg)
+        a_coef = {}
+        if wino:
+            a_coef["neg"] = a_neg = Signal(ac, name="a_neg")
+        if wf16:
+            a_coef["zero"] = a_zero = Signal(ac // 2, name="a_zero")
         if self._hold:
-            self._stage_a_two_pass(m, hs, take, adv, a_valid, a_data, a_tags, a_half)
+            self._stage_a_two_pass(m, hs, take, adv, a_valid, a_data, a_tags, a_half, a_coef)
         else:
             with m.If(adv):
                 m.d.sync += a_valid.eq(take)
                 m.d.sync += a_data.eq(self.dat.payload.data)
                 m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
-        wino = conv_winograd(self._cfg)
-        if wino:                        # Winograd atoms: lanes (int16: elements) negated
-            a_neg = Signal(ac)
-            with m.If(adv):
-                m.d.sync += a_neg.eq(self.dat.payload.neg)
+                m.d.sync += [a.eq(self.dat.payload[f]) for f, a in a_coef.items()]
 
         # ---- stage B: products (registered multipliers; active changes only on a swap,
         # which enters stage A in the same edge as the previous atom leaves it) ----------
@@ -253,11 +261,13 @@ class Cmac(wiring.Component):
         cells = []
         if self._f16:
             for kk in range(ak // 2):
-                cell = Fp16Cell(ac // 2, self.latency - 1, two_pass=self._hold)
+                cell = Fp16Cell(ac // 2, self.latency - 1, two_pass=self._hold, wino=wf16)
                 m.submodules[f"fp16_cell_{kk}"] = cell
                 m.d.comb += cell.en.eq(adv)
                 if self._hold:
                     m.d.comb += cell.role.eq(a_tags["role"])
+                if wf16:
+                    m.d.comb += [cell.neg.eq(a_neg[:ac // 2]), cell.zero.eq(a_zero)]
                 # a kernel past the layer's (its rows not loaded) gives +0: no data reaches
                 # its cell, so a NaN in the atom does not either (the golden model's padded
                 # channels are 0)
@@ -319,12 +329,15 @@ class Cmac(wiring.Component):
 
         return m
 
-    def _stage_a_two_pass(self, m, hs, take, adv, a_valid, a_data, a_tags, a_half):
+    def _stage_a_two_pass(self, m, hs, take, adv, a_valid, a_data, a_tags, a_half, a_coef):
         """Stage A on two-column builds with fp16 (see the module docstring): a pair of halves
         enters as two consecutive operations, role 1 (half 0, from hold0) and role 2 (half 1,
         from hold1); every other atom enters as it is taken, role 0. ``hs``: the hold state
-        the input side shares (``held``, ``pend``, ``h0_swap``, ``h0_v``)."""
+        the input side shares (``held``, ``pend``, ``h0_swap``, ``h0_v``); ``a_coef``: the
+        stage-A registers of the atom's Winograd fields (name -> signal), held along."""
         p = self.dat.payload
+        c_h0 = {f: Signal.like(a, name=f"h0_{f}") for f, a in a_coef.items()}
+        c_h1 = {f: Signal.like(a, name=f"h1_{f}") for f, a in a_coef.items()}
         held, pend, h0_v = hs.held, hs.pend, hs.h0_v
         hold0, hold1 = Signal.like(p.data), Signal.like(p.data)
         h0_first = Signal()
@@ -336,20 +349,24 @@ class Cmac(wiring.Component):
             with m.If(pend):
                 m.d.sync += [a_valid.eq(1), a_data.eq(hold1), a_half.eq(1),
                              a_tags["fp16"].eq(1), a_tags["role"].eq(2), pend.eq(0),
-                             *(a_tags[t].eq(h1_tags[t]) for t in tags)]
+                             *(a_tags[t].eq(h1_tags[t]) for t in tags),
+                             *(a.eq(c_h1[f]) for f, a in a_coef.items())]
             with m.Elif(pair):
                 m.d.sync += [a_valid.eq(1), a_data.eq(hold0), a_half.eq(0),
                              a_tags["fp16"].eq(1), a_tags["role"].eq(1), pend.eq(1),
                              a_tags["first"].eq(h0_first), a_tags["last"].eq(0),
                              a_tags["pos"].eq(p.pos), a_tags["end"].eq(0),
                              hold1.eq(p.data), h1_tags["first"].eq(h0_first),
-                             *(h1_tags[t].eq(p[t]) for t in ("last", "pos", "end"))]
+                             *(h1_tags[t].eq(p[t]) for t in ("last", "pos", "end")),
+                             *(a.eq(c_h0[f]) for f, a in a_coef.items()),
+                             *(c_h1[f].eq(p[f]) for f in a_coef)]
             with m.Else():
                 m.d.sync += [a_valid.eq(take & ~held), a_data.eq(p.data), a_half.eq(p.half),
                              a_tags["fp16"].eq(self.fp16), a_tags["role"].eq(0),
-                             *(a_tags[t].eq(p[t]) for t in tags)]
+                             *(a_tags[t].eq(p[t]) for t in tags),
+                             *(a.eq(p[f]) for f, a in a_coef.items())]
         with m.If(take & held):
             m.d.sync += [hold0.eq(p.data), h0_first.eq(p.first), hs.h0_swap.eq(p.swap),
-                         h0_v.eq(1)]
+                         h0_v.eq(1), *(c_h0[f].eq(p[f]) for f in a_coef)]
         with m.Elif(pair):
             m.d.sync += h0_v.eq(0)

@@ -132,9 +132,9 @@ from __future__ import annotations
 from amaranth.hdl import Signal, signed
 from amaranth.lib import data
 
-from arch.config import rtl_winograd
+from arch.config import rtl_winograd, rtl_winograd_fp16
 
-__all__ = ["conv_int16", "conv_fp16", "conv_winograd", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
+__all__ = ["conv_int16", "conv_fp16", "conv_winograd", "conv_winograd_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
            "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
            "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout",
            "wt_count_bits", "wt_copy_layout"]
@@ -192,9 +192,19 @@ def fp16_two_pass(cfg) -> bool:
 def conv_winograd(cfg) -> bool:
     """The convolution RTL runs Winograd layers (int8, and int16 where :func:`conv_int16`
     holds) on this build: :func:`arch.config.rtl_winograd` (``winograd``, Atomic-C 64, 32-byte
-    memory atoms; bank-row or two-column entries). fp16 Winograd is rejected by the check (a
-    limit of this core: :func:`sim.conv.core_limits.check_core_limits`)."""
+    memory atoms; bank-row or two-column entries). fp16 Winograd only where
+    :func:`conv_winograd_fp16` holds; elsewhere the check rejects it (a limit of this core:
+    :func:`sim.conv.core_limits.check_core_limits`)."""
     return rtl_winograd(cfg)
+
+
+def conv_winograd_fp16(cfg) -> bool:
+    """The convolution RTL runs fp16 Winograd layers too: :func:`arch.config.rtl_winograd_fp16`
+    (an fp16 entry is one small cube, so :func:`fp16_two_pass` holds and the two-pass cell
+    aligns the cube's 64 products once, as NVDLA's cell in Winograd mode). Csc atoms then carry
+    ``zero`` besides ``neg``: the data stay whole (they take part in the alignment and the NaN
+    search) and the cell drops or negates the aligned parts (:mod:`hw.conv.wino_dat`)."""
+    return rtl_winograd_fp16(cfg)
 
 
 def conv_wide(cfg) -> bool:
@@ -272,6 +282,9 @@ def dat_layout(cfg) -> data.StructLayout:
     if conv_winograd(cfg):
         # Winograd atoms (hw.conv.wino_dat): lane c (int16: element c) enters negated
         fields["neg"] = cfg.atomic_c
+    if conv_winograd_fp16(cfg):
+        # fp16 Winograd atoms: element c's aligned part is dropped (its POA coefficient 0)
+        fields["zero"] = cfg.atomic_c // 2
     return data.StructLayout(fields)
 
 

@@ -33,6 +33,15 @@ the ``2n``-pair cell's; role 2's code carries the sum of both (modulo 2^38) and 
 NaN order (role 1's weights, role 2's, role 1's data, role 2's); role 1's ``out`` is not a
 result. Shifts are formed in stage 2 there (the exponent sums are registered).
 
+``wino`` (with ``two_pass``; builds where :func:`~hw.conv.common.conv_winograd_fp16` holds):
+ports ``neg`` and ``zero`` give each pair a coefficient of -1 or 0 (else +1) by which its
+aligned part enters the sum (modulo 2^38). An fp16 Winograd atom pair is one small cube
+(element ``(y x 4 + x) x 4 + c``) and the coefficients are output ``(i, j)``'s POA row
+``A^T[i][y] x A^T[j][x]`` (:mod:`hw.conv.wino_dat`): every pair still takes part in the
+alignment and the NaN search, so the code is exactly output ``(i, j)`` of NVDLA's cell in
+Winograd mode (:func:`sim.conv.cmac.fp16_wino_cell`: it sums the aligned parts per position,
+then applies the POA, all modulo 2^38, which is the same linear form).
+
 Cost (``nvdla synth --target ecp5 --unit cmac`` on nv_small + fp16, four cells of four pairs
 beside the int8 array): about 6,000 LUT4 and 400 FF per cell, no DSP (the Booth rows, the
 carry-save trees and the two 32-bit shifters per pair are logic); the whole Cmac 25,997 LUT4 /
@@ -214,13 +223,15 @@ class Fp16Cell(wiring.Component):
     ``en`` in (every register advances), ``out`` (44-bit partial-sum code, registered).
     """
 
-    def __init__(self, n: int, stages: int, two_pass: bool = False):
+    def __init__(self, n: int, stages: int, two_pass: bool = False, wino: bool = False):
         assert n >= 1 and stages >= 2, (n, stages)
-        self._n, self._stages, self._two = n, stages, two_pass
+        assert two_pass or not wino, "the Winograd coefficients need the two-pass cell"
+        self._n, self._stages, self._two, self._wino = n, stages, two_pass, wino
         super().__init__({"w": In(data.ArrayLayout(unsigned(16), n)),
                           "d": In(data.ArrayLayout(unsigned(16), n)),
                           "en": In(1),
                           **({"role": In(2)} if two_pass else {}),
+                          **({"neg": In(n), "zero": In(n)} if wino else {}),
                           "out": Out(FP16_PSUM_BITS)})
 
     def elaborate(self, platform):
@@ -274,6 +285,8 @@ class Fp16Cell(wiring.Component):
             ra, rb = _product(wire, wops[c][0], dops[c][0], neg, f"p{c}")
             pairs.append((reg(ra, f"ra_{c}"), reg(rb, f"rb_{c}"), reg(esum[c], f"es_{c}"),
                           reg(live[c], f"live_r_{c}")))
+        if self._wino:                  # the POA coefficient of each pair (0, +1, -1)
+            c_zero, c_neg = reg(self.zero, "czero_1"), reg(self.neg, "cneg_1")
         emax_r, role = reg(emax, "emax_1"), reg(self.role, "role_1")
         nan_r = [reg(x, f"{nm}_1") for x, nm in ((wn, "wn"), (wc, "wc"), (dn, "dn"),
                                                   (dc, "dc"))]
@@ -288,7 +301,13 @@ class Fp16Cell(wiring.Component):
         parts = []
         for c, (ra, rb, es, lv) in enumerate(pairs):
             sft = wire((e_ent - es)[0:4], f"sft_{c}")
-            parts.append(wire(Mux(lv & (sft < 8), _aligned(ra, rb, sft[0:3]), 0), f"part_{c}"))
+            part = _aligned(ra, rb, sft[0:3])
+            take = lv & (sft < 8)
+            if self._wino:
+                # Winograd: the part times its POA coefficient (modulo 2^38, as the sums)
+                part = Mux(c_neg[c], -part, part)[0:SUM_BITS]
+                take = take & ~c_zero[c]
+            parts.append(wire(Mux(take, part, 0), f"part_{c}"))
         cur, (e_r, role, *nan_r) = _tree(
             reg, parts, self._stages, [e_ent, role, *nan_r],
             ["emax_{}", "role_{}", "nan0_{}", "nan1_{}", "nan2_{}", "nan3_{}"])

@@ -29,17 +29,22 @@ Sequence (the contract of :mod:`hw.conv.common`)::
         one atom (swap on the block's first, first / last on the first / last cube's, end)
 
 Per stripe and CBUF channel group (``AC`` int8 or ``AC / 2`` int16 channels: 16 or 8
-cubes), a *fill* walks the stripe's positions: the first position of each 4 x 4 input tile
-in the stripe (raster order) asks :class:`~hw.conv.wino_tiles.WinoTiles` for the tile
-(waiting for its 4 extended lines: ``dat_slices``), and the PRA's output is written, one
-small cube a row (int16: a half cube), into the next slot of the *tile buffer*
-(``max_stripe / 2 + 2`` slots x 16 rows of the bank width, :class:`amaranth.lib.memory.Memory`); the
-other positions of a tile refer to the slot of the earlier one (``slot_of``). The *issue*
-phase then reads one row per atom (one atom a cycle, credit-based into a short FIFO).
+cubes: an *item*), a *fill* walks the stripe's positions: the first position of each 4 x 4
+input tile in the stripe (raster order) asks :class:`~hw.conv.wino_tiles.WinoTiles` for the
+tile (waiting for its 4 extended lines: ``dat_slices``), and the PRA's output is written,
+one small cube a row (int16: a half cube), into the next slot of one half of the *tile
+buffer* (two halves of ``max_stripe / 2 + 2`` slots x 16 rows of the bank width,
+:class:`amaranth.lib.memory.Memory`); the other positions of a tile refer to the slot of the
+earlier one (``slot_of``). The *issue* side reads the item's half, one row per atom (one atom
+a cycle, credit-based into a short FIFO). The two sides run apart: while the issue side
+reads one half, the fill side fills the other with the next item (the same walk for the
+next channel group, stripe or kernel group), so only the layer's first fill is not hidden.
 
 A tile costs 17 CBUF read cycles, shared by its (up to 4) outputs in the stripe; the atoms
 are ``16 x C_ext / AC`` per output (int8; int16 the same count of halves), i.e. NVDLA's
-Winograd count x 4, and 16 / 9 of a direct 3 x 3 layer's on the stride-1 input.
+Winograd count x 4, and 16 / 9 of a direct 3 x 3 layer's on the stride-1 input. An item's
+fill (about 17 cycles per tile, a quarter to a half of its positions) is shorter than its
+atoms (16 or 8 cubes per position), so after the first the fills hide behind the atoms.
 
 Ports
     ``regs``        in, the CSC D-group rw fields (stable while the layer runs)
@@ -60,8 +65,8 @@ from amaranth.lib.wiring import In, Out
 
 from arch.registers import register_map
 from ..regfile import fields_layout
-from .common import cbuf_read_signature, conv_int16, conv_winograd, dat_layout, max_stripe, \
-    stripe_len
+from .common import cbuf_read_signature, conv_wide, conv_winograd, conv_winograd_fp16, \
+    dat_layout, max_stripe, stripe_len
 from .wino_tiles import WinoTiles
 
 __all__ = ["WinoDat", "lane_coefficients"]
@@ -104,13 +109,17 @@ class WinoDat(wiring.Component):
         cfg = self._cfg
         AC, AK, BW, ATOM = cfg.atomic_c, cfg.atomic_k, cfg.cbuf_bank_width, cfg.memory_atom
         ms = max_stripe(cfg)
-        i16b = conv_int16(cfg)
+        i16b = conv_wide(cfg)
+        f16b = conv_winograd_fp16(cfg)
         R = self.regs
 
         # ---- layer parameters (registers stable; registered where a product is involved) --
-        i16 = Signal()
+        i16 = Signal()                                  # 2-byte elements (int16 or fp16)
+        f16 = Signal()                                  # fp16 (builds that run it)
         if i16b:
             m.d.comb += i16.eq(R.D_MISC_CFG.PROC_PRECISION != 0)
+        if f16b:
+            m.d.comb += f16.eq(R.D_MISC_CFG.PROC_PRECISION == 2)
         cx = R.D_DATAIN_SIZE_EXT_1.DATAIN_CHANNEL_EXT + 1
         cbytes = Signal(16)
         m.d.comb += cbytes.eq(cx << i16)
@@ -135,21 +144,30 @@ class WinoDat(wiring.Component):
                      tiles.n_dat.eq(n_dat),
                      tiles.whole.eq(cbytes >> lbw),
                      tiles.rem.eq(cbytes[:lbw] >> (ATOM - 1).bit_length()),
-                     tiles.precision.eq(i16),
+                     tiles.precision.eq(Mux(f16, 2, i16)),
                      tiles.truncate.eq(R.D_PRA_CFG.PRA_TRUNCATE)]
 
-        # ---- tile buffer: ms / 2 + 2 slots x 16 rows -----------------------------------------
+        # ---- tile buffer: two halves of ms / 2 + 2 slots x 16 rows ---------------------------
         # (a stripe's positions in raster order touch at most ms / 2 + 2 tiles: per row a run
         # of L positions meets at most L / 2 + 1 tiles, and two rows of one tile row share
-        # theirs, so only the stripe's first and last rows add one)
+        # theirs, so only the stripe's first and last rows add one). Half ``wb`` is filled
+        # while half ``rb`` is read; ``full`` marks a filled half not yet read to its end.
         rows = 16
         NS = ms // 2 + 2
-        m.submodules.buf = buf = Memory(shape=BW * 8, depth=NS * rows, init=[])
+        slot_bits = (NS - 1).bit_length()
+        m.submodules.buf = buf = Memory(shape=BW * 8, depth=2 * NS * rows, init=[])
+
+        def buf_addr(half, slot, row):
+            return Mux(half, NS * rows, 0) + Cat(row, slot)
+
         wp = buf.write_port()
         rp = buf.read_port()
-        slot_bits = (NS - 1).bit_length()
-        slot_of = Array(Signal(slot_bits, name=f"slot_of{i}") for i in range(ms))
-        role_of = Array(Signal(2, name=f"role_of{i}") for i in range(ms))
+        slot_of = [Array(Signal(slot_bits, name=f"slot_of{b}_{i}") for i in range(ms))
+                   for b in range(2)]
+        role_of = [Array(Signal(2, name=f"role_of{b}_{i}") for i in range(ms))
+                   for b in range(2)]
+        wb, rb = Signal(), Signal()
+        full = Signal(2)
 
         # writer: the PRA's tile, one row a cycle into slot ``written``
         hold = Signal.like(tiles.o.payload)
@@ -167,7 +185,7 @@ class WinoDat(wiring.Component):
             row16_h = [Cat(*[hold.data[l & 3][8 * h + (l >> 2)][:16] for l in range(AC // 2)])
                        for h in range(2)]
             row = Mux(i16, Mux(wr_row[0], row16_h[1], row16_h[0]), row8)
-        m.d.comb += [wp.addr.eq(Cat(wr_row, written[:slot_bits])), wp.data.eq(row),
+        m.d.comb += [wp.addr.eq(buf_addr(wb, written[:slot_bits], wr_row)), wp.data.eq(row),
                      wp.en.eq(wr_busy)]
         shift = Mux(i16, wr_row[0], 1)
         with m.If(wr_busy):
@@ -178,19 +196,16 @@ class WinoDat(wiring.Component):
             with m.If(wr_row == rows - 1):
                 m.d.sync += [wr_busy.eq(0), written.eq(written + 1)]
 
-        # ---- sequencer ---------------------------------------------------------------------
-        kleft = Signal(14)
-        rem = Signal(28)
+        # ---- the fill side: items in the issue side's order, one half ahead ----------------
+        f_kleft = Signal(14)
+        f_rem = Signal(28)
         so_y, so_x = Signal(14), Signal(14)             # stripe start
-        nx_y, nx_x = Signal(14), Signal(14)             # the position after the stripe
         oy, ox = Signal(14), Signal(14)
-        q = Signal(12)                                  # small cube
-        ql = Signal(4)                                  # cube within the CBUF channel group
-        p = Signal(range(ms + 1))
+        f_q = Signal(12)                                # the item's first small cube
+        fp = Signal(range(ms + 1))
         alloc = Signal(range(ms + 1))
-        h = Signal()
-        slen = Signal(range(ms + 1))
-        m.d.comb += slen.eq(stripe_len(rem, ms))
+        f_slen = Signal(range(ms + 1))
+        m.d.comb += f_slen.eq(stripe_len(f_rem, ms))
 
         def step(y, x):
             with m.If(x == OW_m1):
@@ -198,17 +213,17 @@ class WinoDat(wiring.Component):
             with m.Else():
                 m.d.sync += x.eq(x + 1)
 
-        # fill walk: does position p start its tile in this stripe?
+        # fill walk: does position fp start its tile in this stripe?
         oy_odd, ox_odd = oy[0], ox[0]
         ref = Signal(range(ms))
         new = Signal()
         with m.If(ox_odd):
-            m.d.comb += [new.eq(p == 0), ref.eq(p - 1)]
+            m.d.comb += [new.eq(fp == 0), ref.eq(fp - 1)]
         with m.Elif(oy_odd):
-            with m.If(p >= OW):
-                m.d.comb += ref.eq(p - OW)
-            with m.Elif(p + 1 >= OW):
-                m.d.comb += ref.eq(p + 1 - OW)
+            with m.If(fp >= OW):
+                m.d.comb += ref.eq(fp - OW)
+            with m.Elif(fp + 1 >= OW):
+                m.d.comb += ref.eq(fp + 1 - OW)
             with m.Else():
                 m.d.comb += new.eq(1)
         with m.Else():
@@ -218,9 +233,65 @@ class WinoDat(wiring.Component):
         m.d.comb += slices_ok.eq(Cat(Const(0, 1), ty + 2) <= self.dat_slices)
         je = Signal(12)
         qb = (AC // 4 - 1).bit_length()                  # log2 cubes per int8 channel group
-        m.d.comb += je.eq(Mux(i16, q >> (qb - 1), q >> qb))
+        m.d.comb += je.eq(Mux(i16, f_q >> (qb - 1), f_q >> qb))
         m.d.comb += [tiles.cmd.payload.ty.eq(ty), tiles.cmd.payload.tx.eq(ox >> 1),
                      tiles.cmd.payload.j.eq(je)]
+        slot_w = Array(slot_of)[wb]
+        role_w = Array(role_of)[wb]
+        full_w = full.bit_select(wb, 1)
+        f_last_item = f_q + per_m1 >= nq_m1              # the stripe's last channel group
+
+        with m.FSM(name="fill"):
+            with m.State("IDLE"):
+                with m.If(self.go):
+                    m.d.sync += [f_kleft.eq(K), so_y.eq(0), so_x.eq(0), f_q.eq(0)]
+                    m.next = "START"
+            with m.State("START"):
+                # (n_out is registered: valid from here)
+                m.d.sync += f_rem.eq(n_out)
+                m.next = "FILL0"
+            with m.State("FILL0"):
+                # wait for the half to be free
+                m.d.sync += [oy.eq(so_y), ox.eq(so_x), fp.eq(0), alloc.eq(0), written.eq(0)]
+                with m.If(~full_w):
+                    m.next = "FILL"
+            with m.State("FILL"):
+                walking = fp != f_slen
+                ask = walking & new
+                m.d.comb += tiles.cmd.valid.eq(ask & slices_ok)
+                adv = walking & (~new | (slices_ok & tiles.cmd.ready))
+                with m.If(adv):
+                    m.d.sync += [slot_w[fp].eq(Mux(new, alloc, slot_w[ref])),
+                                 role_w[fp].eq(Cat(ox[0], oy[0])), fp.eq(fp + 1)]
+                    with m.If(new):
+                        m.d.sync += alloc.eq(alloc + 1)
+                    step(oy, ox)
+                with m.If(~walking & (written == alloc) & ~wr_busy):
+                    # the half is full: hand it over, go on with the next item
+                    m.d.sync += [full_w.eq(1), wb.eq(~wb)]
+                    with m.If(~f_last_item):
+                        m.d.sync += f_q.eq(f_q + per_m1 + 1)
+                        m.next = "FILL0"
+                    with m.Else():
+                        m.d.sync += f_q.eq(0)
+                        with m.If(f_rem != f_slen):
+                            m.d.sync += [f_rem.eq(f_rem - f_slen), so_y.eq(oy), so_x.eq(ox)]
+                            m.next = "FILL0"
+                        with m.Elif(f_kleft > KG):
+                            m.d.sync += [f_kleft.eq(f_kleft - KG), so_y.eq(0), so_x.eq(0)]
+                            m.next = "START"
+                        with m.Else():
+                            m.next = "IDLE"
+
+        # ---- the issue side ----------------------------------------------------------------
+        kleft = Signal(14)
+        rem = Signal(28)
+        q = Signal(12)                                  # small cube
+        ql = Signal(4)                                  # cube within the CBUF channel group
+        p = Signal(range(ms + 1))
+        h = Signal()
+        slen = Signal(range(ms + 1))
+        m.d.comb += slen.eq(stripe_len(rem, ms))
 
         # issue: credits, the read, the tags
         outstanding = Signal(range(_DEPTH + 1))
@@ -238,14 +309,16 @@ class WinoDat(wiring.Component):
                      tag.end.eq(last_q & last_p & h_last & last_stripe & last_group)]
         if i16b:
             m.d.comb += tag.half.eq(h)
-        m.d.comb += [rp.addr.eq(Cat(Mux(i16, Cat(h, ql[:3]), ql), slot_of[p])),
+        slot_r = Array(slot_of)[rb]
+        role_r = Array(role_of)[rb]
+        m.d.comb += [rp.addr.eq(buf_addr(rb, slot_r[p], Mux(i16, Cat(h, ql[:3]), ql))),
                      rp.en.eq(issue)]
         r_v = Signal()
         r_tag = Signal.like(tag)
         r_role = Signal(2)
         m.d.sync += r_v.eq(issue)
         with m.If(issue):
-            m.d.sync += [r_tag.eq(tag), r_role.eq(role_of[p])]
+            m.d.sync += [r_tag.eq(tag), r_role.eq(role_r[p])]
 
         # the atom: lanes by the output's POA coefficients
         atom = Signal(dat_layout(cfg))
@@ -271,6 +344,16 @@ class WinoDat(wiring.Component):
                     neg = Mux(i16, n16, n8)
                 else:
                     neg = Mux(i16, 0, n8)
+            if f16b:
+                # fp16: the data stay (they take part in the cell's alignment and NaN search);
+                # the cell drops the aligned parts of the elements ``zero`` flags
+                if c < AC // 2:
+                    co16z = [lane_coefficients(AC // 2, True, hh, r >> 1, r & 1)[c]
+                             for hh in range(2) for r in range(4)]
+                    z16e = Const(sum(1 << i for i in range(8) if co16z[i] == 0),
+                                 8).bit_select(Cat(r_role, r_tag.half), 1)
+                    m.d.comb += atom.zero[c].eq(f16 & z16e)
+                zero = ~f16 & zero
             m.d.comb += [atom.data[c].eq(Mux(zero, 0, data_b[8 * c:8 * c + 8])),
                          atom.neg[c].eq(neg)]
         m.d.comb += [fifo.w_en.eq(r_v), fifo.w_data.eq(atom),
@@ -281,34 +364,17 @@ class WinoDat(wiring.Component):
         with m.Elif(~issue & take):
             m.d.sync += outstanding.eq(outstanding - 1)
 
-        with m.FSM():
+        with m.FSM(name="issue"):
             with m.State("IDLE"):
                 with m.If(self.go):
-                    m.d.sync += [kleft.eq(K), so_y.eq(0), so_x.eq(0), q.eq(0), ql.eq(0)]
+                    m.d.sync += [kleft.eq(K), q.eq(0), ql.eq(0), p.eq(0), h.eq(0),
+                                 rb.eq(0), wb.eq(0), full.eq(0)]
                     m.next = "START"
             with m.State("START"):
-                # (n_out is registered: valid from here)
                 m.d.sync += rem.eq(n_out)
-                m.next = "FILL0"
-            with m.State("FILL0"):
-                m.d.sync += [oy.eq(so_y), ox.eq(so_x), p.eq(0), alloc.eq(0), written.eq(0)]
-                m.next = "FILL"
-            with m.State("FILL"):
-                walking = p != slen
-                ask = walking & new
-                m.d.comb += tiles.cmd.valid.eq(ask & slices_ok)
-                adv = walking & (~new | (slices_ok & tiles.cmd.ready))
-                with m.If(adv):
-                    m.d.sync += [slot_of[p].eq(Mux(new, alloc, slot_of[ref])),
-                                 role_of[p].eq(Cat(ox[0], oy[0])), p.eq(p + 1)]
-                    with m.If(new):
-                        m.d.sync += alloc.eq(alloc + 1)
-                    step(oy, ox)
-                with m.If(~walking & (written == alloc) & ~wr_busy):
-                    m.d.sync += [nx_y.eq(oy), nx_x.eq(ox), p.eq(0), h.eq(0)]
-                    m.next = "ISSUE"
+                m.next = "ISSUE"
             with m.State("ISSUE"):
-                m.d.comb += issue.eq(outstanding < _DEPTH)
+                m.d.comb += issue.eq(full.bit_select(rb, 1) & (outstanding < _DEPTH))
                 with m.If(issue):
                     with m.If(~h_last):
                         m.d.sync += h.eq(1)
@@ -318,19 +384,17 @@ class WinoDat(wiring.Component):
                             m.d.sync += p.eq(p + 1)
                         with m.Else():
                             m.d.sync += [p.eq(0), q.eq(q + 1), ql.eq(ql + 1)]
+                            with m.If(last_q | (ql == per_m1)):
+                                # the item's last atom: its half is free again
+                                m.d.sync += [full.bit_select(rb, 1).eq(0), rb.eq(~rb),
+                                             ql.eq(0)]
                             with m.If(last_q):
-                                m.d.sync += [q.eq(0), ql.eq(0)]
+                                m.d.sync += q.eq(0)
                                 with m.If(~last_stripe):
-                                    m.d.sync += [rem.eq(rem - slen), so_y.eq(nx_y),
-                                                 so_x.eq(nx_x)]
-                                    m.next = "FILL0"
+                                    m.d.sync += rem.eq(rem - slen)
                                 with m.Elif(~last_group):
-                                    m.d.sync += [kleft.eq(kleft - KG), so_y.eq(0),
-                                                 so_x.eq(0)]
+                                    m.d.sync += kleft.eq(kleft - KG)
                                     m.next = "START"
                                 with m.Else():
                                     m.next = "IDLE"
-                            with m.Elif(ql == per_m1):
-                                m.d.sync += ql.eq(0)
-                                m.next = "FILL0"
         return m

@@ -182,7 +182,7 @@ class WinoTiles(wiring.Component):
                     else:
                         b16 = Const(0, 16)
                     m.d.comb += pi.payload.data[lane][e].eq(
-                        Mux(self.precision == 1, b16, b8.as_signed()))
+                        Mux(self.precision != 0, b16, b8.as_signed()))
                 else:
                     m.d.comb += pi.payload.data[lane][e].eq(b8)
         with m.If(pi.valid & pi.ready):

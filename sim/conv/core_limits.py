@@ -10,7 +10,7 @@ stay inside them. Every message says it is this core's rule, not NVDLA's.
 
 from __future__ import annotations
 
-from arch.config import rtl_winograd
+from arch.config import rtl_winograd, rtl_winograd_fp16
 
 from .program import FP16, INT8, ConvProgram, ConvProgramError
 
@@ -31,8 +31,9 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
       only their WGS sizes to fit.
     * Winograd (``CONV_MODE=WINOGRAD``): this core's RTL runs int8 and int16 Winograd
       layers on the builds of :func:`arch.config.rtl_winograd` (Atomic-C 64, 32-byte atoms:
-      nv_large, nv_full); elsewhere and for fp16 its
-      check (:mod:`hw.conv.check`) rejects a Winograd layer, which finishes without output.
+      nv_large, nv_full), and fp16 ones on those of :func:`arch.config.rtl_winograd_fp16`
+      (an fp16 CBUF entry is a whole small cube: nv_full); elsewhere its check
+      (:mod:`hw.conv.check`) rejects a Winograd layer, which finishes without output.
       The golden model runs it (:mod:`sim.conv.winograd`).
     Batched layers whose weights exceed the weight banks (compressed ones expanded) are
     fetched once per batch (:mod:`hw.conv.common`, "Weight copies"), not a limit.
@@ -43,9 +44,11 @@ def check_core_limits(cfg, p: ConvProgram) -> None:
         _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build's convolution pipeline is "
              "direct only (Winograd needs Atomic-C 64 and 32-byte memory atoms; its check "
              "rejects Winograd layers)")
-    if p.winograd is not None and p.precision == FP16:
-        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this core's Winograd datapath is int8 "
-             "and int16 only (its check rejects an fp16 Winograd layer)")
+    if p.winograd is not None and p.precision == FP16 and not rtl_winograd_fp16(cfg):
+        _err("CDMA.D_MISC_CFG.CONV_MODE=WINOGRAD", "this build's Winograd datapath is int8 "
+             "and int16 only (fp16 Winograd needs a CBUF entry of 2 x Atomic-C bytes, one "
+             "small cube of fp16 codes per MAC cell; its check rejects an fp16 Winograd "
+             "layer)")
     wcap = p.weight_bank * cfg.cbuf_entry_depth * cfg.cbuf_entry_bytes
     if p.compression is not None:
         group_k = cfg.atomic_k if p.precision == INT8 else max(cfg.atomic_k // 2, 1)

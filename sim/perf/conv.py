@@ -28,8 +28,11 @@ Winograd layers (builds where the RTL runs them, :func:`arch.config.rtl_winograd
 ``hw/conv/wino_dat.py``): the CSC runs them as a 1 x 1 layer of ``16 x C_ext`` channels (one
 atom per output and 4-channel small cube), and before each channel group (a CBUF bank row
 of channels) of a stripe it reads the stripe's 4 x 4 input tiles, 17 cycles each, and
-writes their PRA output into its tile buffer (:data:`WINO_FILL_EXTRA` cycles more), not
-overlapped with the atoms. The CDMA writes the padded, channel-extended lines; only the
+writes their PRA output into one half of its tile buffer (:data:`WINO_FILL_EXTRA` cycles
+more) while the atoms of the previous channel group read the other half: a stripe's channel
+group takes the longer of its atoms and its fill, and the layer's first fill is not hidden.
+Where a stripe's atoms take about as long as its delivery to SDP the RTL is slower than
+``max(compute, delivery)`` (``wg_28x8x128_32_i8``: the model 10 % low). The CDMA writes the padded, channel-extended lines; only the
 unpadded input is read from memory (``fetch_fraction``), the padding takes write-port
 cycles only.
 
@@ -254,9 +257,12 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     blk_min = cfg.atomic_k // shape.element_bytes + 2 + BLOCK_EXTRA
     blk = np.maximum(lens * shape.element_bytes, blk_min)        # 16-bit: two atoms per pos
     dur = blk * cg * rs
-    if shape.wino_rows:                 # Winograd: a tile fill per stripe and bank row
-        dur = dur + shape.wino_rows * (WINO_TILE_CYCLES * wino_tiles(shape.out_width, lens)
-                                       + WINO_FILL_EXTRA)
+    first_fill = 0.0
+    if shape.wino_rows and len(lens):   # Winograd: a tile fill per stripe and bank row,
+        # hidden behind the previous item's atoms but for the layer's first
+        fill = WINO_TILE_CYCLES * wino_tiles(shape.out_width, lens) + WINO_FILL_EXTRA
+        dur = shape.wino_rows * np.maximum(dur / shape.wino_rows, fill)
+        first_fill = float(fill[0])
     deliver = lens * (cfg.atomic_k // shape.element_bytes) / T
     eff = np.maximum(dur, deliver)
 
@@ -269,7 +275,7 @@ def estimate_conv(cfg, shape: ConvShape, memory) -> dict:
     ring = (shape.weight_banks or max(cfg.cbuf_banks - ceil_div(
         slices * max(line_atoms, 1) * atom, bank_bytes), 1)) * bank_bytes
 
-    t = 0.0
+    t = first_fill
     group_done = np.zeros(groups)
     for b in range(shape.batches):
         # (lines kept from the previous layer are there from the start; the fetched ones
