@@ -93,6 +93,9 @@ NV_LARGE_LAYOUT = NvdlaConfig.preset("nv_large").replace(
 from bench.winograd_cycles import BUILD as NV_LARGE_WINO  # noqa: E402
 #: the same on two-column CBUF entries (nv_full's layout: register entries of two bank rows)
 NV_LARGE_WINO_2COL = NV_LARGE_WINO.replace(name="nv_large_wino_2col", cbuf_entry_width=128)
+#: the same with fp16 (nv_full's fp16 Winograd datapath: an fp16 entry is one small cube)
+NV_LARGE_WINO_FP16 = NV_LARGE_WINO_2COL.replace(
+    name="nv_large_wino_fp16", data_types=frozenset({"int8", "int16", "fp16"}))
 
 
 def pack_fields(layout, block, words):

@@ -14,8 +14,9 @@ golden model's rules, and the core rejecting them without memory traffic.
   batched layer adds the delivery rule (:func:`sim.conv.program.check_batch_delivery`) and
   SDP's batch count. Winograd on nv_large_wino (:func:`hw.conv.common.conv_winograd`):
   random Winograd layers and pairs (reuse between Winograd layers, changes of mode), a
-  mutation per Winograd rule and reuse pairs across the modes; off conv_winograd builds and
-  for fp16 the check rejects Winograd layers (:func:`sim.conv.core_limits.check_core_limits`).
+  mutation per Winograd rule and reuse pairs across the modes; off conv_winograd builds, and
+  for fp16 off conv_winograd_fp16 builds, the check rejects Winograd layers
+  (:func:`sim.conv.core_limits.check_core_limits`).
 * The core (Verilator, one simulator start): every invalid trace of
   :func:`~sim.conv.random_programs.write_invalid_traces` raises its SDP interrupt, its
   checks (output window plus guard bands, zero) pass, the rejected layer issues no AXI write
@@ -1056,13 +1057,15 @@ def test_winograd_rejected_without_conv_winograd():
     """Builds with ``winograd`` where conv_winograd does not hold (Atomic-C 32: the CDMA
     tests' nv_small_wino): the golden model runs their Winograd layers, this core's check
     rejects them (check_core_limits says so), and a direct layer still passes. fp16
-    Winograd on conv_winograd builds with fp16 (nv_full, nv_large_wino + fp16): the same.
-    nv_large_wino's datapath on two-column entries (nv_full's CBUF layout) runs int8 and
-    int16 Winograd layers: the check accepts them as the golden model does."""
+    Winograd where an fp16 entry is not a small cube (nv_large_wino + fp16 on bank-row
+    entries): the same. nv_large_wino's datapath on two-column entries (nv_full's CBUF
+    layout) runs int8 and int16 Winograd layers, and with fp16 (nv_full, the tests'
+    nv_large_wino_fp16) fp16 ones (conv_winograd_fp16): the check accepts them as the golden
+    model does."""
     from sim.conv import winograd_programs as wp
     from arch.config import rtl_winograd
-    from hw.conv.common import conv_winograd
-    from .conftest import NV_LARGE_WINO
+    from hw.conv.common import conv_winograd, conv_winograd_fp16
+    from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_FP16
     from .test_cdma import WINO_SMALL
     two_col = NV_LARGE_WINO.replace(name="nv_large_wino_2col",
                                     cbuf_entry_width=2 * NV_LARGE_WINO.cbuf_bank_width)
@@ -1071,6 +1074,8 @@ def test_winograd_rejected_without_conv_winograd():
     for cfg, want in ((NV_LARGE_WINO, True), (NV_LARGE, True), (two_col, True),
                       (NV_FULL, True), (NV_SMALL, False), (fp16, True), (WINO_SMALL, False)):
         assert conv_winograd(cfg) == rtl_winograd(cfg) == want, cfg.name
+    assert [conv_winograd_fp16(c) for c in (NV_FULL, NV_LARGE_WINO_FP16, fp16, two_col)] == \
+        [True, True, False, False]
     rng = np.random.default_rng(4)
 
     def draw(cfg, precs, n):
@@ -1084,7 +1089,7 @@ def test_winograd_rejected_without_conv_winograd():
                     raise
         return wino
 
-    for cfg, precs in ((WINO_SMALL, (0, 1)), (NV_FULL, (2,)), (fp16, (2,))):
+    for cfg, precs in ((WINO_SMALL, (0, 1)), (fp16, (2,))):
         wino = draw(cfg, precs, 2 * len(precs))
         rmap = register_map(cfg)
         for layers in wino:                             # NVDLA runs them: decode accepts
@@ -1100,6 +1105,15 @@ def test_winograd_rejected_without_conv_winograd():
     wino = draw(two_col, (0, 1), 8)
     assert all(all(ok for ok, _ in golden_verdicts(two_col, p)) for p in wino)
     assert rtl_verdicts(two_col, wino) == [[True]] * len(wino)
+    # fp16 Winograd where an fp16 entry is a small cube: accepted, within the core's limits
+    for cfg in (NV_FULL, NV_LARGE_WINO_FP16):
+        wino = draw(cfg, (2,), 3)
+        rmap = register_map(cfg)
+        for layers in wino:
+            check_core_limits(cfg, decode(cfg, *(GroupView(rmap[b], layers[0]["regs"][b])
+                                                 for b in BLOCKS)))
+        assert all(all(ok for ok, _ in golden_verdicts(cfg, p)) for p in wino), cfg.name
+        assert rtl_verdicts(cfg, wino) == [[True]] * len(wino), cfg.name
 
 
 def test_check_verdict_waits_for_the_widest_products():

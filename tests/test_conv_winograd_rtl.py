@@ -20,15 +20,18 @@ import pytest
 
 from sim.conv import winograd_programs as wp
 
-from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL, assert_all_pass, playback
+from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL, NV_LARGE_WINO_FP16, assert_all_pass, \
+    playback
 
 
 @pytest.mark.rtl
 @pytest.mark.slow
 @pytest.mark.parametrize("cfg,prec,seed,count,share", [
     (NV_LARGE_WINO, 0, 700, 24, 0.4), (NV_LARGE_WINO, 1, 701, 16, 0.4),
-    (NV_LARGE_WINO_2COL, 0, 710, 24, 0.4), (NV_LARGE_WINO_2COL, 1, 711, 16, 0.4)],
-    ids=["int8-seed700", "int16-seed701", "2col-int8-seed710", "2col-int16-seed711"])
+    (NV_LARGE_WINO_2COL, 0, 710, 24, 0.4), (NV_LARGE_WINO_2COL, 1, 711, 16, 0.4),
+    (NV_LARGE_WINO_FP16, 2, 720, 24, 0.4), (NV_LARGE_WINO_FP16, None, 721, 16, 0.5)],
+    ids=["int8-seed700", "int16-seed701", "2col-int8-seed710", "2col-int16-seed711",
+         "fp16-seed720", "fp16-mixed-seed721"])
 def test_random_winograd_programs_rtl_matches_golden(tmp_path, cfg, prec, seed, count, share):
     paths = wp.write_random_wino_traces(cfg, str(tmp_path), count, seed=seed, prec=prec,
                                         pair_share=share, max_macs=400_000)

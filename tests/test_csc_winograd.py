@@ -9,7 +9,13 @@ lanes (negated where ``neg`` says) by the active weights, CACC sums per ``pos`` 
 ``first`` to ``last``; the outputs, kernel group by kernel group and stripe by stripe in
 raster order, must equal the golden :func:`sim.conv.winograd.winograd_sums` (int8 and int16,
 every ``PRA_TRUNCATE``, kernels not a multiple of the group, channels with a cripple entry,
-random back-pressure).
+random back-pressure). fp16 layers (``NV_LARGE_WINO_FP16``: two-column entries, an entry one
+small cube): the CMAC model takes an entry's two atoms as one cell operation, checks that
+their ``zero`` / ``neg`` flags are one output's POA row, gives that output of NVDLA's
+Winograd cell (:func:`sim.conv.cmac.fp16_wino_cell`) and folds the codes as CACC does
+(:func:`sim.conv.cacc.fp48_add`); the fp32 results must equal the golden model's
+(:func:`sim.conv.winograd.winograd_fp16_psums` folded by
+:func:`sim.conv.cacc.accumulate_fp16`).
 """
 
 from __future__ import annotations
@@ -24,10 +30,13 @@ from amaranth.sim import Simulator
 
 from hw.conv.common import dat_layout
 from hw.conv.csc import Csc
-from sim.conv.winograd import winograd_sums
+from sim.conv.cacc import accumulate_fp16, fp48_add, fp48_to_fp32
+from sim.conv.cmac import fp16_wino_cell
+from sim.conv.winograd import winograd_fp16_psums, winograd_sums
 from sim.formats.winograd import winograd_weight_offsets
 
-from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL
+from .conftest import NV_LARGE_WINO, NV_LARGE_WINO_2COL, NV_LARGE_WINO_FP16
+from .test_conv_fp16_wino_cell import codes as fp16_codes
 from .test_cdma import slice_layout
 from .test_csc import cbuf_answer, cbuf_reads, cmac_ready
 
@@ -46,6 +55,15 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
     cube = nrng.integers(lo, hi, (H, W, C)).astype(np.int64)
     cube[:4, :4] = rng.choice([lo, hi - 1])                  # a saturating tile
     wts = nrng.integers(lo, hi, (K, C, 4, 4)).astype(np.int64)
+    if prec == 2:                   # fp16 codes of every kind (as int16 values); NaNs kept
+        # at a few positions only (a NaN makes every output of its tiles NaN)
+        cube = np.concatenate([fp16_codes(nrng, H * W) for _ in range(-(-C // 64))],
+                              1).reshape(H, W, -1)[:, :, :C]
+        nan = ((cube >> 10) & 0x1F == 0x1F) & (cube & 0x3FF != 0)
+        cube = np.where(nan & (nrng.random((H, W, 1)) > 0.03), 0x7BFF, cube)
+        wts = fp16_codes(nrng, K * C // 4).reshape(K, C, 4, 4)
+        cube = np.where(cube >= 0x8000, cube - 0x10000, cube)
+        wts = np.where(wts >= 0x8000, wts - 0x10000, wts)
     lines = cube.astype("<i2").view(np.uint8).reshape(H, W, -1) if prec else \
         (cube & 0xFF).astype(np.uint8)
     S = C * eb // ATOM
@@ -76,6 +94,9 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
 
     dl = dat_layout(cfg)
     off = {f: dl[f].offset for f in ("swap", "first", "last", "pos", "end", "half", "neg")}
+    if prec == 2:
+        off["zero"] = dl["zero"].offset
+    f16_h0 = {}                     # fp16: half 0 of a position's entry (data, coefficients)
     posw = dl["pos"].width
     res = {}
 
@@ -126,31 +147,53 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
                 ctx.set(dut.dat_slices, slices)
             wt_rdy, dat_rdy = cmac_ready(ctx, dut, rng, p_ready, shadow is not None)
             if wt_rdy and ctx.get(dut.wt.valid):
-                shadow = ints(ctx.get(dut.wt.payload.as_value()), AK * AC, 1).reshape(AK, AC)
+                shadow = ints(ctx.get(dut.wt.payload.data.as_value()), AK * AC,
+                              1).reshape(AK, AC)
             if dat_rdy and ctx.get(dut.dat.valid):
                 v = ctx.get(dut.dat.payload.as_value())
                 t = {f: (v >> off[f]) & ((1 << posw) - 1 if f == "pos" else
-                                         (1 << AC) - 1 if f == "neg" else 1)
+                                         (1 << AC) - 1 if f in ("neg", "zero") else 1)
                      for f in off}
                 negs = np.array([(t["neg"] >> c) & 1 for c in range(AC)], bool)
                 if t["swap"]:
                     active, shadow = shadow, None
-                if prec:
+                if prec == 2:
+                    d = ints(v & ((1 << (8 * AC)) - 1), AC // 2, 2) & 0xFFFF
+                    coef = np.array([0 if (t["zero"] >> c) & 1 else
+                                     -1 if (t["neg"] >> c) & 1 else 1 for c in range(AC // 2)])
+                    if not t["half"]:
+                        f16_h0[t["pos"]] = (d, coef, t["first"])
+                        n_atoms += 1
+                if prec == 2 and t["half"]:
+                    d0, c0, first = f16_h0.pop(t["pos"])
+                    dd, cc = np.concatenate([d0, d]), np.concatenate([c0, coef])
+                    role = [r for r in range(4) if (cc == _poa_row(r)).all()]
+                    assert len(role) == 1, ("not a POA row", cc)
+                    w16 = active.astype(np.uint8).view(np.uint16).astype(np.int64)
+                    w16 = w16.reshape(AK // 2, AC)                  # kernel kk's 64 codes
+                    psum = fp16_wino_cell(w16, np.broadcast_to(dd, w16.shape))[0][:, role[0]]
+                    n_atoms += 1
+                    pos = t["pos"]
+                    acc[pos] = fp48_add(psum, acc.get(pos, 0), not first)
+                    if t["last"]:
+                        outs.append(fp48_to_fp32(acc[pos]))
+                elif prec == 1:
                     d = ints(v & ((1 << (8 * AC)) - 1), AC // 2, 2)
                     d = np.where(negs[:AC // 2], -d, d)
                     w16 = active.astype(np.uint8).view(np.int16).astype(np.int64)
                     w16 = w16.reshape(AK // 2, AC)                  # kernel kk: 2 rows
                     h = t["half"]
                     psum = w16[:, h * AC // 2:(h + 1) * AC // 2] @ d
-                else:
+                elif prec == 0:
                     d = ints(v & ((1 << (8 * AC)) - 1), AC, 1)
                     d = np.where(negs, -d, d)
                     psum = active @ d
-                n_atoms += 1
-                pos = t["pos"]
-                acc[pos] = psum if t["first"] and not t["half"] else acc[pos] + psum
-                if t["last"]:
-                    outs.append(acc[pos])
+                if prec != 2:
+                    n_atoms += 1
+                    pos = t["pos"]
+                    acc[pos] = psum if t["first"] and not t["half"] else acc[pos] + psum
+                    if t["last"]:
+                        outs.append(acc[pos])
             reads = cbuf_reads(ctx, dut, n_rows, n_wt)
             if ctx.get(dut.done):
                 done_seen += 1
@@ -171,17 +214,28 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
         got = np.stack(outs).reshape(kgs, N, -1)
         p = SimpleNamespace(precision=prec, out_height=L["oh"], out_width=L["ow"],
                             winograd=SimpleNamespace(pra_truncate=min(L["trunc"], 2)))
-        exp = winograd_sums(p, cube[None], wts)[0]                 # [K, OH, OW]
+        if prec == 2:                  # fp32 codes CACC delivers
+            exp = accumulate_fp16(winograd_fp16_psums(p, cube[None], wts)[0])[0]
+        else:
+            exp = winograd_sums(p, cube[None], wts)[0]             # [K, OH, OW]
         for g in range(kgs):
             kg = min(group_k, K - g * group_k)
             np.testing.assert_array_equal(got[g, :, :kg].T,
                                           exp[g * group_k:g * group_k + kg].reshape(kg, N),
                                           err_msg=f"kernel group {g}")
-            assert not got[g, :, kg:].any()
+            if prec != 2:               # (fp16: the model's cells of absent kernels see data)
+                assert not got[g, :, kg:].any()
         res["atoms"] = n_atoms
         await ctx.tick()
 
     return tb, res
+
+
+def _poa_row(r: int) -> np.ndarray:
+    """Output ``r``'s (row-major in the 2 x 2 tile) POA coefficients over a small cube's 64
+    elements ((y x 4 + x) x 4 + c)."""
+    at = ((1, 1, 1, 0), (0, 1, -1, -1))
+    return np.array([at[r >> 1][e >> 4] * at[r & 1][(e >> 2) & 3] for e in range(64)])
 
 
 def run_layers(cfg, cases):
@@ -219,6 +273,14 @@ def test_csc_winograd():
     res = run_layers(NV_LARGE_WINO, CASES)
     assert [r["atoms"] for r in res] == [32 * 24 * 2, 32 * 4 * 2 * 2, 96 * 8]
 
+
+
+def test_csc_winograd_fp16():
+    """fp16 on two-column entries (NV_LARGE_WINO_FP16): two kernel groups, the cells'
+    outputs folded as CACC does (see the module docstring), under back-pressure."""
+    cases = [dict(L=dict(W=8, H=8, C=64, K=20, ow=4, oh=4, prec=2, trunc=0), seed=7)]
+    res = run_layers(NV_LARGE_WINO_FP16, cases)
+    assert [r["atoms"] for r in res] == [16 * 16 * 2 * 2]
 
 
 @pytest.mark.slow

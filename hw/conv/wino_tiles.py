@@ -45,7 +45,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import cbuf_read_signature
+from .common import cbuf_read_signature, conv_winograd_fp16
 from .pra import Pra, pra_elem_bits, pra_layout
 
 __all__ = ["WinoTiles", "tile_cmd_layout"]
@@ -79,7 +79,9 @@ class WinoTiles(wiring.Component):
         lpr = (PR - 1).bit_length()
         twocol = self._twocol
         ew = pra_elem_bits(cfg)
-        m.submodules.pra = pra = Pra(cfg, AC, fp16=False)
+        # fp16 (builds that run fp16 Winograd): a bank row holds BW / 2 codes, so only those
+        # lanes get the PRA's fp17 path
+        m.submodules.pra = pra = Pra(cfg, AC, fp16=conv_winograd_fp16(cfg), fp16_lanes=BW // 2)
         wiring.connect(m, pra.o, wiring.flipped(self.o))
 
         c = Signal.like(self.cmd.payload)                # the tile being read
