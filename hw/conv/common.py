@@ -272,7 +272,9 @@ def dat_layout(cfg) -> data.StructLayout:
     two-column entries only): the atom is its group's last (half 1, or a short group's lone
     half 0); ``neg`` (builds where :func:`conv_winograd` holds): bit ``c``, lane ``c`` (int16:
     element ``c``) is multiplied negated (a Winograd atom's POA sign, :mod:`hw.conv.wino_dat`;
-    0 in direct atoms)."""
+    0 in direct atoms); ``zero`` (builds where :func:`conv_winograd_fp16` holds): bit ``c``,
+    element ``c``'s aligned product is left out of an fp16 Winograd atom's sum (its POA
+    coefficient is 0; the data stay whole, 0 in direct atoms)."""
     fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c),
               "swap": 1, "first": 1, "last": 1, "pos": range(max_stripe(cfg)), "end": 1}
     if conv_wide(cfg):

@@ -1,7 +1,11 @@
 """The CSC's Winograd data engine: a Winograd layer's data atoms for the direct MAC array.
 
 Builds where :func:`~hw.conv.common.conv_winograd` holds (Atomic-C 64, 32-byte memory atoms,
-bank-row CBUF entries); int8 and int16 layers (golden model :mod:`sim.conv.winograd`).
+bank-row or two-column CBUF entries); int8 and int16 layers, and fp16 layers where
+:func:`~hw.conv.common.conv_winograd_fp16` holds (golden model :mod:`sim.conv.winograd`).
+fp16 atoms keep every element and flag the POA coefficient instead (``zero`` / ``neg``):
+NVDLA's fp16 cell aligns all of a small cube's products, so an element the output does not
+use still takes part in the alignment and the NaN search (:mod:`hw.conv.fp16_cell`).
 
 How a Winograd layer runs on the direct pipeline
 ------------------------------------------------

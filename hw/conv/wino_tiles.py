@@ -28,7 +28,9 @@ Ports
                  ``truncate``  in, the layer's: the data ring position of slice 0, entries per
                  slice, extended width, data ring entries, complete channel groups per
                  position and the cripple atoms ``r``, NVDLA's precision code (0 int8, 1
-                 int16) and ``PRA_TRUNCATE``; stable while tiles are read
+                 int16, 2 fp16 where :func:`hw.conv.common.conv_winograd_fp16` holds: the
+                 PRA's fp17 path on the bank row's ``BW / 2`` codes) and ``PRA_TRUNCATE``;
+                 stable while tiles are read
     ``rd``       out, a CBUF read port (:func:`hw.conv.common.cbuf_read_signature`)
     ``o``        out, the PRA's output (:func:`hw.conv.pra.pra_layout` of ``AC`` lanes, no
                  config): lane ``c`` holds channel ``c`` of the group (int16: ``c < AC / 2``;
