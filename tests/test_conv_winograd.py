@@ -271,8 +271,9 @@ def test_compressed_weights():
 
 
 def test_rtl_limit_and_build_without_winograd():
-    """nv_full's RTL runs int8 / int16 Winograd layers (no core limit) but not fp16 ones (a
-    limit of this core); nv_small has no Winograd."""
+    """nv_full's RTL runs int8 / int16 and fp16 Winograd layers (no core limit); on bank-row
+    entries (nv_large + fp16) an fp16 entry is not a small cube, and fp16 Winograd is a limit
+    of this core; nv_small has no Winograd."""
     rng = np.random.default_rng(0)
     layer = wp.wino_layer(NV_FULL, W=8, H=8, C=32, K=2, wt4=rng.integers(-3, 4, (2, 32, 4, 4)),
                           data=rng.integers(-3, 4, (32, 8, 8)))
@@ -283,8 +284,16 @@ def test_rtl_limit_and_build_without_winograd():
                         wt4=np.zeros((2, 16, 4, 4), np.uint16),
                         data=np.zeros((16, 8, 8), np.uint16))
     p = decode(NV_FULL, *(GroupView(rmap[b], f16["regs"][b]) for b in BLOCKS))
+    check_core_limits(NV_FULL, p)
+    rows = NvdlaConfig.preset("nv_large").replace(
+        name="nv_large_fp16", data_types=frozenset({"int8", "int16", "fp16"}))
+    f16 = wp.wino_layer(rows, W=8, H=8, C=16, K=2, prec=2,
+                        wt4=np.zeros((2, 16, 4, 4), np.uint16),
+                        data=np.zeros((16, 8, 8), np.uint16))
+    rmap_rows = register_map(rows)
+    p = decode(rows, *(GroupView(rmap_rows[b], f16["regs"][b]) for b in BLOCKS))
     with pytest.raises(ConvProgramError, match="CONV_MODE=WINOGRAD.*int8 and int16 only"):
-        check_core_limits(NV_FULL, p)
+        check_core_limits(rows, p)
     small = NvdlaConfig.preset("nv_small")
     rmap = register_map(small)
     regs = {b: dict(layer["regs"][b]) for b in BLOCKS}
