@@ -255,9 +255,9 @@ class ConvCheck(wiring.Component):
                 fp = Signal()
                 m.d.comb += fp.eq(prec == 2)
                 errs += [self.sdp.fp16 != fp,
-                         (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN,
-                         # fp16 Winograd where the build cannot: a limit of this core
-                         wg & fp if not conv_winograd_fp16(cfg) else Const(0)]
+                         (D.D_MISC_CFG.IN_PRECISION == 2) & D.D_CVT_CFG.CVT_EN]
+                if not conv_winograd_fp16(cfg):
+                    errs.append(wg & fp)    # fp16 Winograd here: a limit of this core
             else:
                 errs.append(prec == 2)
                 if "fp16" in cfg.data_types:
