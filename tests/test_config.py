@@ -139,6 +139,17 @@ def test_toml_overrides(tmp_path):
         load_config(tmp_path / "missing.toml")
 
 
+def test_shipped_configs_load():
+    """Every TOML of ``configs/`` is a valid build; nv_small_conv is nv_small less PDP and CDP."""
+    from pathlib import Path
+    files = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+    assert files
+    cfgs = {f.stem: load_config(f) for f in files}
+    conv = cfgs["nv_small_conv"]
+    assert (conv.pdp, conv.cdp) == (False, False)
+    assert conv.replace(name="nv_small", pdp_throughput=1, cdp_throughput=1) == SMALL
+
+
 def test_frozen():
     with pytest.raises(Exception):
         SMALL.atomic_c = 16
