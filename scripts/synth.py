@@ -105,6 +105,7 @@ UNITS = {
     "cdma": _unit("hw.conv.cdma", "Cdma"), "cbuf": _unit("hw.conv.cbuf", "Cbuf"),
     "csc": _unit("hw.conv.csc", "Csc"), "cmac": _unit("hw.conv.cmac", "Cmac"),
     "cacc": _unit("hw.conv.cacc", "Cacc"),
+    "wino_tiles": _unit("hw.conv.wino_tiles", "WinoTiles"),      # builds with Winograd
     "sdp": _unit("hw.sdp", "Sdp"), "pdp": _unit("hw.pdp", "Pdp"), "cdp": _unit("hw.cdp", "Cdp"),
     "regs": _registers, "pdp_pool": _pdp_pool,
 }

@@ -1,7 +1,7 @@
 """WinoTiles (hw/conv/wino_tiles.py): the CSC's Winograd tile read and PRA from a Cbuf holding
 the Cdma's extended slices (laid out by test_cdma's independent ``slice_layout``), against the
 golden model's ``pra_int(input_tiles(cube))``, under random gaps on ``cmd`` and back-pressure
-on ``o``."""
+on ``o`` (a tile's channel quads, in channel order)."""
 
 import random
 import sys
@@ -82,11 +82,12 @@ def run(cfg, layers, seed):
             rng.shuffle(cmds)
             cmds = cmds[:24]
             got = []
+            nq = BW // (4 * eb)                     # channel quads per tile
             # commands with random gaps, outputs under random back-pressure
             pending = list(cmds)
             cyc = 0
             ctx.set(tl.cmd.valid, 0)
-            while len(got) < len(cmds):
+            while len(got) < len(cmds) * nq:
                 cyc += 1
                 assert cyc < 200 * len(cmds) + 100, "timeout"
                 if pending and not ctx.get(tl.cmd.valid) and rng.random() < 0.7:
@@ -103,11 +104,12 @@ def run(cfg, layers, seed):
                 if ov and ready:
                     got.append(od)
             lanes = BW // eb
-            for (ty, tx, j), od in zip(cmds, got):
+            assert len(got) == len(cmds) * nq
+            for i, (ty, tx, j) in enumerate(cmds):
                 for c in range(lanes):
                     ch = j * lanes + c
                     for e in range(16):
-                        v = od[c][e]
+                        v = got[i * nq + c // 4][c % 4][e]
                         want = int(exp[ty, tx, ch, e // 4, e % 4]) if ch < C else 0
                         assert _signed(v, cfg) == want, (ty, tx, j, c, e, v, want)
 

@@ -73,20 +73,17 @@ class Pra(wiring.Component):
 
     Ports: ``i`` in (:func:`pra_layout` with the config fields), ``o`` out (:func:`pra_layout`
     without them: the 16 transformed elements of each lane, in the input's order).
-    ``fp16=False``: no fp16 path on a build with fp16 (the core's Winograd tile reader: this
-    core runs integer Winograd layers only)."""
+    ``fp16=False``: no fp16 path on a build with fp16 (the core's Winograd tile reader on
+    builds that run only integer Winograd layers)."""
 
     latency = 4
 
-    def __init__(self, cfg, lanes: int = 1, fp16: bool | None = None,
-                 fp16_lanes: int | None = None):
+    def __init__(self, cfg, lanes: int = 1, fp16: bool | None = None):
         self._cfg, self._lanes = cfg, lanes
         self._w = pra_elem_bits(cfg)
-        # fp16=False leaves the fp16 path out (precision 2 then acts as int8); fp16_lanes:
-        # only the first lanes get it (the others give the integer result in fp16 mode)
+        # fp16=False leaves the fp16 path out (precision 2 then acts as int8)
         self._i16 = conv_int16(cfg)
         self._f16 = conv_fp16(cfg) if fp16 is None else fp16 and conv_fp16(cfg)
-        self._f16_lanes = lanes if fp16_lanes is None else fp16_lanes
         super().__init__({
             "i": In(stream.Signature(pra_layout(cfg, lanes, True))),
             "o": Out(stream.Signature(pra_layout(cfg, lanes, False))),
@@ -147,7 +144,7 @@ class Pra(wiring.Component):
                 else:
                     ires.append(lim8)
             # ---- fp16 path ---------------------------------------------------------------
-            if self._f16 and lane < self._f16_lanes:
+            if self._f16:
                 f1 = [Signal(17, name=f"l{lane}_f1_{e}") for e in range(16)]
                 for e in range(16):
                     sync(f1[e], fp16_to_fp17(m, din[e][:16]))

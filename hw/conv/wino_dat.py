@@ -173,15 +173,19 @@ class WinoDat(wiring.Component):
         wb, rb = Signal(), Signal()
         full = Signal(2)
 
-        # writer: the PRA's tile, one row a cycle into slot ``written``
+        # writer: the PRA's tile a channel quad (one small cube) at a time, one row a cycle
+        # (16-bit elements: a quad's two halves) into slot ``written``; rows 0..15 a tile
         hold = Signal.like(tiles.o.payload)
-        wr_busy = Signal()
+        hv = Signal()                                   # ``hold`` has rows to write
         wr_row = Signal(4)
         written = Signal(range(ms + 1))
-        m.d.comb += tiles.o.ready.eq(~wr_busy)
+        consume = hv & (~i16 | wr_row[0])               # the quad's last row this cycle
+        m.d.comb += tiles.o.ready.eq(~hv | consume)
         with m.If(tiles.o.valid & tiles.o.ready):
-            m.d.sync += [hold.eq(tiles.o.payload), wr_busy.eq(1), wr_row.eq(0)]
-        # int8 row: byte l = lane (l & 3) element l >> 2 of the current lane quad (lanes 0..3)
+            m.d.sync += [hold.eq(tiles.o.payload), hv.eq(1)]
+        with m.Elif(consume):
+            m.d.sync += hv.eq(0)
+        # int8 row: byte l = lane (l & 3), element l >> 2
         row8 = Cat(*[hold.data[l & 3][l >> 2][:8] for l in range(AC)])
         row = row8
         if i16b:
@@ -190,15 +194,11 @@ class WinoDat(wiring.Component):
                        for h in range(2)]
             row = Mux(i16, Mux(wr_row[0], row16_h[1], row16_h[0]), row8)
         m.d.comb += [wp.addr.eq(buf_addr(wb, written[:slot_bits], wr_row)), wp.data.eq(row),
-                     wp.en.eq(wr_busy)]
-        shift = Mux(i16, wr_row[0], 1)
-        with m.If(wr_busy):
+                     wp.en.eq(hv)]
+        with m.If(hv):
             m.d.sync += wr_row.eq(wr_row + 1)
-            with m.If(shift):
-                # the next lane quad down to lanes 0..3
-                m.d.sync += [hold.data[ln].eq(hold.data[ln + 4]) for ln in range(AC - 4)]
             with m.If(wr_row == rows - 1):
-                m.d.sync += [wr_busy.eq(0), written.eq(written + 1)]
+                m.d.sync += written.eq(written + 1)
 
         # ---- the fill side: items in the issue side's order, one half ahead ----------------
         f_kleft = Signal(14)
@@ -256,7 +256,8 @@ class WinoDat(wiring.Component):
                 m.next = "FILL0"
             with m.State("FILL0"):
                 # wait for the half to be free
-                m.d.sync += [oy.eq(so_y), ox.eq(so_x), fp.eq(0), alloc.eq(0), written.eq(0)]
+                m.d.sync += [oy.eq(so_y), ox.eq(so_x), fp.eq(0), alloc.eq(0), written.eq(0),
+                             wr_row.eq(0)]
                 with m.If(~full_w):
                     m.next = "FILL"
             with m.State("FILL"):
@@ -270,7 +271,7 @@ class WinoDat(wiring.Component):
                     with m.If(new):
                         m.d.sync += alloc.eq(alloc + 1)
                     step(oy, ox)
-                with m.If(~walking & (written == alloc) & ~wr_busy):
+                with m.If(~walking & (written == alloc) & ~hv):
                     # the half is full: hand it over, go on with the next item
                     m.d.sync += [full_w.eq(1), wb.eq(~wb)]
                     with m.If(~f_last_item):

@@ -32,18 +32,26 @@ Ports
                  PRA's fp17 path on the bank row's ``BW / 2`` codes) and ``PRA_TRUNCATE``;
                  stable while tiles are read
     ``rd``       out, a CBUF read port (:func:`hw.conv.common.cbuf_read_signature`)
-    ``o``        out, the PRA's output (:func:`hw.conv.pra.pra_layout` of ``AC`` lanes, no
-                 config): lane ``c`` holds channel ``c`` of the group (int16: ``c < AC / 2``;
-                 the other lanes 0), element ``y x 4 + x`` of the transformed tile
+    ``o``        out, the PRA's output a channel quad at a time (:func:`hw.conv.pra.pra_layout`
+                 of 4 lanes, no config): ``BW / 4`` transfers per tile on int8 layers, ``BW /
+                 8`` on 16-bit ones (the bank row's ``BW / 2`` channels); transfer ``g``'s lane
+                 ``l`` holds channel ``4g + l`` of the group, element ``y x 4 + x`` of the
+                 transformed tile (one small cube: the row :class:`hw.conv.wino_dat.WinoDat`
+                 writes, two for 16-bit elements)
 
 A tile takes 16 read cycles (one row a cycle, lines then positions; a straddling group two
-for each odd position) plus one to hand it to the PRA; the PRA pipeline (4 stages, ready-gated) takes the next tile while it transforms this
-one.
+for each odd position) plus one to hand it over: the complete tile is copied into a second
+tile register, from which a 4-lane PRA (4 stages, ready-gated) transforms one channel quad a
+cycle while the next tile is read. The consumer writes a row a cycle (a quad's two rows for
+16-bit elements), so the quads take as long as the reads (16 cycles a tile): a PRA of 4
+lanes keeps the reader's rate where one of all ``BW`` lanes would stand idle 16 cycles in 17
+(``BW / 4`` times the adders: 2,048 integer adders and, with fp16, 1,024 fp17 adders on
+nv_full, against 128 and 128 now).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -70,20 +78,19 @@ class WinoTiles(wiring.Component):
             "dat_base": In(pos), "eps": In(16), "w_ext": In(14), "n_dat": In(pos),
             "whole": In(14), "rem": In(3), "precision": In(2), "truncate": In(2),
             "rd": Out(cbuf_read_signature(cfg)),
-            "o": Out(stream.Signature(pra_layout(cfg, cfg.atomic_c, False))),
+            "o": Out(stream.Signature(pra_layout(cfg, 4, False))),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        BW, ATOM, AC = cfg.cbuf_bank_width, cfg.memory_atom, cfg.atomic_c
+        BW, ATOM = cfg.cbuf_bank_width, cfg.memory_atom
         PR = BW // ATOM                                  # memory atoms per bank row
         lpr = (PR - 1).bit_length()
         twocol = self._twocol
         ew = pra_elem_bits(cfg)
-        # fp16 (builds that run fp16 Winograd): a bank row holds BW / 2 codes, so only those
-        # lanes get the PRA's fp17 path
-        m.submodules.pra = pra = Pra(cfg, AC, fp16=conv_winograd_fp16(cfg), fp16_lanes=BW // 2)
+        # one channel quad a cycle (fp17 path on builds that run fp16 Winograd)
+        m.submodules.pra = pra = Pra(cfg, 4, fp16=conv_winograd_fp16(cfg))
         wiring.connect(m, pra.o, wiring.flipped(self.o))
 
         c = Signal.like(self.cmd.payload)                # the tile being read
@@ -173,22 +180,31 @@ class WinoTiles(wiring.Component):
             with m.If(gk == 15):
                 m.d.sync += have.eq(1)
 
-        # to the PRA: lane c of element e
+        # the tile's copy, handed to the PRA a channel quad at a time
+        shadow = [Signal(BW * 8, name=f"shadow{e}") for e in range(16)]
+        emit = Signal()                                  # quads of the copy remain
+        g = Signal(range(BW // 4))
+        wide = self.precision != 0                       # 16-bit elements
+        nq_m1 = Mux(wide, BW // 8 - 1, BW // 4 - 1)      # quads per tile - 1
         pi = pra.i
-        m.d.comb += [pi.valid.eq(have), pi.payload.precision.eq(self.precision),
+        last_q = pi.valid & pi.ready & (g == nq_m1)
+        with m.If(pi.valid & pi.ready):
+            m.d.sync += g.eq(g + 1)
+        with m.If(last_q):
+            m.d.sync += [g.eq(0), emit.eq(0)]
+        with m.If(have & (~emit | last_q)):
+            m.d.sync += [sh.eq(t) for sh, t in zip(shadow, tile)]
+            m.d.sync += [have.eq(0), emit.eq(1)]
+        m.d.comb += [pi.valid.eq(emit), pi.payload.precision.eq(self.precision),
                      pi.payload.truncate.eq(self.truncate)]
-        for lane in range(AC):
+        for lane in range(4):
             for e in range(16):
-                b8 = tile[e][8 * lane:8 * lane + 8]
+                b8 = Array(shadow[e][8 * (4 * q + lane):8 * (4 * q + lane) + 8]
+                           for q in range(BW // 4))[g]
                 if ew == 16:
-                    if 2 * lane + 2 <= BW:
-                        b16 = tile[e][16 * lane:16 * lane + 16]
-                    else:
-                        b16 = Const(0, 16)
-                    m.d.comb += pi.payload.data[lane][e].eq(
-                        Mux(self.precision != 0, b16, b8.as_signed()))
+                    b16 = Array(shadow[e][16 * (4 * q + lane):16 * (4 * q + lane) + 16]
+                                for q in range(BW // 8))[g[:(BW // 8 - 1).bit_length()]]
+                    m.d.comb += pi.payload.data[lane][e].eq(Mux(wide, b16, b8.as_signed()))
                 else:
                     m.d.comb += pi.payload.data[lane][e].eq(b8)
-        with m.If(pi.valid & pi.ready):
-            m.d.sync += have.eq(0)
         return m
