@@ -1,6 +1,8 @@
 """hw.conv.pra.Pra against the golden model's PRA (sim.conv.winograd_math.pra_int / pra_fp16):
 random tiles under random gaps on ``i`` and random back-pressure on ``o``, every output element
-compared bit for bit; a mix of precisions and truncations from transfer to transfer."""
+compared bit for bit; a mix of precisions, truncations and halves from transfer to transfer
+(fp16: half ``h`` gives elements ``8h .. 8h + 7``, output element ``e`` holding ``8h + (e &
+7)``; integer layers ignore ``half``)."""
 
 from __future__ import annotations
 
@@ -49,19 +51,20 @@ def fp16_tiles(rng, n):
 
 
 def make_ops(cfg, rng, n_ops, lanes, kinds):
-    """[(precision, truncate field, tiles [lanes, 4, 4], expected [lanes, 4, 4] codes)]."""
+    """[(precision, truncate field, half, tiles [lanes, 4, 4], expected [lanes, 16] codes)]."""
     ops = []
     for _ in range(n_ops):
         prec = kinds[int(rng.integers(len(kinds)))]
         trunc = int(rng.integers(4))
+        half = int(rng.integers(2))
         if prec == 2:
             tiles = fp16_tiles(rng, lanes)
-            want = pra_fp16(tiles)
+            want = pra_fp16(tiles).reshape(lanes, 16)[:, 8 * half + (np.arange(16) & 7)]
         else:
             bits = 16 if prec == 1 else 8
             tiles = int_tiles(rng, lanes, bits)
-            want = pra_int(tiles, min(trunc, 2), bits)
-        ops.append((prec, trunc, tiles, want))
+            want = pra_int(tiles, min(trunc, 2), bits).reshape(lanes, 16)
+        ops.append((prec, trunc, half, tiles, want))
     return ops
 
 
@@ -73,16 +76,17 @@ def run_pra(cfg, ops, lanes, seed, p_gap=0.3, p_ready=0.7):
     mask = (1 << w) - 1
     lay = pra_layout(cfg, lanes, True)
     items = [lay.const({"data": [[int(v) & mask for v in t.reshape(16)] for t in tiles],
-                        "precision": prec, "truncate": trunc})
-             for prec, trunc, tiles, _ in ops]
+                        "precision": prec, "truncate": trunc, "half": half})
+             for prec, trunc, half, tiles, _ in ops]
     src = Source(dut.i, items, rng, p_gap)
     out = Sink(dut.o, rng, p_ready)
     simulate(dut, [src, out], lambda: len(out.got) == len(ops), max_cycles=20 * len(ops) + 100)
-    for k, (p, (prec, trunc, tiles, want)) in enumerate(zip(out.got, ops)):
+    for k, (p, (prec, trunc, half, tiles, want)) in enumerate(zip(out.got, ops)):
         got = np.array([[int(p.data[ln][e]) for e in range(16)] for ln in range(lanes)])
-        exp = np.asarray(want, np.int64).reshape(lanes, 16) & mask
+        exp = np.asarray(want, np.int64) & mask
         assert (got == exp).all(), \
-            f"op {k} prec {prec} truncate {trunc}: {got.tolist()} != {exp.tolist()} " \
+            f"op {k} prec {prec} truncate {trunc} half {half}: {got.tolist()} != " \
+            f"{exp.tolist()} " \
             f"(tiles {tiles.reshape(lanes, 16).tolist()})"
     return out, dut
 
@@ -90,7 +94,7 @@ def run_pra(cfg, ops, lanes, seed, p_gap=0.3, p_ready=0.7):
 def saturated(ops):
     """{(precision, truncate field)} of the integer operations where some element saturates."""
     seen = set()
-    for prec, trunc, tiles, _ in ops:
+    for prec, trunc, _, tiles, _ in ops:
         if prec != 2:
             bits = 16 if prec == 1 else 8
             exact = pra_int(tiles, min(trunc, 2), 64)

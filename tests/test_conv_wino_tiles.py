@@ -1,7 +1,7 @@
 """WinoTiles (hw/conv/wino_tiles.py): the CSC's Winograd tile read and PRA from a Cbuf holding
 the Cdma's extended slices (laid out by test_cdma's independent ``slice_layout``), against the
 golden model's ``pra_int(input_tiles(cube))``, under random gaps on ``cmd`` and back-pressure
-on ``o`` (a tile's channel quads, in channel order)."""
+on ``o`` (a tile's channel quads, in channel order; 16-bit layers half a quad a transfer)."""
 
 import random
 import sys
@@ -82,7 +82,7 @@ def run(cfg, layers, seed):
             rng.shuffle(cmds)
             cmds = cmds[:24]
             got = []
-            nq = BW // (4 * eb)                     # channel quads per tile
+            nq = BW // 4                            # transfers per tile (16-bit: half quads)
             # commands with random gaps, outputs under random back-pressure
             pending = list(cmds)
             cyc = 0
@@ -109,7 +109,9 @@ def run(cfg, layers, seed):
                 for c in range(lanes):
                     ch = j * lanes + c
                     for e in range(16):
-                        v = got[i * nq + c // 4][c % 4][e]
+                        # 16-bit: quad c // 4's half e // 8 carries element e
+                        t = c // 4 if eb == 1 else 2 * (c // 4) + e // 8
+                        v = got[i * nq + t][c % 4][e]
                         want = int(exp[ty, tx, ch, e // 4, e % 4]) if ch < C else 0
                         assert _signed(v, cfg) == want, (ty, tx, j, c, e, v, want)
 

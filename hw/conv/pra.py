@@ -16,6 +16,12 @@ transform ``B^T d B`` with ``B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], 
   in NVDLA's fp17 (:mod:`hw.nvfloat`), rows first, then columns, each pass in the cell's operand
   order ``(r0 - r2, r1 + r2, r2 - r1, r1 - r3)`` (a subtraction adds the second operand with
   its sign flipped), converted from and back to fp16 codes; ``truncate`` plays no part.
+  Half a tile a transfer: ``half`` = ``h`` gives output rows ``2h`` and ``2h + 1`` (elements
+  ``8h .. 8h + 7``: the first pass's rows ``2h``, ``2h + 1`` and the second pass on them,
+  16 fp17 adders a lane instead of 32), and output element ``e`` holds transformed element
+  ``8h + (e & 7)``, so the half's own elements are in place. (The Winograd tile buffer takes
+  a 16-bit small cube as two rows of 8 positions, a row a cycle: half a tile a cycle is its
+  rate.) Integer layers ignore ``half``.
 
 ``precision`` follows NVDLA's encoding: 0 int8, 1 int16, 2 fp16 (int16 and fp16 only on builds
 with them; other values act as int8). Elements are 16 bits on builds with int16 or fp16, 8
@@ -54,11 +60,12 @@ def pra_elem_bits(cfg) -> int:
 
 def pra_layout(cfg, lanes: int, config: bool) -> data.StructLayout:
     """A stream payload of ``lanes`` tiles of 16 raw elements (``data[lane][y x 4 + x]``);
-    with ``config``, the layer's ``precision`` and ``truncate`` fields too."""
+    with ``config``, the layer's ``precision`` and ``truncate`` fields and the fp16 ``half``
+    too."""
     el = data.ArrayLayout(pra_elem_bits(cfg), 16)
     fields = {"data": data.ArrayLayout(el, lanes)}
     if config:
-        fields.update(precision=2, truncate=2)
+        fields.update(precision=2, truncate=2, half=1)
     return data.StructLayout(fields)
 
 
@@ -99,10 +106,11 @@ class Pra(wiring.Component):
         # the layer's config travels with its tiles
         prec = [Signal(2, name=f"prec{s}") for s in range(1, 4)]
         shift = [Signal(2, name=f"shift{s}") for s in range(1, 4)]
+        half1 = Signal()                                 # the fp16 half, stage 1
         with m.If(adv):
             t = self.i.payload.truncate
             m.d.sync += [prec[0].eq(self.i.payload.precision),
-                         shift[0].eq(Mux(t == 3, 2, t))]
+                         shift[0].eq(Mux(t == 3, 2, t)), half1.eq(self.i.payload.half)]
             for s in range(1, 3):
                 m.d.sync += [prec[s].eq(prec[s - 1]), shift[s].eq(shift[s - 1])]
 
@@ -150,18 +158,22 @@ class Pra(wiring.Component):
                     sync(f1[e], fp16_to_fp17(m, din[e][:16]))
                 fadd = lambda a, b: fp17_add(m, a, b)                   # noqa: E731
                 fsub = lambda a, b: fp17_add(m, a, b ^ _SIGN17)         # noqa: E731
-                f2 = [Signal(17, name=f"l{lane}_f2_{e}") for e in range(16)]
-                for x in range(4):                  # rows of the tile combine: m[y][x]
-                    col = _bt_pass([f1[y * 4 + x] for y in range(4)], fsub, fadd)
-                    for y in range(4):
-                        sync(f2[y * 4 + x], col[y])
-                f3 = [Signal(17, name=f"l{lane}_f3_{e}") for e in range(16)]
-                for y in range(4):
-                    row = _bt_pass(f2[y * 4:y * 4 + 4], fsub, fadd)
+                # rows 2h, 2h + 1 of the first pass (rows of the tile combine, per column x):
+                # h = 0: r0 - r2, r1 + r2; h = 1: r2 - r1, r1 - r3 (operands in the cell's order)
+                f2 = [Signal(17, name=f"l{lane}_f2_{e}") for e in range(8)]
+                for x in range(4):
+                    r0, r1, r2, r3 = (f1[y * 4 + x] for y in range(4))
+                    sync(f2[x], fp17_add(m, Mux(half1, r2, r0), Mux(half1, r1, r2) ^ _SIGN17))
+                    sync(f2[4 + x], fp17_add(m, r1, Mux(half1, r3 ^ _SIGN17, r2)))
+                # the second pass on those two rows: elements 8h + k, k = 0..7
+                f3 = [Signal(17, name=f"l{lane}_f3_{e}") for e in range(8)]
+                for yy in range(2):
+                    row = _bt_pass(f2[yy * 4:yy * 4 + 4], fsub, fadd)
                     for x in range(4):
-                        sync(f3[y * 4 + x], row[x])
+                        sync(f3[yy * 4 + x], row[x])
+                f16 = [fp17_to_fp16(m, v) for v in f3]
                 for e in range(16):
-                    sync(dout[e], Mux(prec[2] == PREC_FP16, fp17_to_fp16(m, f3[e]), ires[e]))
+                    sync(dout[e], Mux(prec[2] == PREC_FP16, f16[e & 7], ires[e]))
             else:
                 for e in range(16):
                     sync(dout[e], ires[e])

@@ -173,18 +173,16 @@ class WinoDat(wiring.Component):
         wb, rb = Signal(), Signal()
         full = Signal(2)
 
-        # writer: the PRA's tile a channel quad (one small cube) at a time, one row a cycle
-        # (16-bit elements: a quad's two halves) into slot ``written``; rows 0..15 a tile
+        # writer: the PRA's tile a row a cycle into slot ``written``, rows 0..15 a tile: a
+        # channel quad (one small cube) a row; 16-bit elements: quad g's half h is row 2g + h
         hold = Signal.like(tiles.o.payload)
-        hv = Signal()                                   # ``hold`` has rows to write
+        hv = Signal()                                   # ``hold`` is a row to write
         wr_row = Signal(4)
         written = Signal(range(ms + 1))
-        consume = hv & (~i16 | wr_row[0])               # the quad's last row this cycle
-        m.d.comb += tiles.o.ready.eq(~hv | consume)
-        with m.If(tiles.o.valid & tiles.o.ready):
-            m.d.sync += [hold.eq(tiles.o.payload), hv.eq(1)]
-        with m.Elif(consume):
-            m.d.sync += hv.eq(0)
+        m.d.comb += tiles.o.ready.eq(1)
+        m.d.sync += hv.eq(tiles.o.valid)
+        with m.If(tiles.o.valid):
+            m.d.sync += hold.eq(tiles.o.payload)
         # int8 row: byte l = lane (l & 3), element l >> 2
         row8 = Cat(*[hold.data[l & 3][l >> 2][:8] for l in range(AC)])
         row = row8

@@ -33,20 +33,22 @@ Ports
                  stable while tiles are read
     ``rd``       out, a CBUF read port (:func:`hw.conv.common.cbuf_read_signature`)
     ``o``        out, the PRA's output a channel quad at a time (:func:`hw.conv.pra.pra_layout`
-                 of 4 lanes, no config): ``BW / 4`` transfers per tile on int8 layers, ``BW /
-                 8`` on 16-bit ones (the bank row's ``BW / 2`` channels); transfer ``g``'s lane
-                 ``l`` holds channel ``4g + l`` of the group, element ``y x 4 + x`` of the
-                 transformed tile (one small cube: the row :class:`hw.conv.wino_dat.WinoDat`
-                 writes, two for 16-bit elements)
+                 of 4 lanes, no config), ``BW / 4`` transfers per tile: on int8 layers
+                 transfer ``g``'s lane ``l`` holds channel ``4g + l`` of the group, element
+                 ``y x 4 + x`` of the transformed tile (one small cube: the row
+                 :class:`hw.conv.wino_dat.WinoDat` writes); on 16-bit layers (the bank row's
+                 ``BW / 2`` channels) transfer ``2g + h`` holds quad ``g``'s half ``h``:
+                 elements ``8h .. 8h + 7`` in place (fp16: the PRA computes only those; int16:
+                 all 16)
 
 A tile takes 16 read cycles (one row a cycle, lines then positions; a straddling group two
 for each odd position) plus one to hand it over: the complete tile is copied into a second
-tile register, from which a 4-lane PRA (4 stages, ready-gated) transforms one channel quad a
-cycle while the next tile is read. The consumer writes a row a cycle (a quad's two rows for
-16-bit elements), so the quads take as long as the reads (16 cycles a tile): a PRA of 4
-lanes keeps the reader's rate where one of all ``BW`` lanes would stand idle 16 cycles in 17
-(``BW / 4`` times the adders: 2,048 integer adders and, with fp16, 1,024 fp17 adders on
-nv_full, against 128 and 128 now).
+tile register, from which a 4-lane PRA (4 stages, ready-gated) transforms one channel quad
+(16-bit elements: half a quad) a cycle while the next tile is read. The consumer writes a row
+a cycle, so the transfers take as long as the reads (16 cycles a tile): a PRA of 4 lanes
+keeps the reader's rate where one of all ``BW`` lanes would stand idle 16 cycles in 17 (on
+nv_full 64 lanes of 32 integer adders and 32 lanes of 32 fp17 adders before, 4 lanes of 32
+integer and 16 fp17 adders now).
 """
 
 from __future__ import annotations
@@ -182,21 +184,22 @@ class WinoTiles(wiring.Component):
 
         # the tile's copy, handed to the PRA a channel quad at a time
         shadow = [Signal(BW * 8, name=f"shadow{e}") for e in range(16)]
-        emit = Signal()                                  # quads of the copy remain
+        emit = Signal()                                  # transfers of the copy remain
+        n = Signal(range(BW // 4))                       # transfer: int8 quad n; 16-bit:
+        wide = self.precision != 0                       # quad n >> 1, its half n[0]
         g = Signal(range(BW // 4))
-        wide = self.precision != 0                       # 16-bit elements
-        nq_m1 = Mux(wide, BW // 8 - 1, BW // 4 - 1)      # quads per tile - 1
+        m.d.comb += g.eq(Mux(wide, n >> 1, n))
         pi = pra.i
-        last_q = pi.valid & pi.ready & (g == nq_m1)
+        last_q = pi.valid & pi.ready & (n == BW // 4 - 1)
         with m.If(pi.valid & pi.ready):
-            m.d.sync += g.eq(g + 1)
+            m.d.sync += n.eq(n + 1)
         with m.If(last_q):
-            m.d.sync += [g.eq(0), emit.eq(0)]
+            m.d.sync += [n.eq(0), emit.eq(0)]
         with m.If(have & (~emit | last_q)):
             m.d.sync += [sh.eq(t) for sh, t in zip(shadow, tile)]
             m.d.sync += [have.eq(0), emit.eq(1)]
         m.d.comb += [pi.valid.eq(emit), pi.payload.precision.eq(self.precision),
-                     pi.payload.truncate.eq(self.truncate)]
+                     pi.payload.truncate.eq(self.truncate), pi.payload.half.eq(wide & n[0])]
         for lane in range(4):
             for e in range(16):
                 b8 = Array(shadow[e][8 * (4 * q + lane):8 * (4 * q + lane) + 8]
