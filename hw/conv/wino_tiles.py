@@ -101,6 +101,10 @@ class WinoTiles(wiring.Component):
         reading = Signal()
         have = Signal()                                  # the tile waits for the PRA
         m.d.comb += self.cmd.ready.eq(~reading & ~have)
+        # a tile's reads wait while the one before waits for its copy (its elements would
+        # overwrite the waiting tile's)
+        rd_go = Signal()
+        m.d.comb += rd_go.eq(reading & ~have)
         with m.If(self.cmd.valid & self.cmd.ready):
             m.d.sync += [c.eq(self.cmd.payload), k.eq(0), sub.eq(0), reading.eq(1)]
 
@@ -139,7 +143,7 @@ class WinoTiles(wiring.Component):
             base, n_rows = self.dat_base, self.n_dat
         flat = Signal(34)
         m.d.comb += flat.eq(base + off)
-        m.d.comb += [self.rd.en.eq(reading),
+        m.d.comb += [self.rd.en.eq(rd_go),
                      self.rd.addr.eq(Mux(flat >= n_rows, flat - n_rows, flat))]
 
         # the row one cycle later: its lanes, the cripple atoms moved to lane 0 (a
@@ -149,12 +153,12 @@ class WinoTiles(wiring.Component):
         gcrip, gsub, gstr = Signal(), Signal(), Signal()
         glane = Signal(max(lpr, 1))
         gmask = Signal(BW)                               # bytes of the channel group
-        m.d.sync += [got.eq(reading), gk.eq(k[:4]), gcrip.eq(crip), gsub.eq(sub),
+        m.d.sync += [got.eq(rd_go), gk.eq(k[:4]), gcrip.eq(crip), gsub.eq(sub),
                      gstr.eq(straddle)]
         if PR > 1:
             m.d.sync += glane.eq(c0[:lpr])
         m.d.sync += gmask.eq(Mux(crip, (Const(1, BW + 1) << (cnt * ATOM)) - 1, (1 << BW) - 1))
-        with m.If(reading):
+        with m.If(rd_go):
             with m.If(straddle & ~sub):
                 m.d.sync += sub.eq(1)
             with m.Else():
