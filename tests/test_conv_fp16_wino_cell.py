@@ -81,7 +81,7 @@ def _coefficients(i: int, j: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n_t,seed", [
-    (6, 11), pytest.param(60, 12, marks=pytest.mark.slow)], ids=["6-tiles", "60-tiles"])
+    (3, 11), pytest.param(60, 12, marks=pytest.mark.slow)], ids=["3-tiles", "60-tiles"])
 def test_two_pass_cell_weighs_parts_by_the_poa_row(n_t, seed):
     """The direct cell's Winograd mode (hw.conv.fp16_cell.Fp16Cell ``two_pass`` + ``wino``,
     what the Cmac uses on builds where hw.conv.common.conv_winograd_fp16 holds): a small
