@@ -99,7 +99,7 @@ class WinoTiles(wiring.Component):
         k = Signal(5)                                    # read index y x 4 + x
         sub = Signal()                                   # two-column: a straddle's 2nd read
         reading = Signal()
-        have = Signal()                                  # the tile waits for the PRA
+        have = Signal()                                  # the tile waits for its copy
         m.d.comb += self.cmd.ready.eq(~reading & ~have)
         # a tile's reads wait while the one before waits for its copy (its elements would
         # overwrite the waiting tile's)
