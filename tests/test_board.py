@@ -3,7 +3,6 @@ simulation); ZynqCore's Vivado-facing ports; ``nvdla board`` build trees for one
 Xilinx and one Zynq board (no place-and-route)."""
 
 import re
-from pathlib import Path
 
 import pytest
 from amaranth.sim import Simulator
@@ -11,6 +10,8 @@ from amaranth.sim import Simulator
 from arch.config import load_config
 from hw.bridge.serial_host import Command, Status, PING_VALUE
 from tb.bridge import StubCore, UartMonitor, serial_transaction
+
+from .conftest import ROOT
 
 DIV = 4
 
@@ -84,7 +85,7 @@ def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
     # nv_small_conv (nv_small less PDP and CDP: the same tree, a quicker elaboration)
     extra = ["--no-verilog"] if board == "ulx3s_85f" else []
     config = "nv_small" if board == "ulx3s_85f" else \
-        str(Path(__file__).parent.parent / "configs" / "nv_small_conv.toml")
+        str(ROOT / "configs" / "nv_small_conv.toml")
     assert main(["board", "--board", board, "--config", config, "--out", str(out),
                  *extra]) == 0
     text = capsys.readouterr().out

@@ -7,6 +7,8 @@ import pytest
 
 from arch.config import PRESETS, ConfigError, NvdlaConfig, load_config
 
+from .conftest import ROOT
+
 SMALL = PRESETS["nv_small"]
 
 
@@ -141,8 +143,7 @@ def test_toml_overrides(tmp_path):
 
 def test_shipped_configs_load():
     """Every TOML of ``configs/`` is a valid build; nv_small_conv is nv_small less PDP and CDP."""
-    from pathlib import Path
-    files = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+    files = sorted((ROOT / "configs").glob("*.toml"))
     assert files
     cfgs = {f.stem: load_config(f) for f in files}
     conv = cfgs["nv_small_conv"]
