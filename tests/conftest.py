@@ -45,15 +45,15 @@ NV_SMALL_FP16 = _NV_SMALL.replace(
 NV_SMALL_FP16_ROWS = NV_SMALL_FP16.replace(name="nv_small_fp16_rows", cbuf_entry_width=0)
 
 #: nv_small with the optional interfaces and units: SRAMIF (CV memory), SDP EW + LUT (the
-#: build NVDLA's EW / LUT traces assume), BDMA and Rubik. One Verilator build shared by the CV,
-#: EW / LUT, BDMA and Rubik suites.
+#: build NVDLA's EW / LUT traces assume), BDMA and Rubik, and PDP / CDP throughput 8 with a
+#: 512-bit DBBIF (the PDP and CDP suites' multi-lane build, ``NV_SMALL_T8``). One Verilator
+#: build shared by the CV, EW / LUT, BDMA, Rubik and multi-lane PDP / CDP suites.
 NV_SMALL_EXT = NvdlaConfig.preset("nv_small").replace(
     name="nv_small_ext", sramif=True, sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1, bdma=True,
-    rubik=True)
+    rubik=True, pdp_throughput=8, cdp_throughput=8, dbbif_width=512)
 #: PDP and CDP throughput 8 with a 512-bit DBBIF, nv_small-sized otherwise: the PDP and CDP
-#: suites' multi-lane build
-NV_SMALL_T8 = NvdlaConfig.preset("nv_small").replace(
-    name="nv_small_t8", pdp_throughput=8, cdp_throughput=8, dbbif_width=512)
+#: suites' multi-lane build (the extended build)
+NV_SMALL_T8 = NV_SMALL_EXT
 #: nv_small_256 with two-column CBUF entries (64-byte register entries of two 32-byte bank
 #: rows, as nv_full's 128 of 2 x 64; such entries need int16 in data_types) and batching, as
 #: nv_full has both: the RTL runs its int8 feature layers, batched or not

@@ -1,10 +1,13 @@
 """Board tops: BoardCore over its UART pins (with a small stand-in for the core, in Amaranth
 simulation); ZynqCore's Vivado-facing ports; ``nvdla board`` build trees for one ECP5, one
-Xilinx and one Zynq board (no place-and-route)."""
+Xilinx and one Zynq board; the staged open flow's step logic with stand-in tools (the real
+place-and-route of a small design: slow)."""
 
 import re
 
 import pytest
+from amaranth import Elaboratable, Module, Signal
+from amaranth.lib import io
 from amaranth.sim import Simulator
 
 from arch.config import load_config
@@ -114,30 +117,123 @@ def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
         assert "xc7z020" in (out / "build_bd.tcl").read_text()
 
 
+#: a stand-in for Yosys, nextpnr-ecp5 and ecppack (which one: argv[1]): logs its arguments,
+#: writes the files the real tool would (nextpnr's log with utilization and Fmax lines) and
+#: fails a routing run while the file STOP exists
+_FAKE_TOOL = r"""
+import json, os, sys
+tool, args = sys.argv[1], sys.argv[2:]
+with open("calls.log", "a") as f:
+    f.write(json.dumps([tool] + args) + "\n")
+def opt(name):
+    return args[args.index(name) + 1] if name in args else None
+if tool == "yosys":
+    ys = [a for a in args if a.endswith(".ys")][0]
+    open(ys[:-3] + ".json", "w").write("{}")
+elif tool == "nextpnr":
+    routing = "--no-place" in args
+    if routing and os.path.exists(os.environ["FAKE_STOP"]):
+        sys.exit(7)
+    log = ["Info: Device utilisation:", "Info: \t          TRELLIS_FF:      24/  83640     0%",
+           "Info: Max frequency for clock 'clk': %s MHz (PASS at 25.00 MHz)"
+           % ("81.50" if routing else "90.25")]
+    open(opt("--log"), "w").write("\n".join(log) + "\n")
+    open(opt("--textcfg") if routing else opt("--write"), "w").write("x")
+else:
+    open(opt("--bit"), "w").write("bit")
+"""
+
+
+def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
+    """``build_ecp5``'s step logic, with stand-in tools (the real ones: the slow test below):
+    the four steps run with the arguments the staged flow needs (placement with the seed,
+    router, clock target and ``--no-route --write``; routing from the placed JSON with
+    ``--no-pack --no-place``); a build stopped in routing resumes there; a rerun of the same
+    design from another checkout runs nothing; a new seed starts over."""
+    import json
+    import sys
+
+    from scripts.board import build_ecp5, platform_of
+    platform, _ = platform_of("ulx3s_85f")
+    out = tmp_path / "b"
+    platform.build(_Blink(), name="blink", build_dir=str(out), do_build=False).extract(str(out))
+    (tmp_path / "tool.py").write_text(_FAKE_TOOL)
+    stop = tmp_path / "stop"
+    stop.touch()
+    monkeypatch.setenv("FAKE_STOP", str(stop))
+    for var, tool in (("YOSYS", "yosys"), ("NEXTPNR_ECP5", "nextpnr"), ("ECPPACK", "ecppack")):
+        monkeypatch.setenv(var, f"{sys.executable} {tmp_path / 'tool.py'} {tool}")
+
+    def calls():
+        path = out / "calls.log"
+        got = [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
+        path.unlink(missing_ok=True)
+        return got
+
+    lines = []
+    rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
+    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "place"]
+    assert "step route failed (exit 7)" in lines[-1]
+    assert rep["placed_fmax"]["clk"]["fmax_mhz"] == 90.25
+    assert rep["utilization"]["TRELLIS_FF"] == {"used": 24, "available": 83640, "percent": 0}
+    synth, place, route = calls()
+    assert synth[0] == "yosys" and "blink.ys" in synth
+    opts = lambda c, o: c[c.index(o) + 1]
+    assert place[0] == "nextpnr" and "--no-route" in place and "--textcfg" not in place
+    assert (opts(place, "--seed"), opts(place, "--router"), opts(place, "--freq"),
+            opts(place, "--write"), opts(place, "--json")) == \
+        ("3", "router2", "25", "blink.placed.json", "blink.json")
+    assert "--no-pack" in route and "--no-place" in route and "--seed" not in route
+    assert (opts(route, "--json"), opts(route, "--textcfg"), opts(route, "--log")) == \
+        ("blink.placed.json", "blink.config", "blink.tim")
+    assert route.count("--json") == 1
+    stop.unlink()
+    lines.clear()
+    rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "place"]
+    assert [ln.split()[3] for ln in lines] == ["route", "pack"]
+    assert [c[0] for c in calls()] == ["nextpnr", "ecppack"]
+    assert rep["fmax"]["clk"] == {"fmax_mhz": 81.5, "pass": True, "target_mhz": 25.0}
+    # the same design written from another checkout (other source paths): nothing again
+    il = out / "blink.il"
+    il.write_text(il.read_text().replace('attribute \\src "/', 'attribute \\src "/elsewhere/'))
+    rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "place", "route", "pack"]
+    assert calls() == []
+    # without --resume, or with another seed or router: every step again
+    for kw in ({"seed": 3, "router": "router2"}, {"seed": 4, "router": "router2", "resume": True},
+               {"seed": 3, "router": "router1", "resume": True}):
+        rep = build_ecp5(out, "blink", log=lines.append, **kw)
+        assert rep["ok"] and rep["resumed_after"] == [], kw
+        assert [c[0] for c in calls()] == ["yosys", "nextpnr", "nextpnr", "ecppack"], kw
+
+
+class _Blink(Elaboratable):
+    """A counter on LED 0: the smallest design of a board's build."""
+    def elaborate(self, platform):
+        m = Module()
+        n = Signal(24)
+        m.d.sync += n.eq(n + 1)
+        m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
+        m.d.comb += led.o.eq(n[-1])
+        return m
+
+
+@pytest.mark.slow
 def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     """``build_ecp5``: synth, place, route and pack as four recorded steps with YoWASP's tools
     on a small design of the same platform build; a build stopped in routing resumes from the
-    placed design (nextpnr neither packs nor places again), and a new seed starts over."""
+    placed design (nextpnr neither packs nor places again), and a new seed starts over. (Slow:
+    the place-and-route itself, most of it YoWASP's first-run compilation on a fresh machine;
+    the default suite checks the step logic with stand-in tools, above.)"""
     import json
     import stat as st
 
-    from amaranth import Elaboratable, Module, Signal
-    from amaranth.lib import io
-
     from scripts.board import build_ecp5, platform_of
-
-    class Blink(Elaboratable):
-        def elaborate(self, platform):
-            m = Module()
-            n = Signal(24)
-            m.d.sync += n.eq(n + 1)
-            m.submodules.led = led = io.Buffer("o", platform.request("led", 0, dir="-"))
-            m.d.comb += led.o.eq(n[-1])
-            return m
 
     platform, _ = platform_of("ulx3s_85f")
     out = tmp_path / "b"
-    platform.build(Blink(), name="blink", build_dir=str(out), do_build=False).extract(str(out))
+    platform.build(_Blink(), name="blink", build_dir=str(out), do_build=False).extract(str(out))
     marker = tmp_path / "stop"
     marker.touch()
     wrapper = tmp_path / "nextpnr.sh"

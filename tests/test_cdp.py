@@ -410,6 +410,8 @@ CONFIGS = [PRESETS["nv_small"], NvdlaConfig(name="cdp_t4", cdp_throughput=4), PR
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
 def test_trace_like_programs(cfg):
+    """The trace-like programs, each with rough and smooth tables, against the reference
+    (nv_full's 8 lanes: every other case, half of each kind: its simulation is the slowest)."""
     rng = random.Random(7)
     atom = cfg.memory_atom
     cases = []
@@ -418,7 +420,7 @@ def test_trace_like_programs(cfg):
         surfaces = rng.choice([1, 2, 3])
         channels = rng.randrange(1, surfaces * atom + 1)
         cases.append((_program(p), le, lo, channels, _cube(rng, 5, surfaces, atom)))
-    _check(cfg, cases)
+    _check(cfg, cases[::2] if cfg.cdp_throughput == 8 else cases)
 
 
 def random_program16(rng):
@@ -459,7 +461,8 @@ INT16_CONFIGS = [PRESETS["nv_small"].replace(data_types=frozenset({"int8", "int1
 
 @pytest.mark.parametrize("cfg", INT16_CONFIGS, ids=["nv_small_int16", "cdp_t4_int16", "nv_full"])
 def test_int16_programs_match_golden(cfg):
-    """int16 layers (2-byte elements) interleaved with int8 ones on builds with int16."""
+    """int16 layers (2-byte elements) interleaved with int8 ones on builds with int16 (nv_full:
+    every other case)."""
     rng = random.Random(13)
     atom = cfg.memory_atom
     cases = []
@@ -476,7 +479,7 @@ def test_int16_programs_match_golden(cfg):
         channels = rng.randrange(1, surfaces * cpa + 1)
         cases.append((random_program16(rng), le, lo, channels,
                       _cube16(rng, 3, surfaces, cpa)))
-    _check(cfg, cases, seed=5)
+    _check(cfg, cases[::2] if cfg.cdp_throughput == 8 else cases, seed=5)
 
 
 def test_random_programs():
