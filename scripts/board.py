@@ -74,9 +74,12 @@ def add_arguments(p):
     p.add_argument("--router", choices=("router1", "router2"), default="router1",
                    help="nextpnr router (with --build); router2 is the faster on large, "
                         "congested designs")
+    p.add_argument("--placer", choices=("heap", "static"), default="heap",
+                   help="nextpnr placer (with --build): heap (its default) or static, the "
+                        "electrostatic placer, which spreads a dense design further")
     p.add_argument("--resume", action="store_true",
                    help="with --build: keep the steps (synth, place, route, pack) a previous "
-                        "build of the same design, seed and router finished in --out")
+                        "build of the same design, seed, placer and router finished in --out")
 
 
 def platform_of(board):
@@ -166,7 +169,8 @@ def _drop_options(args: list, *opts: str) -> list:
     return out
 
 
-def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str) -> list:
+def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
+                    placer: str = "heap") -> list:
     """(step, tool variable, arguments, output file) for the staged open flow.
 
     nextpnr runs twice: pack and place, writing the placed design as JSON
@@ -177,9 +181,11 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str) -> l
     does not pack, takes the stored default (12 MHz unless ``--freq``); with one
     ``FREQUENCY`` in the LPF (``lpf``), placement stores that as the default."""
     cmds = _script_commands(text)
-    pnr = _drop_options(cmds["NEXTPNR_ECP5"], "--log", "--textcfg", "--seed", "--router")
+    pnr = _drop_options(cmds["NEXTPNR_ECP5"], "--log", "--textcfg", "--seed", "--router",
+                        "--placer")
     placed = f"{name}.placed.json"
     place = pnr + ["--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
+                   "--placer", placer,
                    "--no-route", "--write", placed]
     freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ", lpf,
                            re.M | re.I))
@@ -193,12 +199,15 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str) -> l
             ("pack", "ECPPACK", cmds["ECPPACK"], f"{name}.bit")]
 
 
-def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str) -> str:
-    """A digest of what a build depends on: the script, seed, router, constraints and the
-    design, whose source-location attributes (absolute paths of the checkout that wrote it)
-    are left out, so a build resumes from another clone of the same hardware."""
+def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
+                   placer: str = "heap") -> str:
+    """A digest of what a build depends on: the script, seed, router, placer (when not the
+    default), constraints and the design, whose source-location attributes (absolute paths
+    of the checkout that wrote it) are left out, so a build resumes from another clone of
+    the same hardware."""
     import hashlib
-    h = hashlib.sha256(f"{text}\n{seed}\n{router}\n".encode())
+    h = hashlib.sha256((f"{text}\n{seed}\n{router}\n"
+                        + (f"{placer}\n" if placer != "heap" else "")).encode())
     src = re.compile(rb"^\s*attribute \\src .*$", re.M)
     for f in sorted(out.glob(f"{name}.*")):
         if f.suffix in (".il", ".ys", ".lpf"):
@@ -210,21 +219,22 @@ def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str) -> s
 
 
 def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
-               resume: bool = False, log=print) -> dict:
+               resume: bool = False, log=print, placer: str = "heap") -> dict:
     """Run the written trellis build with YoWASP's tools (or ``$YOSYS``, ``$NEXTPNR_ECP5``,
     ``$ECPPACK``) in four steps -- synth, place, route, pack -- one process each, and return
     the report: utilization, the post-placement and the routed Fmax, seconds per step.
 
     Each finished step is recorded in ``build_stages.json`` with a digest of the design,
-    constraints, seed and router. With ``resume`` a rerun skips the recorded steps whose
+    constraints, seed, placer and router. With ``resume`` a rerun skips the recorded steps
+    whose
     output is still there (a whole-core placement and routing can outlast a sitting);
     anything else starts over."""
     env = dict(os.environ)
     for k, v in _OPEN_FLOW_ENV.items():
         env.setdefault(k, v)
     text = (out / f"build_{name}.sh").read_text()
-    steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router)
-    digest = _inputs_digest(out, name, text, seed, router)
+    steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router, placer)
+    digest = _inputs_digest(out, name, text, seed, router, placer)
     record_path = out / "build_stages.json"
     record = {"digest": digest, "steps": []}
     if resume and record_path.exists():
@@ -296,7 +306,7 @@ def run(args):
     if args.build:
         tools = ", ".join(os.environ.get(k, v) for k, v in _OPEN_FLOW_ENV.items())
         print(f"running the open flow ({tools}) ...")
-        rep = build_ecp5(out, name, args.seed, args.router, args.resume)
+        rep = build_ecp5(out, name, args.seed, args.router, args.resume, placer=args.placer)
         if rep["resumed_after"]:
             print(f"  resumed after: {', '.join(rep['resumed_after'])}")
         for k, u in rep["utilization"].items():

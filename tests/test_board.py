@@ -149,7 +149,7 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     the four steps run with the arguments the staged flow needs (placement with the seed,
     router, clock target and ``--no-route --write``; routing from the placed JSON with
     ``--no-pack --no-place``); a build stopped in routing resumes there; a rerun of the same
-    design from another checkout runs nothing; a new seed starts over."""
+    design from another checkout runs nothing; a new seed, router or placer starts over."""
     import json
     import sys
 
@@ -180,9 +180,9 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     assert synth[0] == "yosys" and "blink.ys" in synth
     opts = lambda c, o: c[c.index(o) + 1]
     assert place[0] == "nextpnr" and "--no-route" in place and "--textcfg" not in place
-    assert (opts(place, "--seed"), opts(place, "--router"), opts(place, "--freq"),
-            opts(place, "--write"), opts(place, "--json")) == \
-        ("3", "router2", "25", "blink.placed.json", "blink.json")
+    assert (opts(place, "--seed"), opts(place, "--router"), opts(place, "--placer"),
+            opts(place, "--freq"), opts(place, "--write"), opts(place, "--json")) == \
+        ("3", "router2", "heap", "25", "blink.placed.json", "blink.json")
     assert "--no-pack" in route and "--no-place" in route and "--seed" not in route
     assert (opts(route, "--json"), opts(route, "--textcfg"), opts(route, "--log")) == \
         ("blink.placed.json", "blink.config", "blink.tim")
@@ -200,12 +200,16 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
     assert rep["ok"] and rep["resumed_after"] == ["synth", "place", "route", "pack"]
     assert calls() == []
-    # without --resume, or with another seed or router: every step again
+    # without --resume, or with another seed, router or placer: every step again
     for kw in ({"seed": 3, "router": "router2"}, {"seed": 4, "router": "router2", "resume": True},
-               {"seed": 3, "router": "router1", "resume": True}):
+               {"seed": 3, "router": "router1", "resume": True},
+               {"seed": 3, "router": "router1", "resume": True, "placer": "static"}):
         rep = build_ecp5(out, "blink", log=lines.append, **kw)
         assert rep["ok"] and rep["resumed_after"] == [], kw
-        assert [c[0] for c in calls()] == ["yosys", "nextpnr", "nextpnr", "ecppack"], kw
+        got = calls()
+        assert [c[0] for c in got] == ["yosys", "nextpnr", "nextpnr", "ecppack"], kw
+        assert opts(got[1], "--placer") == kw.get("placer", "heap")
+        assert "--placer" not in got[2]
 
 
 class _Blink(Elaboratable):
