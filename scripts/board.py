@@ -226,8 +226,7 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
 
     Each finished step is recorded in ``build_stages.json`` with a digest of the design,
     constraints, seed, placer and router. With ``resume`` a rerun skips the recorded steps
-    whose
-    output is still there (a whole-core placement and routing can outlast a sitting);
+    whose output is still there (a whole-core placement and routing can outlast a sitting);
     anything else starts over."""
     env = dict(os.environ)
     for k, v in _OPEN_FLOW_ENV.items():
