@@ -86,6 +86,11 @@ class NvdlaConfig:
     #: capacity): 0 = cbuf_bank_width; NVDLA v1's nv_full: 128 (an entry is a row of two
     #: 64-byte bank columns, 256 per bank: its cmod and traceplayer tests count so)
     cbuf_entry_width: int = 0
+    #: bits of each memory a CBUF bank is built from: 0 = one memory per bank (as wide as
+    #: the bank); a divisor of the bank width in whole bytes splits every bank into lanes
+    #: of that width, addressed alike (an FPGA build choice: 16 maps an ECP5 bank to
+    #: 1K x 18 block RAMs, each driving 16 read outputs instead of 36)
+    cbuf_ram_width: int = 0
     sdp_bs_throughput: int = 1
     sdp_bn_throughput: int = 1
     sdp_ew_throughput: int = 0
@@ -153,6 +158,11 @@ class NvdlaConfig:
                 not self.data_types & {"int16", "fp16"}:
             err("cbuf_entry_width", "two-column entries hold Atomic-C 16-bit elements: need "
                 "int16 or fp16 in data_types")
+        bank_bits = self.cbuf_bank_width * 8
+        if self.cbuf_ram_width and not (self.cbuf_ram_width % 8 == 0
+                                        and bank_bits % self.cbuf_ram_width == 0):
+            err("cbuf_ram_width", f"must be 0 (one memory per bank) or a multiple of 8 that "
+                f"divides the bank width of {bank_bits} bits")
         bank_bytes = self.cbuf_bank_width * self.cbuf_bank_depth
         if not 4096 <= bank_bytes <= 32768:
             err("cbuf_bank_depth", f"bank size {self.cbuf_bank_width} x {self.cbuf_bank_depth}"

@@ -81,6 +81,31 @@ def test_cbuf_random(name, cycles):
     _run(load_config(name), 1, cycles)
 
 
+@pytest.mark.parametrize("name,lane", [("nv_small", 16), ("nv_small", 8), ("nv_large", 64)])
+def test_cbuf_lanes_random(name, lane):
+    """Banks built from ``cbuf_ram_width``-bit lanes behave as whole-bank memories, and
+    ``peek`` joins the lanes of an entry."""
+    cfg = load_config(name).replace(cbuf_ram_width=lane)
+    _run(cfg, 2, 800)
+    dut = Cbuf(cfg)
+    bank_bits = cfg.cbuf_bank_width * 8
+    assert [len(b) for b in dut.lanes] == [bank_bits // lane] * cfg.cbuf_banks
+    flat = 3 * cfg.cbuf_bank_depth + 9
+    value = int.from_bytes(random.Random(3).randbytes(cfg.cbuf_bank_width), "little")
+
+    async def tb(ctx):
+        ctx.set(dut.wr, {"en": 1, "addr": flat, "data": value,
+                         "mask": (1 << cfg.cbuf_bank_width) - 1})
+        await ctx.tick()
+        assert dut.peek(ctx, flat) == value
+        assert dut.peek(ctx, flat + 1) == 0
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+
+
 @pytest.mark.parametrize("name", ["nv_small", "nv_large"])
 def test_cbuf_verilog(name):
     text = verilog.convert(Cbuf(load_config(name)), name="cbuf")

@@ -278,7 +278,7 @@ def run_layers(cfg, layers, seed, *, latency=(0, 16), backpressure=0.3, max_cycl
     last_wraw = [None]
 
     def peek(ctx, flat):
-        v = ctx.get(cbuf.banks[flat // DEPTH].data[flat % DEPTH])
+        v = cbuf.peek(ctx, flat)
         return v.to_bytes(BW, "little")
 
     def peek_entry(ctx, e):                 # a register entry of the data region

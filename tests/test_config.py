@@ -63,6 +63,8 @@ BAD = [
     ("cbuf_bank_depth", dict(cbuf_bank_depth=100), "cbuf_bank_depth=100: must be a power"),
     ("cbuf_entry_width", dict(cbuf_entry_width=24), "cbuf_entry_width=24: must be 0"),
     ("cbuf_entry_width", dict(cbuf_entry_width=16), "two-column entries hold Atomic-C 16-bit"),
+    ("cbuf_ram_width", dict(cbuf_ram_width=12), "cbuf_ram_width=12: must be 0 (one memory per bank) or a multiple of 8"),
+    ("cbuf_ram_width", dict(cbuf_ram_width=24), "divides the bank width of 64 bits"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=256), "= 2048 bytes must be 4 KiB to 32 KiB"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=8192), "must be 4 KiB to 32 KiB"),
     ("cbuf_bank_depth", dict(atomic_c=16, atomic_k=8, cbuf_bank_width=16, cbuf_bank_depth=1024),

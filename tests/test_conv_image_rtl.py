@@ -408,7 +408,7 @@ def run_cdma_image(cfg, layer, seed=1, max_cycles=60_000, backpressure=0.3, late
         for y in range(H):
             for e in range(E):
                 flat = y * E + e
-                v = ctx.get(cbuf.banks[flat // DEPTH].data[flat % DEPTH])
+                v = cbuf.peek(ctx, flat)
                 got[y, e * BW:(e + 1) * BW] = np.frombuffer(v.to_bytes(BW, "little"), np.uint8)
         if counters is not None:
             st = cdma.status

@@ -4,7 +4,9 @@
 ``cfg.cbuf_banks`` banks, each one :class:`amaranth.lib.memory.Memory` of
 ``cfg.cbuf_bank_depth`` entries x ``cfg.cbuf_bank_width`` bytes (initialised to zero) with one
 byte-enabled write port (granularity 8) and one synchronous read port, so that FPGA tools map
-every bank to block RAM.
+every bank to block RAM. A build with ``cfg.cbuf_ram_width`` builds each bank from lanes of
+that many bits instead (one memory per lane, all lanes of a bank addressed alike): the same
+behaviour, with each block RAM driving fewer read outputs (an FPGA routing choice).
 
 Ports
     ``wr``      in, :func:`hw.conv.common.cbuf_write_layout` -- one write per cycle, always
@@ -38,7 +40,7 @@ next atom is written into its other lanes. ``Cbuf(cfg, poison_collisions=True)``
 cycle; :mod:`tests.test_conv_pipeline` runs the nv_small pipeline with it.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
@@ -60,13 +62,23 @@ class Cbuf(wiring.Component):
             "wt_rd": In(cbuf_read_signature(cfg)),
             "data_banks": In(6),
         })
-        #: the bank memories (testbenches may peek at ``banks[b].data[row]``)
         # whole-entry writes (one memory atom per entry): no read of an entry being written
         # is ever used, so the block RAMs need not read before write (module docstring)
         attrs = {"no_rw_check": True} if cfg.memory_atom == cfg.cbuf_bank_width else {}
-        self.banks = [Memory(shape=cfg.cbuf_bank_width * 8, depth=cfg.cbuf_bank_depth, init=[],
-                             attrs=attrs)
+        bank_bits = cfg.cbuf_bank_width * 8
+        lane_bits = cfg.cbuf_ram_width or bank_bits
+        #: the memories of each bank, lane 0 (the low bits of an entry) first
+        self.lanes = [[Memory(shape=lane_bits, depth=cfg.cbuf_bank_depth, init=[], attrs=attrs)
+                       for _ in range(bank_bits // lane_bits)]
                       for _ in range(cfg.cbuf_banks)]
+
+    def peek(self, ctx, flat):
+        """The contents of flat entry ``flat`` in a simulation context (testbench helper)."""
+        depth = self._cfg.cbuf_bank_depth
+        value = 0
+        for i, mem in enumerate(self.lanes[flat // depth]):
+            value |= ctx.get(mem.data[flat % depth]) << (i * mem.shape)
+        return value
 
     def elaborate(self, platform):
         m = Module()
@@ -89,21 +101,31 @@ class Cbuf(wiring.Component):
 
         outs = []
         for b in range(nb):
-            mem = self.banks[b]
-            m.submodules[f"bank{b}"] = mem
-            wp = mem.write_port(granularity=8)
-            rp = mem.read_port()
             hit = self.wr.en & (w_bank == b)
-            m.d.comb += [wp.addr.eq(w_row), wp.data.eq(self.wr.data),
-                         wp.en.eq(self.wr.mask & Mux(hit, (1 << bw) - 1, 0))]
+            wen = Signal(bw, name=f"bank{b}_wen")
+            m.d.comb += wen.eq(self.wr.mask & Mux(hit, (1 << bw) - 1, 0))
             is_data = Signal(name=f"bank{b}_is_data")
             m.d.comb += is_data.eq(b < self.data_banks)
+            r_addr = Signal(rb, name=f"bank{b}_raddr")
+            r_en = Signal(name=f"bank{b}_ren")
             m.d.comb += [
-                rp.addr.eq(Mux(is_data, d_row, t_row)),
-                rp.en.eq(Mux(is_data, self.dat_rd.en & (d_bank == b),
-                             self.wt_rd.en & (t_bank == b))),
+                r_addr.eq(Mux(is_data, d_row, t_row)),
+                r_en.eq(Mux(is_data, self.dat_rd.en & (d_bank == b),
+                            self.wt_rd.en & (t_bank == b))),
             ]
-            outs.append(rp.data)
+            lanes = self.lanes[b]
+            lane_bytes = bw // len(lanes)
+            data = []
+            for i, mem in enumerate(lanes):
+                m.submodules[f"bank{b}" if len(lanes) == 1 else f"bank{b}_lane{i}"] = mem
+                wp = mem.write_port(granularity=8)
+                rp = mem.read_port()
+                bits = slice(i * lane_bytes * 8, (i + 1) * lane_bytes * 8)
+                m.d.comb += [wp.addr.eq(w_row), wp.data.eq(self.wr.data[bits]),
+                             wp.en.eq(wen[i * lane_bytes:(i + 1) * lane_bytes]),
+                             rp.addr.eq(r_addr), rp.en.eq(r_en)]
+                data.append(rp.data)
+            outs.append(Cat(*data))
 
         # each port: a binary multiplexer tree over the bank outputs, steered by the
         # registered bank number of its last read (one level per select bit)
