@@ -99,10 +99,7 @@ def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
         assert 'FREQUENCY PORT "clk25_0__io"' in lpf
         assert "LOCATE COMP \"uart_0__rx__io\" SITE \"M1\"" in lpf   # FTDI serial
         assert "ULX3S" in lpf                                      # constraints/ulx3s.lpf
-        il = (out / "nvdla_board.il").read_text()
-        assert "nvdla_core" in il
-        # the core's reset on a primary clock line: one DCCA, fed by the reset flip-flop
-        assert il.count("cell \\DCCA ") == 1 and "core_rst_global" in il
+        assert "nvdla_core" in (out / "nvdla_board.il").read_text()
         assert "yowasp" not in (out / "build_nvdla_board.sh").read_text()
     elif board == "arty_a7_100":
         assert "Vivado is NOT run here" in text

@@ -15,15 +15,14 @@ LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB L
 """
 
 
-from amaranth.hdl import (ClockDomain, ClockSignal, Const, DomainRenamer, Elaboratable,
-                          Instance, Module, Signal)
+from amaranth.hdl import ClockDomain, ClockSignal, DomainRenamer, Elaboratable, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..bridge import AxiRam, SerialHost, UartRx, UartTx, connect_csb
 from ..mem.axi import axi_members
 
-__all__ = ["BoardCore", "BoardTop", "ecp5_global_buffer"]
+__all__ = ["BoardCore", "BoardTop"]
 
 
 def _connect_axi(m, core, ram, prefix, cfg_width, addr_width):
@@ -34,37 +33,26 @@ def _connect_axi(m, core, ram, prefix, cfg_width, addr_width):
             m.d.comb += getattr(core, name).eq(getattr(ram, name))
 
 
-def ecp5_global_buffer(m, sig):
-    """``sig`` through an ECP5 ``DCCA``: nextpnr routes a net driven by one on a primary
-    clock line, and from there to its fabric loads (the core's reset reaches every flip-flop's
-    LSR pin: about 16k on nv_small, which otherwise take general routing)."""
-    out = Signal(name=f"{sig.name}_global")
-    m.submodules[f"{sig.name}_dcca"] = Instance("DCCA", i_CLKI=sig, i_CE=Const(1),
-                                                o_CLKO=out)
-    return out
-
-
 class BoardCore(wiring.Component):
-    """``BoardCore(cfg, mem_bytes, divisor, timeout=None, core=None, reset_buffer=None)``.
+    """``BoardCore(cfg, mem_bytes, divisor, timeout=None, core=None)``.
     ``divisor`` = clock cycles per UART bit; ``timeout`` (clock cycles of silence that drop a
     partial frame) defaults to 20 byte times; ``core`` replaces the NvdlaCore (tests use a
     small stand-in with the same ports).
 
     The core and the memories' AXI side run in a local ``core`` domain: the ``sync`` clock,
-    and a reset that is one flip-flop, set by the ``sync`` reset and by the bridge's
-    ``RESET`` command (one cycle later than either). ``reset_buffer(m, signal)`` returns that
-    flip-flop's output through a buffer (:func:`ecp5_global_buffer` on ECP5 boards)."""
+    and a reset that is one flip-flop (so a register, not a gate, drives its loads: about 16k
+    on nv_small), set by the ``sync`` reset and by the bridge's ``RESET`` command, one cycle
+    later than either."""
 
     uart_rx: In(1, init=1)
     uart_tx: Out(1, init=1)
     irq: Out(1)
 
     def __init__(self, cfg, mem_bytes: int, divisor: int, timeout: int | None = None,
-                 core=None, reset_buffer=None):
+                 core=None):
         self._cfg, self._mem_bytes, self._divisor = cfg, mem_bytes, divisor
         self._timeout = timeout or 200 * divisor
         self._core = core
-        self._reset_buffer = reset_buffer
         super().__init__()
 
     def elaborate(self, platform):
@@ -80,9 +68,8 @@ class BoardCore(wiring.Component):
         # reset is registered so that one flip-flop drives all its loads
         core_rst = Signal(init=1)
         m.d.sync += core_rst.eq(host.core_reset)
-        rst = self._reset_buffer(m, core_rst) if self._reset_buffer else core_rst
         m.domains.core = cd = ClockDomain("core", local=True)
-        m.d.comb += [cd.clk.eq(ClockSignal("sync")), cd.rst.eq(rst)]
+        m.d.comb += [cd.clk.eq(ClockSignal("sync")), cd.rst.eq(core_rst)]
         m.submodules.core = DomainRenamer("core")(core)
         m.submodules.dbb_ram = DomainRenamer("core")(ram)
         m.d.comb += [rx.rx.eq(self.uart_rx), self.uart_tx.eq(tx.tx),
@@ -124,9 +111,7 @@ class BoardTop(Elaboratable):
         if self._bridge_only:
             from .stub import CsbScratch
             core = CsbScratch(self._cfg)
-        buffer = ecp5_global_buffer if getattr(platform, "family", None) == "ecp5" else None
-        m.submodules.board = board = BoardCore(self._cfg, self._mem_bytes, divisor, core=core,
-                                               reset_buffer=buffer)
+        m.submodules.board = board = BoardCore(self._cfg, self._mem_bytes, divisor, core=core)
 
         uart = platform.request("uart", 0, dir={"rx": "-", "tx": "-"})
         m.submodules.rx_buf = rx_buf = io.Buffer("i", uart.rx)
