@@ -71,12 +71,13 @@ def add_arguments(p):
     p.add_argument("--no-verilog", action="store_true",
                    help="ECP5: skip the Verilog copy of the design (the RTLIL is the input)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr seed (with --build)")
-    p.add_argument("--router", choices=("router1", "router2"), default="router1",
-                   help="nextpnr router (with --build); router2 is the faster on large, "
-                        "congested designs")
-    p.add_argument("--placer", choices=("heap", "static"), default="heap",
-                   help="nextpnr placer (with --build): heap (its default) or static, the "
-                        "electrostatic placer, which spreads a dense design further")
+    p.add_argument("--router", choices=("router1", "router2"), default="router2",
+                   help="nextpnr router (with --build; default router2, the one that routed "
+                        "a whole core here; router1 is nextpnr's own default)")
+    p.add_argument("--placer", choices=("heap", "static"), default="static",
+                   help="nextpnr placer (with --build; default static, the electrostatic "
+                        "placer, which spreads a dense design further and is the one that "
+                        "placed a routable whole core here; heap is nextpnr's own default)")
     p.add_argument("--resume", action="store_true",
                    help="with --build: keep the steps (synth, place, route, pack) a previous "
                         "build of the same design, seed, placer and router finished in --out")

@@ -280,3 +280,17 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     rep = build_ecp5(out, "blink", seed=4, resume=True, log=lines.append)
     assert rep["ok"] and rep["resumed_after"] == []
     assert [ln.split()[3] for ln in lines] == ["synth", "place", "route", "pack"]
+
+
+def test_board_flow_defaults():
+    """``nvdla board --build`` places with the static placer and routes with router2 unless
+    told otherwise (the pair that routed a whole core on the ULX3S 85F)."""
+    import argparse
+    from scripts.board import add_arguments
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(["--board", "ulx3s_85f", "--out", "x", "--build"])
+    assert (args.placer, args.router, args.seed) == ("static", "router2", 1)
+    args = p.parse_args(["--board", "ulx3s_85f", "--out", "x", "--placer", "heap",
+                         "--router", "router1"])
+    assert (args.placer, args.router) == ("heap", "router1")
