@@ -171,7 +171,7 @@ def _drop_options(args: list, *opts: str) -> list:
 
 
 def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
-                    placer: str = "heap") -> list:
+                    placer: str) -> list:
     """(step, tool variable, arguments, output file) for the staged open flow.
 
     nextpnr runs twice: pack and place, writing the placed design as JSON
@@ -201,9 +201,9 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
 
 
 def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
-                   placer: str = "heap") -> str:
-    """A digest of what a build depends on: the script, seed, router, placer (when not the
-    default), constraints and the design, whose source-location attributes (absolute paths
+                   placer: str) -> str:
+    """A digest of what a build depends on: the script, seed, router, placer (when not heap,
+    so builds recorded before the placer was an option keep their digest), constraints and the design, whose source-location attributes (absolute paths
     of the checkout that wrote it) are left out, so a build resumes from another clone of
     the same hardware."""
     import hashlib
