@@ -24,7 +24,10 @@ Ports
 Each bank has exactly one read port; its address comes from ``dat_rd`` or ``wt_rd`` by the
 bank's region, so both ports read every cycle without conflict. Each port's ``data`` is a
 binary multiplexer tree over the bank outputs, steered by the bank number of its last read
-(registered, 5 bits on nv_small).
+(registered, 5 bits on nv_small). A port's read enables every bank of its region at the row
+``addr % DEPTH``; only the addressed bank's output reaches ``data`` (the others are read for
+nothing and are never selected before their next read), which keeps the address decode off
+the block RAM enables.
 
 Read during write: a read and a write of the same entry in one cycle return the old contents
 (read before write): a producer announces data (``dat_slices`` / ``wt_bytes`` of
@@ -110,8 +113,10 @@ class Cbuf(wiring.Component):
             r_en = Signal(name=f"bank{b}_ren")
             m.d.comb += [
                 r_addr.eq(Mux(is_data, d_row, t_row)),
-                r_en.eq(Mux(is_data, self.dat_rd.en & (d_bank == b),
-                            self.wt_rd.en & (t_bank == b))),
+                # every bank of the port's region reads when the port reads (not only the
+                # addressed one): the output multiplexer shows the addressed bank only, and
+                # the enable stays off the address decode (the FPGA timing path)
+                r_en.eq(Mux(is_data, self.dat_rd.en, self.wt_rd.en)),
             ]
             lanes = self.lanes[b]
             lane_bytes = bw // len(lanes)

@@ -737,28 +737,40 @@ class Csc(wiring.Component):
         def wrap1(p):
             return Mux(p + 1 >= n_wt, 0, p + 1)
 
-        # kernel step (LOAD)
+        # kernel step (LOAD). The block's kg / cj as registered copies (their sources change
+        # only on a block's last LOAD cycle, and WAIT and PRIME come between), so that the
+        # next read address depends on registers through short logic: the row advances when
+        # the offset in the row plus the kernel's bytes reach the row's end (``rlen`` <= AC
+        # <= BW), and both candidate rows and their addresses are formed beforehand.
+        assert AC <= BW, (AC, BW)
+        kg_l, cj_l = Signal.like(kg), Signal.like(cj)
+        m.d.sync += [kg_l.eq(kg), cj_l.eq(cj)]
         o = w_b[:lbw]
         hi = self.wt_rd.data
         win = Cat(w_lo, hi)
         shifted = win.bit_select(Cat(Const(0, 3), o), BW * 8)
         if i16b:
             # int16: row w_kk is kernel w_kk // 2's half w_kk % 2 (at most AC bytes of it)
-            real = Mux(i16, (w_kk >> 1) < kg, w_kk < kg)
+            real = Mux(i16, (w_kk >> 1) < kg_l, w_kk < kg_l)
             rlen = Signal(range(AC + 1))
-            m.d.comb += rlen.eq(Mux(i16 & w_kk[0], Mux(cj > AC, cj - AC, 0),
-                                    Mux(cj > AC, AC, cj)))
+            m.d.comb += rlen.eq(Mux(i16 & w_kk[0], Mux(cj_l > AC, cj_l - AC, 0),
+                                    Mux(cj_l > AC, AC, cj_l)))
         else:
-            real, rlen = w_kk < kg, cj
+            real, rlen = w_kk < kg_l, cj_l
         row = Signal(BW * 8)
         for c in range(AC):
             m.d.comb += row[c * 8:(c + 1) * 8].eq(
                 Mux(real & (c < rlen), shifted[c * 8:(c + 1) * 8], 0))
         b_next = Signal(WB)
         m.d.comb += b_next.eq(w_b + Mux(real, rlen, 0))
-        adv = (b_next >> lbw) != (w_b >> lbw)
+        adv = Signal()                              # b_next is in the next row
+        m.d.comb += adv.eq(real & (((o + rlen) >> lbw) != 0))
+        p1, p2 = Signal.like(w_p), Signal.like(w_p)
+        m.d.comb += [p1.eq(wrap1(w_p)), p2.eq(wrap1(p1))]
+        a1, a2 = Signal.like(self.wt_rd.addr), Signal.like(self.wt_rd.addr)
+        m.d.comb += [a1.eq(wbase + p1), a2.eq(wbase + p2)]
         p_next = Signal.like(w_p)
-        m.d.comb += p_next.eq(Mux(adv, wrap1(w_p), w_p))
+        m.d.comb += p_next.eq(Mux(adv, p1, w_p))
 
         with m.FSM():
             with m.State("IDLE"):
@@ -790,10 +802,10 @@ class Csc(wiring.Component):
                     m.next = "PRIME"
             with m.State("PRIME"):
                 m.d.sync += [w_lo.eq(self.wt_rd.data), w_kk.eq(0)]
-                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + wrap1(w_p))]
+                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(a1)]
                 m.next = "LOAD"
             with m.State("LOAD"):
-                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + wrap1(p_next))]
+                m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(Mux(adv, a2, a1))]
                 if conv_fp16(self._cfg):
                     m.d.sync += kbuf.eq(Cat(kbuf[1:], real))
                 m.d.sync += [wbuf.eq(Cat(wbuf[AC * 8:], row)), w_kk.eq(w_kk + 1),
