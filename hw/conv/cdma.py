@@ -572,7 +572,13 @@ class Cdma(wiring.Component):
         WB = wt_count_bits(cfg)
         room = Signal(max(WB + 1, 34))                   # wt_released + ring bytes
         m.d.comb += room.eq(self.wt_released + wcap)
-        limit = Signal(34)                               # atoms that may be requested
+        # atoms that may be requested: ``limit_c`` from this cycle's release, ``limit`` the
+        # registered copy the commands use (one cycle late, so never above the true room
+        # while the release only grows; 0 outside RUN / END and after a copy change, where
+        # it could be stale-high)
+        limit_c = Signal(34)
+        limit = Signal(34)
+        m.d.sync += limit.eq(Mux(running | ending, limit_c, 0))
         if bat:
             # the weight copies of a batched layer (one when its weights fit the banks): the
             # current copy starts at byte c_base of the stream, from WEIGHT_ADDR again
@@ -595,10 +601,10 @@ class Cdma(wiring.Component):
             c_left = Signal(6)                           # copies after the current one
             rel = Signal(signed(WB + 2))                 # room from the copy's start
             m.d.comb += rel.eq(room - c_base)
-            m.d.comb += limit.eq(Mux(ending | (rel >= wbytes), n_atoms,
-                                     Mux(rel[-1], 0, rel[ash:])))
+            m.d.comb += limit_c.eq(Mux(ending | (rel >= wbytes), n_atoms,
+                                       Mux(rel[-1], 0, rel[ash:])))
         else:
-            m.d.comb += limit.eq(Mux(ending | (room >= wbytes), n_atoms, room >> ash))
+            m.d.comb += limit_c.eq(Mux(ending | (room >= wbytes), n_atoms, room >> ash))
         space = Signal(35)
         m.d.comb += space.eq(limit - w_iss)
         n_req = Signal(range(chunk + 1))
@@ -625,7 +631,7 @@ class Cdma(wiring.Component):
             if bat:
                 with m.If((w_iss + n_req == n_atoms) & (c_left != 0)):   # the next copy
                     m.d.sync += [w_iss.eq(0), w_addr.eq(wbase), c_left.eq(c_left - 1),
-                                 c_base.eq(c_base + wbytes)]
+                                 c_base.eq(c_base + wbytes), limit.eq(0)]
 
         # -- feature data: atom placement ---------------------------------------------------
         d_active = Signal()
