@@ -203,9 +203,9 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
 def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
                    placer: str) -> str:
     """A digest of what a build depends on: the script, seed, router, placer (when not heap,
-    so builds recorded before the placer was an option keep their digest), constraints and the design, whose source-location attributes (absolute paths
-    of the checkout that wrote it) are left out, so a build resumes from another clone of
-    the same hardware."""
+    so builds recorded before the placer was an option keep their digest), constraints and
+    the design, whose source-location attributes (absolute paths of the checkout that wrote
+    it) are left out, so a build resumes from another clone of the same hardware."""
     import hashlib
     h = hashlib.sha256((f"{text}\n{seed}\n{router}\n"
                         + (f"{placer}\n" if placer != "heap" else "")).encode())
