@@ -351,11 +351,26 @@ class Csc(wiring.Component):
         part = Signal(2)
         sub = Signal()
         sh_v, sh_iy, sh_e = Signal(), Signal(signed(cw)), Signal(16)
+        # the atom's kernel lines (post-extension: up to 2 / 4, fewer at the kernel's end) and
+        # its last line's offset, d_ry + rows - 1: registers kept with d_ry (``rows_of``), so
+        # the slice test below starts from registers
         rows = Signal(3)
-        rk_left = Signal(signed(12))
-        m.d.comb += [rk_left.eq(Rk - d_ry),
-                     rows.eq(Mux(post, Mux(rk_left < (Const(1, 3) << pe), rk_left,
-                                           Const(1, 3) << pe), 1))]
+        ry_last = Signal(signed(12))
+        d_ry_n = Signal(10)                 # d_ry's next kernel row
+        m.d.comb += d_ry_n.eq(d_ry + dy)
+
+        def rows_of(d, name):
+            rk_left = Signal(signed(12), name=f"rk_left_{name}")
+            n = Signal(3, name=f"rows_{name}")
+            m.d.comb += [rk_left.eq(Rk - d),
+                         n.eq(Mux(post, Mux(rk_left < (Const(1, 3) << pe), rk_left,
+                                            Const(1, 3) << pe), 1))]
+            return n
+
+        rows_0, rows_n = rows_of(0, "0"), rows_of(d_ry_n, "n")
+
+        def ry_to(d, n):                    # d_ry <- d with its rows n
+            return [d_ry.eq(d), rows.eq(n), ry_last.eq(d + n - 1)]
         iy_p = Signal(signed(cw))
         # The atom is bytes [hs, hs + AC) of the group's vector (the concatenated parts; hs =
         # AC x the int16 half, else 0); part k is vector bytes [k x L, k x L + L) (L: the
@@ -395,7 +410,7 @@ class Csc(wiring.Component):
 
         outstanding = Signal(range(FIFO_DEPTH + 1))
         iy_last = Signal(signed(cw))
-        m.d.comb += iy_last.eq(iy0 + rows - 1)
+        m.d.comb += iy_last.eq(iyb + ry_last)
         if bat:
             # slice y x B + b of the atom's last line (none needed: every line is padding)
             y_need = Signal(14)
@@ -403,7 +418,8 @@ class Csc(wiring.Component):
             slices_ok = ((iy0 >= H) | (iy_last < 0)
                          | (y_need * (NB_m1 + 1) + d_b < self.dat_slices))
         else:
-            slices_ok = (iy0 >= H) | (Mux(iy_last >= H, H - 1, iy_last) < self.dat_slices)
+            # = (iy0 >= H) | (min(iy_last, H - 1) < dat_slices), without the min in the path
+            slices_ok = (iy0 >= H) | (iy_last < self.dat_slices) | (H <= self.dat_slices)
         issue = Signal()
         issue_atom = Signal()
         m.d.comb += [issue.eq(d_run & (outstanding < FIFO_DEPTH) & slices_ok),
@@ -482,7 +498,7 @@ class Csc(wiring.Component):
             ]
         with m.If(go):
             m.d.sync += [d_run.eq(~wg), d_kleft.eq(K), pos.eq(0), d_cleft.eq(C_seq), d_goff.eq(0),
-                         d_r.eq(0), d_s.eq(0), d_ry.eq(0), d_sxo.eq(0), sh_v.eq(0),
+                         d_r.eq(0), d_s.eq(0), *ry_to(0, rows_0), d_sxo.eq(0), sh_v.eq(0),
                          part.eq(0), sub.eq(0)]
             if i16b:
                 m.d.sync += d_h.eq(0)
@@ -508,9 +524,9 @@ class Csc(wiring.Component):
                 with m.Else():
                     m.d.sync += [d_s.eq(0), d_sxo.eq(0)]
                     with m.If(d_r != R_m1):
-                        m.d.sync += [d_r.eq(d_r + 1), d_ry.eq(d_ry + dy)]
+                        m.d.sync += [d_r.eq(d_r + 1), *ry_to(d_ry_n, rows_n)]
                     with m.Else():
-                        m.d.sync += [d_r.eq(0), d_ry.eq(0)]
+                        m.d.sync += [d_r.eq(0), *ry_to(0, rows_0)]
                         with m.If(~last_j):
                             m.d.sync += d_cleft.eq(d_cleft - G)
                             if twocol:          # the row pair's second row, then the next
