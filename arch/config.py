@@ -91,6 +91,12 @@ class NvdlaConfig:
     #: of that width, addressed alike (an FPGA build choice: 16 maps an ECP5 bank to
     #: 1K x 18 block RAMs, each driving 16 read outputs instead of 36)
     cbuf_ram_width: int = 0
+    #: registers after the CBUF data read port's bank multiplexer, 0 or 1: 1 gives the
+    #: CSC's data reads two cycles of latency instead of one, cutting the block RAM output
+    #: -> multiplexer -> CSC byte placement path in two (an FPGA timing choice; the
+    #: convolution takes a cycle more per layer; not with Winograd, whose tile reader
+    #: assumes one)
+    cbuf_data_read_regs: int = 0
     sdp_bs_throughput: int = 1
     sdp_bn_throughput: int = 1
     sdp_ew_throughput: int = 0
@@ -163,6 +169,11 @@ class NvdlaConfig:
                                         and bank_bits % self.cbuf_ram_width == 0):
             err("cbuf_ram_width", f"must be 0 (one memory per bank) or a multiple of 8 that "
                 f"divides the bank width of {bank_bits} bits")
+        if self.cbuf_data_read_regs not in (0, 1):
+            err("cbuf_data_read_regs", "must be 0 or 1")
+        elif self.cbuf_data_read_regs and self.winograd:
+            err("cbuf_data_read_regs", "must be 0 with winograd (the Winograd tile reader "
+                "takes the CBUF data one cycle after its read)")
         bank_bytes = self.cbuf_bank_width * self.cbuf_bank_depth
         if not 4096 <= bank_bytes <= 32768:
             err("cbuf_bank_depth", f"bank size {self.cbuf_bank_width} x {self.cbuf_bank_depth}"

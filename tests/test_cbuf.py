@@ -24,8 +24,12 @@ def _run(cfg, seed, cycles):
     def addr():
         return rng.choice(hot) if rng.random() < 0.8 else rng.randrange(nb * depth)
 
+    # cycles from a read to its data: the data port's register after the multiplexer adds one
+    lat = {"dat": 1 + cfg.cbuf_data_read_regs, "wt": 1}
+
     async def tb(ctx):
         pend = {"dat": None, "wt": None}
+        flight = {k: [None] * (v - 1) for k, v in lat.items()}   # reads not yet out
         data_banks = rng.randrange(1, nb)
         ctx.set(dut.data_banks, data_banks)
         for t in range(cycles):
@@ -33,6 +37,7 @@ def _run(cfg, seed, cycles):
                 data_banks = rng.randrange(1, nb)
                 ctx.set(dut.data_banks, data_banks)
                 pend = {"dat": None, "wt": None}
+                flight = {k: [None] * (v - 1) for k, v in lat.items()}
             # reads issued this cycle see the memory before this cycle's write
             reads = {}
             for name, port in (("dat", dut.dat_rd), ("wt", dut.wt_rd)):
@@ -61,8 +66,10 @@ def _run(cfg, seed, cycles):
                     if (mask >> i) & 1:
                         model[wa, i] = wd[i]
             for name, port in (("dat", dut.dat_rd), ("wt", dut.wt_rd)):
-                if name in reads:
-                    pend[name] = reads[name]
+                flight[name].append(reads.get(name))
+                out = flight[name].pop(0)
+                if out is not None:
+                    pend[name] = out
                 if pend[name] is not None:
                     got = ctx.get(port.data).to_bytes(bw, "little")
                     assert got == pend[name].tobytes(), (t, name)
@@ -79,6 +86,12 @@ def _run(cfg, seed, cycles):
                                          ("nv_large", 1000)])
 def test_cbuf_random(name, cycles):
     _run(load_config(name), 1, cycles)
+
+
+def test_cbuf_data_read_regs_random():
+    """``cbuf_data_read_regs=1``: the data port's data two cycles after its read (held until
+    the next read's), the weight port's still one."""
+    _run(load_config("nv_small").replace(cbuf_data_read_regs=1, cbuf_ram_width=16), 4, 1500)
 
 
 @pytest.mark.parametrize("name,lane", [("nv_small", 16), ("nv_small", 8), ("nv_large", 64)])

@@ -274,6 +274,15 @@ def test_pipeline_random(seed):
     run_layers(cfg, layers, seed=seed)
 
 
+def test_pipeline_random_data_read_regs():
+    """The routed board's CBUF (16 banks of 16-bit lanes) with a register after the data
+    port's multiplexer (``cbuf_data_read_regs=1``: the CSC's data two cycles after the read)."""
+    cfg = load_config("nv_small").replace(cbuf_banks=16, cbuf_ram_width=16,
+                                          cbuf_data_read_regs=1)
+    layers = _random_programs(cfg, 5, 8, max_macs=20_000)
+    run_layers(cfg, layers, seed=5)
+
+
 def test_pipeline_reuse_pairs():
     """One pair of every reuse kind (full / partial data reuse, weight reuse, both)."""
     cfg = load_config("nv_small")

@@ -13,9 +13,10 @@ Ports
                 accepted: when ``en``, the bytes of ``data`` selected by ``mask`` go to flat
                 entry ``addr`` (bank ``addr // DEPTH``, row ``addr % DEPTH``).
     ``dat_rd``  the CSC's data read port (:func:`hw.conv.common.cbuf_read_signature`, seen from
-                the CBUF): ``en`` + ``addr`` in, ``data`` out one cycle later and held until the
-                next read of that port.
-    ``wt_rd``   the CSC's weight read port, the same.
+                the CBUF): ``en`` + ``addr`` in, ``data`` out one cycle later
+                (``1 + cfg.cbuf_data_read_regs`` cycles: a register after the multiplexer)
+                and held until the next read's data.
+    ``wt_rd``   the CSC's weight read port, the same with one cycle always.
     ``data_banks`` in, ``D_BANK.DATA_BANK + 1``: banks below it are the data region and read
                 through ``dat_rd``; banks at or above it belong to the weight region and are
                 read through ``wt_rd``. A port reading a bank of the other region gets no
@@ -150,5 +151,14 @@ class Cbuf(wiring.Component):
                 with m.If(port.en):
                     m.d.sync += hit.eq(self.wr.en & (self.wr.addr == port.addr))
                 data[name] = Mux(hit, ~data[name], data[name])
+        if cfg.cbuf_data_read_regs:
+            # the data port's output registered after the multiplexer: data two cycles
+            # after the read, held until the next read's data
+            dat_en1 = Signal(name="dat_en1")
+            dat_r = Signal.like(self.dat_rd.data, name="dat_r")
+            m.d.sync += dat_en1.eq(self.dat_rd.en)
+            with m.If(dat_en1):
+                m.d.sync += dat_r.eq(data["dat"])
+            data["dat"] = dat_r
         m.d.comb += [self.dat_rd.data.eq(data["dat"]), self.wt_rd.data.eq(data["wt"])]
         return m

@@ -629,9 +629,16 @@ class Csc(wiring.Component):
         s3_cj = Signal.like(s1_cj)
         s3_tag = Signal(tag_l)
         s3_u = Signal(uop_l)
-        m.d.sync += s3_u.eq(s2_u)
-        m.d.sync += [s3_v.eq(s2_v), s3_in.eq(s2_in), s3_lsel.eq(s2_lsel),
-                     s3_crip.eq(s2_crip), s3_cj.eq(s2_cj), s3_tag.eq(s2_tag)]
+        # (builds with ``cbuf_data_read_regs``: the CBUF's data come a cycle later, and the
+        # read's S2 values with them)
+        s2_vals = [s2_u, s2_v, s2_in, s2_lsel, s2_crip, s2_cj, s2_tag]
+        for i in range(self._cfg.cbuf_data_read_regs):
+            dly = [Signal.like(v, name=f"s2d{i}_{n}") for v, n in
+                   zip(s2_vals, ("u", "v", "in", "lsel", "crip", "cj", "tag"))]
+            m.d.sync += [d.eq(v) for d, v in zip(dly, s2_vals)]
+            s2_vals = dly
+        m.d.sync += [d.eq(v) for d, v in
+                     zip([s3_u, s3_v, s3_in, s3_lsel, s3_crip, s3_cj, s3_tag], s2_vals)]
 
         # S3: lanes, mask, pad -> FIFO
         raw = self.dat_rd.data
