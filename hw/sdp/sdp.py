@@ -413,20 +413,24 @@ class Sdp(wiring.Component):
             steps += [(c.surfaces, c.surface_stride, i, "s"), (c.lines, c.line_stride, i, "l")]
             if bat and name == "dst":
                 steps.append((c.batches, c.batch_stride, i, "b"))
-        step = Signal(range(len(steps) + 1))
+        step = Signal(range(len(steps) + 2))
         prod = Signal(13 + aw)
         sel_a = Signal(13)
         sel_b = Signal(aw)
         for i, (a, b, _, _) in enumerate(steps):
             with m.If(step == i):
                 m.d.comb += [sel_a.eq(a), sel_b.eq(b)]
-        m.d.comb += prod.eq(sel_a * sel_b)
-        # the product is registered, then accumulated a cycle later (the field multiplexer,
-        # the multiplier and the wide add in one cycle were one of the whole core's deepest
-        # paths); acc_step: the step whose product prod_r holds (len(steps): none)
+        # three registered steps: the selected fields, their product, the sum (the field
+        # multiplexer, the multiplier and the wide add in one cycle were one of the whole
+        # core's deepest paths); mul_step / acc_step: the step whose operands sel_*_r / whose
+        # product prod_r hold (len(steps) and above: none)
+        sel_a_r, sel_b_r = Signal.like(sel_a), Signal.like(sel_b)
+        m.d.comb += prod.eq(sel_a_r * sel_b_r)
         prod_r = Signal.like(prod)
-        acc_step = Signal(range(len(steps) + 1), init=len(steps))
-        m.d.sync += [prod_r.eq(prod), acc_step.eq(len(steps))]
+        mul_step = Signal(range(len(steps) + 2), init=len(steps))
+        acc_step = Signal(range(len(steps) + 2), init=len(steps))
+        m.d.sync += [sel_a_r.eq(sel_a), sel_b_r.eq(sel_b), prod_r.eq(prod),
+                     mul_step.eq(len(steps)), acc_step.eq(mul_step)]
         ends = [Signal(ew_, name=f"end_{name}") for name, _, _ in cubes]
         dst_lines = Signal(13 + aw)              # (H - 1) x destination line stride
         if bat:
@@ -582,9 +586,9 @@ class Sdp(wiring.Component):
                     m.d.comb += clear.eq(1)
                     m.next = "CHECK"
             with m.State("CHECK"):
-                # one cycle per product, one more for the last product's sum
-                m.d.sync += [step.eq(step + 1), acc_step.eq(step)]
-                with m.If(step == len(steps)):
+                # one cycle per product, two more for the last product and its sum
+                m.d.sync += [step.eq(step + 1), mul_step.eq(step)]
+                with m.If(step == len(steps) + 1):
                     m.next = "DECIDE"
             with m.State("DECIDE"):
                 with m.If(invalid):
