@@ -413,7 +413,7 @@ class Sdp(wiring.Component):
             steps += [(c.surfaces, c.surface_stride, i, "s"), (c.lines, c.line_stride, i, "l")]
             if bat and name == "dst":
                 steps.append((c.batches, c.batch_stride, i, "b"))
-        step = Signal(range(len(steps) + 2))
+        step = Signal(range(len(steps) + 3))
         prod = Signal(13 + aw)
         sel_a = Signal(13)
         sel_b = Signal(aw)
@@ -427,8 +427,8 @@ class Sdp(wiring.Component):
         sel_a_r, sel_b_r = Signal.like(sel_a), Signal.like(sel_b)
         m.d.comb += prod.eq(sel_a_r * sel_b_r)
         prod_r = Signal.like(prod)
-        mul_step = Signal(range(len(steps) + 2), init=len(steps))
-        acc_step = Signal(range(len(steps) + 2), init=len(steps))
+        mul_step = Signal(range(len(steps) + 3), init=len(steps))
+        acc_step = Signal(range(len(steps) + 3), init=len(steps))
         m.d.sync += [sel_a_r.eq(sel_a), sel_b_r.eq(sel_b), prod_r.eq(prod),
                      mul_step.eq(len(steps)), acc_step.eq(mul_step)]
         ends = [Signal(ew_, name=f"end_{name}") for name, _, _ in cubes]
@@ -455,8 +455,10 @@ class Sdp(wiring.Component):
             # batches must not overlap: one batch's output spans (S-1) x surface stride +
             # (H-1) x line stride + W atoms
             overlap = overlap | (writes & batched & (dst_bs < dst_surfs + dst_surf_need))
+        # the verdict registered (from the sums' cycle to DECIDE: a routed critical path of
+        # the ECP5 board, through the overlap test's add and compare)
         invalid = Signal()
-        m.d.comb += invalid.eq(static_err | Cat(*bad_range).any() | overlap)
+        m.d.sync += invalid.eq(static_err | Cat(*bad_range).any() | overlap)
 
         # -- datapath and data movers -------------------------------------------------------------
         m.submodules.datapath = dp = self._dp
@@ -586,9 +588,10 @@ class Sdp(wiring.Component):
                     m.d.comb += clear.eq(1)
                     m.next = "CHECK"
             with m.State("CHECK"):
-                # one cycle per product, two more for the last product and its sum
+                # one cycle per product, three more for the last product, its sum and the
+                # registered verdict
                 m.d.sync += [step.eq(step + 1), mul_step.eq(step)]
-                with m.If(step == len(steps) + 1):
+                with m.If(step == len(steps) + 2):
                     m.next = "DECIDE"
             with m.State("DECIDE"):
                 with m.If(invalid):
