@@ -155,7 +155,8 @@ def test_shipped_configs_load():
     assert (conv.pdp, conv.cdp) == (False, False)
     assert conv.replace(name="nv_small", pdp_throughput=1, cdp_throughput=1) == SMALL
     half = cfgs["nv_small_conv_cbuf16"]                 # the routed ECP5-85F board build
-    assert half == conv.replace(name=half.name, cbuf_banks=16, cbuf_ram_width=16)
+    assert half == conv.replace(name=half.name, cbuf_banks=16, cbuf_ram_width=16,
+                                cbuf_data_read_regs=1)
 
 
 def test_frozen():
