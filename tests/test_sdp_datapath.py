@@ -408,7 +408,7 @@ def test_interface(cfg, lanes):
     assert ("ew_alu" in dut.in_layout.members) == cfg.sdp_ew
     assert ("lut_uflow" in dut.out_layout.members) == cfg.sdp_lut
     assert hasattr(dut, "lut_rdata") == cfg.sdp_lut
-    assert dut.latency == {1: 14, 4: 14, 16: 23}[lanes]     # nv_full: EW, LUT
+    assert dut.latency == {1: 15, 4: 15, 16: 24}[lanes]     # nv_full: EW, LUT
 
 
 def test_throughput_and_latency():

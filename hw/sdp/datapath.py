@@ -304,7 +304,7 @@ class SdpDatapath(wiring.Component):
         self.latency = (4 * cfg.sdp_bs + 4 * cfg.sdp_bn + 3 * cfg.sdp_ew + 6 * cfg.sdp_lut + 5)
         if cfg.sdp_ew and not (cfg.sdp_bs or cfg.sdp_bn):
             self.latency += 3                     # the EW operand converters need 3 steps
-        self.latency += 1                         # the input step (see _input_step)
+        self.latency += 2                         # the input register and input step
         members = {
             "regs": In(self.regs_layout),
             "i": In(stream.Signature(self.in_layout)),
@@ -337,6 +337,10 @@ class SdpDatapath(wiring.Component):
             for name in ("bs_alu", "bs_mul", "bn_alu", "bn_mul", "ew_alu", "ew_mul"):
                 if name in self.in_layout.members:
                     st[f"{name}{lane}"] = p[name][lane]
+
+        # -- the input register: the feeder's transfer as it comes (its operand selection in
+        # front of the input step's shifter was a deep path of the ECP5 board netlist)
+        st = pipe.step(dict(st))
 
         # -- the input step: the X stages' ALU operands shifted; fp16 builds: fp16 -> fp32
         # of the input and the BS / BN operands
