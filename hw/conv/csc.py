@@ -769,7 +769,10 @@ class Csc(wiring.Component):
         # only on a block's last LOAD cycle, and WAIT and PRIME come between), so that the
         # next read address depends on registers through short logic: the row advances when
         # the offset in the row plus the kernel's bytes reach the row's end (``rlen`` <= AC
-        # <= BW), and both candidate rows and their addresses are formed beforehand.
+        # <= BW), and both candidate rows and their addresses are registers: ``r1`` / ``r2``
+        # the ring rows after ``w_p`` and ``a1`` / ``a2`` their CBUF addresses, formed from
+        # ``w_p`` every cycle outside LOAD (WAIT comes between any change of ``w_p`` and
+        # PRIME) and moved on by a row with ``w_p`` in LOAD.
         assert AC <= BW, (AC, BW)
         kg_l, cj_l = Signal.like(kg), Signal.like(cj)
         m.d.sync += [kg_l.eq(kg), cj_l.eq(cj)]
@@ -793,12 +796,12 @@ class Csc(wiring.Component):
         m.d.comb += b_next.eq(w_b + Mux(real, rlen, 0))
         adv = Signal()                              # b_next is in the next row
         m.d.comb += adv.eq(real & (((o + rlen) >> lbw) != 0))
-        p1, p2 = Signal.like(w_p), Signal.like(w_p)
-        m.d.comb += [p1.eq(wrap1(w_p)), p2.eq(wrap1(p1))]
+        p1, p2, r1, r2, r3 = (Signal.like(w_p, name=n) for n in ("p1", "p2", "r1", "r2", "r3"))
+        m.d.comb += [p1.eq(wrap1(w_p)), p2.eq(wrap1(p1)), r3.eq(wrap1(r2))]
         a1, a2 = Signal.like(self.wt_rd.addr), Signal.like(self.wt_rd.addr)
-        m.d.comb += [a1.eq(wbase + p1), a2.eq(wbase + p2)]
+        m.d.sync += [r1.eq(p1), r2.eq(p2), a1.eq(wbase + p1), a2.eq(wbase + p2)]
         p_next = Signal.like(w_p)
-        m.d.comb += p_next.eq(Mux(adv, p1, w_p))
+        m.d.comb += p_next.eq(Mux(adv, r1, w_p))
 
         with m.FSM():
             with m.State("IDLE"):
@@ -834,6 +837,8 @@ class Csc(wiring.Component):
                 m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(Mux(adv, a2, a1))]
+                with m.If(adv):
+                    m.d.sync += [r1.eq(r2), r2.eq(r3), a1.eq(a2), a2.eq(wbase + r3)]
                 if conv_fp16(self._cfg):
                     m.d.sync += kbuf.eq(Cat(kbuf[1:], real))
                 m.d.sync += [wbuf.eq(Cat(wbuf[AC * 8:], row)), w_kk.eq(w_kk + 1),
