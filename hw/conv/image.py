@@ -153,8 +153,13 @@ def image_rules(m, cfg, D, C, *, byte_value, address, misaligned, product, heigh
     sx = C.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT + 1
     lanes = Signal(range(AC + 1), name="img_lanes")  # Atomic-C / post-extension lines
     m.d.comb += lanes.eq(Mux(y_ext == 2, AC // 4, Mux(y_ext == 1, AC // 2, AC)))
-    reach = Signal(24, name="img_reach")            # (out - 1) x stride x C + S x C
-    m.d.comb += reach.eq(times_small(C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH * sx, in_c) + wc)
+    # (out - 1) x stride x C + S x C, in two registered steps (the product and the sum:
+    # the fields' multiplier in front of the rule was the routed critical path of the ECP5
+    # board; it settles three cycles after ``start``, far inside the check's cycles)
+    reach_ws = Signal(17, name="img_reach_ws")
+    reach = Signal(24, name="img_reach")
+    m.d.sync += [reach_ws.eq(C.D_DATAOUT_SIZE_0.DATAOUT_WIDTH * sx),
+                 reach.eq(times_small(reach_ws, in_c) + wc)]
 
     errs = [
         D.D_DATAIN_FORMAT.DATAIN_FORMAT != C.D_DATAIN_FORMAT.DATAIN_FORMAT,
