@@ -747,9 +747,9 @@ class Csc(wiring.Component):
         # May the next block start? Its weights (bytes w_b .. w_b + kg x cj) must be written.
         # ``ahead``: w_b plus the largest block is written, a short test on registers that
         # decides at once while the weights run ahead of the sequencer (the usual case);
-        # otherwise the exact ``need`` decides from the third WAIT cycle, once its sources
-        # settled: the product kg x cj and the sum are registered one after the other (off
-        # the CBUF read-address path). The largest block: kg <= KG, cj <= G (a
+        # otherwise the exact ``need`` decides from the fourth WAIT cycle, once its sources
+        # settled: kg and cj, their product and the sum are registered one after the other
+        # (off the CBUF read-address path). The largest block: kg <= KG, cj <= G (a
         # post-extended image line fits an atom, a rule of the check), so Atomic-K x
         # Atomic-C bytes (x 2 on builds with 16-bit layers).
         blk_max = AK * AC * (2 if i16b else 1)
@@ -758,8 +758,10 @@ class Csc(wiring.Component):
         m.d.comb += ahead.eq(w_b + blk_max <= self.wt_bytes)
         need = Signal(WB + 1)
         kc = Signal(len(kg) + len(cj))
-        need_ok, need_ok2 = Signal(), Signal()
-        m.d.sync += [kc.eq(kg * cj), need.eq(w_b + kc), need_ok.eq(0), need_ok2.eq(0)]
+        need_ok, need_ok2, need_ok3 = Signal(), Signal(), Signal()
+        kg_l, cj_l = Signal.like(kg), Signal.like(cj)       # (also LOAD's, see below)
+        m.d.sync += [kg_l.eq(kg), cj_l.eq(cj), kc.eq(kg_l * cj_l), need.eq(w_b + kc),
+                     need_ok.eq(0), need_ok2.eq(0), need_ok3.eq(0)]
         wbase = n_dat_r if twocol else n_dat           # weight region base (flat bank row)
 
         def wrap1(p):
@@ -774,8 +776,6 @@ class Csc(wiring.Component):
         # ``w_p`` every cycle outside LOAD (WAIT comes between any change of ``w_p`` and
         # PRIME) and moved on by a row with ``w_p`` in LOAD.
         assert AC <= BW, (AC, BW)
-        kg_l, cj_l = Signal.like(kg), Signal.like(cj)
-        m.d.sync += [kg_l.eq(kg), cj_l.eq(cj)]
         o = w_b[:lbw]
         hi = self.wt_rd.data
         win = Cat(w_lo, hi)
@@ -816,9 +816,9 @@ class Csc(wiring.Component):
                                      w_cpend.eq(0)]
                     m.next = "WAIT"
             with m.State("WAIT"):
-                m.d.sync += [need_ok.eq(1), need_ok2.eq(need_ok)]
+                m.d.sync += [need_ok.eq(1), need_ok2.eq(need_ok), need_ok3.eq(need_ok2)]
                 wait_ok = ((~w_valid | self.wt.ready)
-                           & (ahead | (need_ok2 & (need <= self.wt_bytes))))
+                           & (ahead | (need_ok3 & (need <= self.wt_bytes))))
                 if bat:
                     # a batch on the next weight copy: its first ring row, once known
                     wait_ok = wait_ok & ~w_cpend
@@ -827,7 +827,8 @@ class Csc(wiring.Component):
                         m.d.comb += nrow.eq(w_cp + cp.rows)
                         nrow_w = Mux(nrow >= n_wt, nrow - n_wt, nrow)
                         m.d.sync += [w_cp.eq(nrow_w), w_p.eq(nrow_w), w_gp.eq(nrow_w),
-                                     w_cpend.eq(0), need_ok.eq(0), need_ok2.eq(0)]
+                                     w_cpend.eq(0), need_ok.eq(0), need_ok2.eq(0),
+                                     need_ok3.eq(0)]
                 with m.If(wait_ok):
                     m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(wbase + w_p)]
                     m.next = "PRIME"
