@@ -5,9 +5,11 @@ non-posted flags. The slave is ready from one cycle after reset on, once the reg
 are no longer ``hold``-ing it (they rewrite their read-back copies after reset), and then every
 cycle: one request per cycle, no bubbles. Each accepted request is presented to the register
 files in the same cycle (``slot`` = 4 KiB block, ``offset`` = word in the block); they answer
-a read in the next cycle (``rdata``, :class:`hw.regfile.RegBus`), which is when it returns
-on the valid-only read channel; a non-posted write pulses ``wr_complete`` one cycle later.
-With a fixed latency of one cycle both responses stay in request order. Holes return 0 (the
+a read in the next cycle (``rdata``, :class:`hw.regfile.RegBus`), and the slave registers
+it, so it returns on the valid-only read channel two cycles after the request (the files' read
+multiplexer and the master's response register in one cycle were a deep path of the ECP5
+board); a non-posted write pulses ``wr_complete`` two cycles after it as well. With a fixed
+latency of two cycles both responses stay in request order. Holes return 0 (the
 register files answer 0 where nothing is mapped).
 """
 
@@ -51,12 +53,13 @@ class CsbSlave(wiring.Component):
             self.we.eq(self.req_write),
             self.wdata.eq(self.req_wdat),
         ]
-        is_read = self.access & ~self.req_write
+        rd1, wc1 = Signal(), Signal()          # a read / a non-posted write, a cycle ago
         m.d.sync += [
-            self.resp_valid.eq(is_read),
-            self.wr_complete.eq(self.access & self.req_write & self.req_nposted),
+            rd1.eq(self.access & ~self.req_write),
+            wc1.eq(self.access & self.req_write & self.req_nposted),
+            self.resp_valid.eq(rd1), self.resp_data.eq(self.rdata),
+            self.wr_complete.eq(wc1),
         ]
-        m.d.comb += self.resp_data.eq(self.rdata)
         return m
 
 
