@@ -98,6 +98,23 @@ def constraints_of(board, kind):
     return ""
 
 
+def no_rw_check_commands(max_read_ports=8, max_write_ports=4) -> str:
+    """Yosys commands, to run right after ``read_rtlil``, that give every memory carrying the
+    ``no_rw_check`` attribute undefined read / write collisions (``RD_COLLISION_X_MASK`` all
+    ones), as Yosys's Verilog front end does for that attribute and its RTLIL front end does
+    not. Without them a board build reading Amaranth's RTLIL emulates read-before-write on
+    such memories: on ECP5 every CBUF lane got a write-data register, a collision flag and a
+    bypass register per output bit, whose enable (the port's read enable) was the routed
+    critical path. The mask's width is read ports x write ports, so one command per pair."""
+    lines = ["memory_collect"]
+    for r in range(1, max_read_ports + 1):
+        for w in range(1, max_write_ports + 1):
+            n = r * w
+            lines.append(f"setparam -set RD_COLLISION_X_MASK {n}'b{'1' * n} "
+                         f"t:$mem_v2 a:no_rw_check %i r:RD_PORTS={r} %i r:WR_PORTS={w} %i")
+    return "\n".join(lines)
+
+
 def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=True,
                 bridge_only=False):
     """Write the build tree; returns (kind, platform, plan or None, name)."""
@@ -120,6 +137,7 @@ def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=Tru
     kw = {}
     if kind == "ecp5":
         kw["add_preferences"] = extra
+        kw["script_after_read"] = no_rw_check_commands()
     elif extra:                             # boards set add_constraints themselves
         platform.add_file("nvdla_extra.xdc", extra)
     name = "nvdla_board"

