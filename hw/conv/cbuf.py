@@ -37,7 +37,9 @@ holds one memory atom (``memory_atom == cbuf_bank_width``, as nv_small), every w
 a whole entry that no reader uses before it is complete (the CSC's weight read-ahead past
 ``wt_bytes`` is discarded), so the banks carry Yosys's ``no_rw_check`` attribute: on an FPGA
 such a read is then undefined, and Yosys does not emulate read-before-write across the two
-block RAM ports (about 135 LUT4 and 80 FF per bank on ECP5). Builds with several atoms per
+block RAM ports (about 135 LUT4 and 80 FF per bank on ECP5). Yosys's Verilog front end
+honours the attribute; its RTLIL front end does not, so the board flow marks such memories'
+collisions undefined itself after ``read_rtlil`` (:func:`scripts.board.no_rw_check_commands`). Builds with several atoms per
 entry keep the emulation: the CSC may read a weight entry for its complete lanes while the
 next atom is written into its other lanes. ``Cbuf(cfg, poison_collisions=True)``
 (simulation only) returns the inverted contents for a read of the entry written in the same
