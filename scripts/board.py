@@ -106,7 +106,7 @@ def no_rw_check_commands(max_read_ports=8, max_write_ports=4) -> str:
     such memories: on ECP5 every CBUF lane got a write-data register, a collision flag and a
     bypass register per output bit, whose enable (the port's read enable) was the routed
     critical path. The mask's width is read ports x write ports, so one command per pair."""
-    lines = ["memory_collect"]
+    lines = ["proc", "memory_collect"]      # (memory_collect skips modules with processes)
     for r in range(1, max_read_ports + 1):
         for w in range(1, max_write_ports + 1):
             n = r * w
