@@ -302,8 +302,9 @@ def test_board_flow_defaults():
 def test_no_rw_check_maps_to_a_bare_block_ram(tmp_path, no_rw_check):
     """A board build's Yosys script (``no_rw_check_commands`` after ``read_rtlil``) maps a
     memory with ``no_rw_check`` (a CBUF lane: 512 x 16, byte writes, a read port with enable)
-    to one DP16KD and no flip-flops (a LUT at most); without the attribute Yosys keeps read-before-write on
-    a collision and emulates it in flip-flops (a write-data register, a flag, a bypass)."""
+    to one DP16KD and no flip-flops beside the test's own register; without the attribute
+    Yosys keeps read-before-write on a collision and emulates it in flip-flops (a write-data
+    register, a flag, a bypass)."""
     import shutil
     import subprocess
 

@@ -39,8 +39,9 @@ a whole entry that no reader uses before it is complete (the CSC's weight read-a
 such a read is then undefined, and Yosys does not emulate read-before-write across the two
 block RAM ports (about 135 LUT4 and 80 FF per bank on ECP5). Yosys's Verilog front end
 honours the attribute; its RTLIL front end does not, so the board flow marks such memories'
-collisions undefined itself after ``read_rtlil`` (:func:`scripts.board.no_rw_check_commands`). Builds with several atoms per
-entry keep the emulation: the CSC may read a weight entry for its complete lanes while the
+collisions undefined itself after ``read_rtlil``
+(:func:`scripts.board.no_rw_check_commands`). Builds with several atoms per entry keep the
+emulation: the CSC may read a weight entry for its complete lanes while the
 next atom is written into its other lanes. ``Cbuf(cfg, poison_collisions=True)``
 (simulation only) returns the inverted contents for a read of the entry written in the same
 cycle; :mod:`tests.test_conv_pipeline` runs the nv_small pipeline with it.
