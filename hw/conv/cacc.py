@@ -34,7 +34,7 @@ a full FIFO, the delivery stages unless ``out`` holds its transfer, so back-pres
 ``out`` stalls ``psum`` without loss)::
 
     psum --> [read assembly row] --> [add; write back or complete] --> FIFO
-         --> [T lanes + rounding constant] --> [shift, saturate, count: out register]
+         --> [T lanes + rounding constant] --> [shift, saturate, count] --> skid buffer --> out
 
 int16 layers (builds where :func:`~hw.conv.common.conv_int16` holds; ``int16`` in, the
 layer's precision): the psums carry ``AK / 2`` kernels' sums (a kernel group of int16), kept in
@@ -62,8 +62,9 @@ constant; D2 passes the code on): no truncation, no saturation, ``sat_count`` st
 int16 layers on fp16 builds run the integer pipeline unchanged.
 
 One psum per cycle while the FIFO has room; a psum with ``last=1`` reaches ``out`` after the
-two accumulation stages, the FIFO's latency and the two delivery stages when the FIFO was
-empty (one cycle more than with truncation before the FIFO).
+two accumulation stages, the FIFO's latency, the two delivery stages and the skid buffer
+(:class:`hw.skid.SkidBuffer`: its ``ready`` upstream is a register, so the SDP's readiness
+ends there) when the FIFO was empty.
 ``clear`` (layer start) empties the pipeline and FIFO and zeroes ``sat_count``; no psum is
 accepted while it is high.
 """
@@ -74,6 +75,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..skid import SkidBuffer
 from .common import ACC_BITS, conv_fp16, conv_int16, conv_out_layout, max_stripe, psum_layout
 from .fp48 import PSUM_LAYOUT, SUM_LAYOUT, fp48_align, fp48_psum, fp48_round, fp48_to_fp32
 
@@ -225,9 +227,15 @@ class Cacc(wiring.Component):
         w3 = ACC_BITS + 2
         d1 = [Signal(signed(w3), name=f"d1_{j}") for j in range(t)]
         d1_valid, d1_last = Signal(), Signal()
-        out_valid = Signal()
+        # the output register D2 feeds a skid buffer, so the SDP's ``ready`` (decided by its
+        # feeder from the layer's check and its own pipeline) ends at the buffer's registers
+        # instead of enabling D1, D2, the saturation counter and the FIFO read
+        m.submodules.out_skid = out_skid = ResetInserter(self.clear)(
+            SkidBuffer(self.out.payload.shape()))
+        d2 = out_skid.i
+        out_valid = d2.valid
         d_adv = Signal()                     # the output register is empty or being taken
-        m.d.comb += d_adv.eq(~out_valid | self.out.ready)
+        m.d.comb += d_adv.eq(~out_valid | d2.ready)
         sent = Signal()                      # the FIFO head's transfer idx enters D1
         m.d.comb += sent.eq(q.r_rdy & d_adv)
         if self._fp:
@@ -261,7 +269,7 @@ class Cacc(wiring.Component):
         m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
         sat = Signal(t)
         with m.If(d_adv):
-            m.d.sync += [out_valid.eq(d1_valid), self.out.payload.last.eq(d1_last)]
+            m.d.sync += [out_valid.eq(d1_valid), d2.payload.last.eq(d1_last)]
             for j in range(t):
                 sign = d1[j][-1]
                 ovf = Signal(name=f"ovf{j}")
@@ -274,16 +282,16 @@ class Cacc(wiring.Component):
                 val = (d1[j] >> self.truncate)[:32]
                 if self._fp:
                     val = Mux(self.fp16, d1[j][:32], val)
-                m.d.sync += self.out.payload.data[j].eq(
+                m.d.sync += d2.payload.data[j].eq(
                     Mux(ovf, Mux(sign, _I32_MIN, _I32_MAX), val))
             count = Signal(33)
             m.d.comb += count.eq(self.sat_count + sum(sat[j] for j in range(t)))
             m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
-        m.d.comb += self.out.valid.eq(out_valid)
+        wiring.connect(m, out_skid.o, wiring.flipped(self.out))
         taken = self.out.valid & self.out.ready
         m.d.sync += self.done.eq(taken & self.out.payload.last)
 
-        busy = s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid
+        busy = s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid | self.out.valid
         if self._fp:
             busy = busy | f2_valid
             with m.If(self.clear):
