@@ -5,7 +5,8 @@ One offline layer::
 
     op_en & rdma_op_en -> CHECK (program rules, address ranges) -+-> invalid: done at once
                                                                   +-> RUN: cube readers
-    (input, B/N/E operands) -> SdpFeeder -> SdpDatapath -> SdpAtomPacker -> CubeWriter,
+    (input, B/N/E operands) -> SdpFeeder -> SdpDatapath -> SdpAtomPacker -> skid buffer
+    -> CubeWriter,
     done + rdma_done in the cycle after the writer reports every byte acknowledged.
 
 Output to PDP (``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``) streams the datapath's values on
@@ -149,6 +150,7 @@ from ..mem import dma_fields
 from ..mem.dma_fields import cube_address
 from ..conv.common import conv_out_layout, conv_winograd
 from ..regfile import fields_layout
+from ..skid import SkidBuffer
 from .rdma import STAGES, USE_ALU, USE_BOTH, USE_MUL, SdpFeeder, operand_cfg_layout
 from .wdma import SdpAtomPacker, out_layout
 
@@ -496,7 +498,11 @@ class Sdp(wiring.Component):
         m.submodules.apack = apack = AtomPacker(geom)
         wiring.connect(m, flipped(self.wr_sdp), writer.dma)
         wiring.connect(m, packer.o, apack.i)
-        wiring.connect(m, apack.o, writer.data)
+        # the writer's data ready follows the MCIF's write path combinationally: a skid buffer
+        # ends it here instead of in the packers, the datapath and the feeder
+        m.submodules.wr_skid = wr_skid = SkidBuffer(apack.o.payload.shape())
+        wiring.connect(m, apack.o, wr_skid.i)
+        wiring.connect(m, wr_skid.o, writer.data)
         m.d.comb += [feeder.int16.eq(wide), feeder.width_m1.eq(wm1), feeder.height_m1.eq(hm1),
                      feeder.flying.eq(flying),
                      packer.int16.eq(wide), packer.width_m1.eq(wm1),
