@@ -147,16 +147,17 @@ def test_toml_overrides(tmp_path):
 
 
 def test_shipped_configs_load():
-    """Every TOML of ``configs/`` is a valid build; nv_small_conv is nv_small less PDP and CDP."""
+    """Every TOML of ``configs/`` is a valid build; nv_small_conv is nv_small less PDP and CDP,
+    with the CBUF's 16-bit lanes and data register (the routed ECP5-85F board build)."""
     files = sorted((ROOT / "configs").glob("*.toml"))
     assert files
     cfgs = {f.stem: load_config(f) for f in files}
     conv = cfgs["nv_small_conv"]
     assert (conv.pdp, conv.cdp) == (False, False)
-    assert conv.replace(name="nv_small", pdp_throughput=1, cdp_throughput=1) == SMALL
-    half = cfgs["nv_small_conv_cbuf16"]                 # the routed ECP5-85F board build
-    assert half == conv.replace(name=half.name, cbuf_banks=16, cbuf_ram_width=16,
-                                cbuf_data_read_regs=1)
+    assert conv.replace(name="nv_small", pdp_throughput=1, cdp_throughput=1, cbuf_ram_width=0,
+                        cbuf_data_read_regs=0) == SMALL
+    half = cfgs["nv_small_conv_cbuf16"]                 # the same with half the CBUF
+    assert half == conv.replace(name=half.name, cbuf_banks=16)
 
 
 def test_frozen():
