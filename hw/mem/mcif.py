@@ -31,7 +31,8 @@ Read responses: R beats go by RID into the client's response buffer (a ``Memory`
 whole words, written beat by beat through a write port of bus-width granularity). A read
 burst is granted only when the buffer has room for every word the burst starts (credits), so
 R is always accepted (``rready`` = 1) and a client that holds ``resp.ready`` low stalls only
-itself. See :func:`response_fifo_depth` for the sizing.
+itself. See :func:`response_fifo_depth` for the sizing. The words leave the buffer through a
+second skid buffer, so the client's ``resp.ready`` ends at registers (a cycle of latency).
 
 Writes: a granted write burst loads AW and queues a W command; the W engine takes exactly that
 burst's beats from the client's ``dat`` stream in grant order (no interleaving between bursts).
@@ -435,7 +436,13 @@ class Mcif(wiring.Component):
             m.submodules[f"rd_buf_{name}"] = buf
             wiring.connect(m, wiring.flipped(port.req), skid.i)
             wiring.connect(m, skid.o, spl.req)
-            wiring.connect(m, wiring.flipped(port.resp), buf.resp)
+            # and one after the response buffer: the client's ``resp.ready`` (its reader, its
+            # serializer and the unit behind them deciding) would otherwise steer the
+            # buffer's block-RAM read address in the same cycle
+            rskid = SkidBuffer(buf.resp.payload.shape())
+            m.submodules[f"rd_rskid_{name}"] = rskid
+            wiring.connect(m, buf.resp, rskid.i)
+            wiring.connect(m, rskid.o, wiring.flipped(port.resp))
             take = rd_fire & (rd_arb.index == i)
             m.d.comb += [
                 spl.context_ready.eq(buf.context_ready),
@@ -447,7 +454,7 @@ class Mcif(wiring.Component):
                 buf.beat_valid.eq(a["r_rvalid"] & (a["r_rid"] == i)),
                 buf.beat_data.eq(a["r_rdata"]),
             ]
-            rd_idle.append(~skid.o.valid & ~spl.busy & buf.empty)
+            rd_idle.append(~skid.o.valid & ~spl.busy & buf.empty & ~rskid.o.valid)
             with m.If(take):
                 m.d.sync += [a["ar_araddr"].eq(spl.addr), a["ar_arlen"].eq(spl.len)]
         m.d.comb += [
