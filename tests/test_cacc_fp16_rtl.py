@@ -264,7 +264,8 @@ def test_cacc_int16_and_fp16_build():
 def test_cacc_fp16_full_rate_one_position():
     """psum always valid, out always ready: stripes of one position (each psum waits a cycle
     for the previous one's sum, written back by stage 2), a full stripe (no stall) and a
-    completed position on ``out`` 6 cycles after its psum is taken (as int8)."""
+    completed position on ``out`` 7 cycles after its psum is taken (as int8: the two
+    accumulation stages, the FIFO, the two delivery stages and the output skid buffer)."""
     rng = np.random.default_rng(3)
     n = max_stripe(CFG)
     per = CFG.atomic_k // 2 // CFG.sdp_bs_throughput
@@ -275,4 +276,4 @@ def test_cacc_fp16_full_rate_one_position():
     assert gaps[:5] == [2] * 5 and gaps[5:10] == [1] + [2] * 4
     assert gaps[10:10 + n * (per + 1)] == [1] * (n * (per + 1)), "full stripe stalled"
     assert gaps[-6:] == [2] * 6
-    assert sink.when[0] - src.taken[5] == 6
+    assert sink.when[0] - src.taken[5] == 7
