@@ -97,6 +97,12 @@ class NvdlaConfig:
     #: convolution takes a cycle more per layer; not with Winograd, whose tile reader
     #: assumes one)
     cbuf_data_read_regs: int = 0
+    #: registers on the CBUF's write port, 0 or 1: 1 registers the CDMA's write (enable,
+    #: entry, data, byte mask) once more inside the CBUF, so the wires that fan out to every
+    #: bank's block RAMs start at a register with no logic before them, and the CDMA's
+    #: write arbitration ends at registers it can keep close (an FPGA timing choice; the
+    #: CDMA announces a slice or weight bytes a cycle later, as the write lands a cycle later)
+    cbuf_write_regs: int = 0
     sdp_bs_throughput: int = 1
     sdp_bn_throughput: int = 1
     sdp_ew_throughput: int = 0
@@ -169,6 +175,8 @@ class NvdlaConfig:
                                         and bank_bits % self.cbuf_ram_width == 0):
             err("cbuf_ram_width", f"must be 0 (one memory per bank) or a multiple of 8 that "
                 f"divides the bank width of {bank_bits} bits")
+        if self.cbuf_write_regs not in (0, 1):
+            err("cbuf_write_regs", "must be 0 or 1")
         if self.cbuf_data_read_regs not in (0, 1):
             err("cbuf_data_read_regs", "must be 0 or 1")
         elif self.cbuf_data_read_regs and self.winograd:

@@ -29,6 +29,7 @@ def _run(cfg, seed, cycles):
 
     async def tb(ctx):
         pend = {"dat": None, "wt": None}
+        landing = [(False, 0, b"", 0)] * cfg.cbuf_write_regs   # registered, not yet landed
         flight = {k: [None] * (v - 1) for k, v in lat.items()}   # reads not yet out
         data_banks = rng.randrange(1, nb)
         ctx.set(dut.data_banks, data_banks)
@@ -61,6 +62,8 @@ def _run(cfg, seed, cycles):
             ctx.set(dut.wr.data, int.from_bytes(wd, "little"))
             ctx.set(dut.wr.mask, mask)
             await ctx.tick()
+            landing.append((wen, wa, wd, mask))
+            wen, wa, wd, mask = landing.pop(0)
             if wen:
                 for i in range(bw):
                     if (mask >> i) & 1:
@@ -92,6 +95,13 @@ def test_cbuf_data_read_regs_random():
     """``cbuf_data_read_regs=1``: the data port's data two cycles after its read (held until
     the next read's), the weight port's still one."""
     _run(load_config("nv_small").replace(cbuf_data_read_regs=1, cbuf_ram_width=16), 4, 1500)
+
+
+def test_cbuf_write_regs_random():
+    """``cbuf_write_regs=1``: a write lands a cycle after it is presented (a read in that
+    cycle still sees the old entry), with the data port's register too."""
+    _run(load_config("nv_small").replace(cbuf_write_regs=1, cbuf_data_read_regs=1,
+                                         cbuf_ram_width=16), 6, 1500)
 
 
 @pytest.mark.parametrize("name,lane", [("nv_small", 16), ("nv_small", 8), ("nv_large", 64)])

@@ -66,6 +66,7 @@ BAD = [
     ("cbuf_ram_width", dict(cbuf_ram_width=12), "cbuf_ram_width=12: must be 0 (one memory per bank) or a multiple of 8"),
     ("cbuf_ram_width", dict(cbuf_ram_width=24), "divides the bank width of 64 bits"),
     ("cbuf_data_read_regs", dict(cbuf_data_read_regs=2), "cbuf_data_read_regs=2: must be 0 or 1"),
+    ("cbuf_write_regs", dict(cbuf_write_regs=2), "cbuf_write_regs=2: must be 0 or 1"),
     ("cbuf_data_read_regs", dict(cbuf_data_read_regs=1, winograd=True),
      "cbuf_data_read_regs=1: must be 0 with winograd"),
     ("cbuf_bank_depth", dict(cbuf_bank_depth=256), "= 2048 bytes must be 4 KiB to 32 KiB"),

@@ -283,6 +283,16 @@ def test_pipeline_random_data_read_regs():
     run_layers(cfg, layers, seed=5)
 
 
+def test_pipeline_random_write_regs():
+    """The board builds' CBUF timing choices together: the write registered in the CBUF
+    (``cbuf_write_regs=1``: the CDMA's announcements a cycle later) and the data port's
+    register, on all 32 banks of 16-bit lanes."""
+    cfg = load_config("nv_small").replace(cbuf_ram_width=16, cbuf_data_read_regs=1,
+                                          cbuf_write_regs=1)
+    layers = _random_programs(cfg, 7, 8, max_macs=20_000)
+    run_layers(cfg, layers, seed=7)
+
+
 def test_pipeline_reuse_pairs():
     """One pair of every reuse kind (full / partial data reuse, weight reuse, both)."""
     cfg = load_config("nv_small")

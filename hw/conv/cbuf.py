@@ -11,7 +11,8 @@ behaviour, with each block RAM driving fewer read outputs (an FPGA routing choic
 Ports
     ``wr``      in, :func:`hw.conv.common.cbuf_write_layout` -- one write per cycle, always
                 accepted: when ``en``, the bytes of ``data`` selected by ``mask`` go to flat
-                entry ``addr`` (bank ``addr // DEPTH``, row ``addr % DEPTH``).
+                entry ``addr`` (bank ``addr // DEPTH``, row ``addr % DEPTH``). A build with
+                ``cfg.cbuf_write_regs`` registers the write first: it lands a cycle later.
     ``dat_rd``  the CSC's data read port (:func:`hw.conv.common.cbuf_read_signature`, seen from
                 the CBUF): ``en`` + ``addr`` in, ``data`` out one cycle later
                 (``1 + cfg.cbuf_data_read_regs`` cycles: a register after the multiplexer)
@@ -96,7 +97,13 @@ class Cbuf(wiring.Component):
         def split(addr):
             return addr[rb:], addr[:rb]        # bank, row
 
-        w_bank, w_row = split(self.wr.addr)
+        wr = self.wr
+        if cfg.cbuf_write_regs:
+            # the write registered once more: the nets to every bank's block RAMs start at
+            # these flip-flops, with no logic in front of them
+            wr = Signal.like(self.wr, name="wr_r")
+            m.d.sync += wr.eq(self.wr)
+        w_bank, w_row = split(wr.addr)
         d_bank, d_row = split(self.dat_rd.addr)
         t_bank, t_row = split(self.wt_rd.addr)
         d_sel = Signal(range(nb), name="dat_sel")     # bank read by each port, last read
@@ -108,9 +115,9 @@ class Cbuf(wiring.Component):
 
         outs = []
         for b in range(nb):
-            hit = self.wr.en & (w_bank == b)
+            hit = wr.en & (w_bank == b)
             wen = Signal(bw, name=f"bank{b}_wen")
-            m.d.comb += wen.eq(self.wr.mask & Mux(hit, (1 << bw) - 1, 0))
+            m.d.comb += wen.eq(wr.mask & Mux(hit, (1 << bw) - 1, 0))
             is_data = Signal(name=f"bank{b}_is_data")
             m.d.comb += is_data.eq(b < self.data_banks)
             r_addr = Signal(rb, name=f"bank{b}_raddr")
@@ -130,7 +137,7 @@ class Cbuf(wiring.Component):
                 wp = mem.write_port(granularity=8)
                 rp = mem.read_port()
                 bits = slice(i * lane_bytes * 8, (i + 1) * lane_bytes * 8)
-                m.d.comb += [wp.addr.eq(w_row), wp.data.eq(self.wr.data[bits]),
+                m.d.comb += [wp.addr.eq(w_row), wp.data.eq(wr.data[bits]),
                              wp.en.eq(wen[i * lane_bytes:(i + 1) * lane_bytes]),
                              rp.addr.eq(r_addr), rp.en.eq(r_en)]
                 data.append(rp.data)
@@ -152,7 +159,7 @@ class Cbuf(wiring.Component):
             for name, port in (("dat", self.dat_rd), ("wt", self.wt_rd)):
                 hit = Signal(name=f"{name}_collided")
                 with m.If(port.en):
-                    m.d.sync += hit.eq(self.wr.en & (self.wr.addr == port.addr))
+                    m.d.sync += hit.eq(wr.en & (wr.addr == port.addr))
                 data[name] = Mux(hit, ~data[name], data[name])
         if cfg.cbuf_data_read_regs:
             # the data port's output registered after the multiplexer: data two cycles

@@ -889,6 +889,17 @@ class Cdma(wiring.Component):
                 m.d.sync += w_active.eq(0)
 
         # -- announcements, one cycle after the write is presented ---------------------------
+        # (builds with ``cbuf_write_regs``: the CBUF registers the write, which lands a cycle
+        # later, and so do the announcements)
+        landing = wr.en
+        for i in range(cfg.cbuf_write_regs):
+            late = [Signal.like(v, name=f"{n}_late{i}") for v, n in
+                    zip((wr.en, wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes),
+                        ("wr_en", "wr_slice", "wr_dlast", "wr_wlast", "wr_wt", "wr_wbytes"))]
+            m.d.sync += [d.eq(v) for d, v in
+                         zip(late, (wr.en, wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes))]
+            landing = landing | late[0]
+            wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes = late[1:]
         m.d.sync += [self.dat_done.eq(wr_dlast), self.wt_done.eq(wr_wlast)]
         with m.If(wr_slice & running):
             m.d.sync += self.dat_slices.eq(self.dat_slices + 1)
@@ -896,7 +907,7 @@ class Cdma(wiring.Component):
             m.d.sync += self.wt_bytes.eq(wr_wbytes)
         with m.If(self.end):             # nothing is announced to the next layer before DECIDE
             m.d.sync += [self.dat_slices.eq(0), self.wt_bytes.eq(0)]
-        busy_any = ((cmd_left != 0) | d_active | w_active | wr.en | imgf.busy | dcv.busy)
+        busy_any = ((cmd_left != 0) | d_active | w_active | landing | imgf.busy | dcv.busy)
         m.d.comb += fetching.eq((busy_any | wdec.busy) if comp else busy_any)
         if conv_fp16(cfg):
             m.d.comb += self.drained.eq(acc_ready & ~fetching)
