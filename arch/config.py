@@ -91,11 +91,13 @@ class NvdlaConfig:
     #: of that width, addressed alike (an FPGA build choice: 16 maps an ECP5 bank to
     #: 1K x 18 block RAMs, each driving 16 read outputs instead of 36)
     cbuf_ram_width: int = 0
-    #: registers after the CBUF data read port's bank multiplexer, 0 or 1: 1 gives the
-    #: CSC's data reads two cycles of latency instead of one, cutting the block RAM output
-    #: -> multiplexer -> CSC byte placement path in two (an FPGA timing choice; the
-    #: convolution takes a cycle more per layer; not with Winograd, whose tile reader
-    #: assumes one)
+    #: registers on the CBUF data read port, 0, 1 or 2: 1 puts one after the port's bank
+    #: multiplexer, cutting the block RAM output -> multiplexer -> CSC byte placement path
+    #: in two; 2 also registers the read's enable and address before the banks, so the
+    #: CSC's address arithmetic ends at flip-flops and the nets to every bank start at them.
+    #: The CSC's data reads take 1 + this many cycles (an FPGA timing choice; the
+    #: convolution takes a cycle or two more per layer; not with Winograd, whose tile
+    #: reader assumes one)
     cbuf_data_read_regs: int = 0
     #: registers on the CBUF's write port, 0 or 1: 1 registers the CDMA's write (enable,
     #: entry, data, byte mask) once more inside the CBUF, so the wires that fan out to every
@@ -177,8 +179,8 @@ class NvdlaConfig:
                 f"divides the bank width of {bank_bits} bits")
         if self.cbuf_write_regs not in (0, 1):
             err("cbuf_write_regs", "must be 0 or 1")
-        if self.cbuf_data_read_regs not in (0, 1):
-            err("cbuf_data_read_regs", "must be 0 or 1")
+        if self.cbuf_data_read_regs not in (0, 1, 2):
+            err("cbuf_data_read_regs", "must be 0, 1 or 2")
         elif self.cbuf_data_read_regs and self.winograd:
             err("cbuf_data_read_regs", "must be 0 with winograd (the Winograd tile reader "
                 "takes the CBUF data one cycle after its read)")

@@ -26,6 +26,9 @@ def _run(cfg, seed, cycles):
 
     # cycles from a read to its data: the data port's register after the multiplexer adds one
     lat = {"dat": 1 + cfg.cbuf_data_read_regs, "wt": 1}
+    # ... and with 2 the read reaches the banks a cycle after it is presented: it sees that
+    # cycle's landing write too
+    late = {"dat": cfg.cbuf_data_read_regs >= 2, "wt": False}
 
     async def tb(ctx):
         pend = {"dat": None, "wt": None}
@@ -52,7 +55,7 @@ def _run(cfg, seed, cycles):
                 ctx.set(port.en, en)
                 ctx.set(port.addr, a)
                 if en:
-                    reads[name] = model[a].copy()
+                    reads[name] = a if late[name] else model[a].copy()
             wen = rng.random() < 0.6
             wa = addr()
             wd = rng.randbytes(bw)
@@ -68,6 +71,9 @@ def _run(cfg, seed, cycles):
                 for i in range(bw):
                     if (mask >> i) & 1:
                         model[wa, i] = wd[i]
+            for name in reads:
+                if late[name]:
+                    reads[name] = model[reads[name]].copy()
             for name, port in (("dat", dut.dat_rd), ("wt", dut.wt_rd)):
                 flight[name].append(reads.get(name))
                 out = flight[name].pop(0)
@@ -102,6 +108,13 @@ def test_cbuf_write_regs_random():
     cycle still sees the old entry), with the data port's register too."""
     _run(load_config("nv_small").replace(cbuf_write_regs=1, cbuf_data_read_regs=1,
                                          cbuf_ram_width=16), 6, 1500)
+
+
+def test_cbuf_data_read_regs_2_random():
+    """``cbuf_data_read_regs=2``: the data port's read registered before the banks too, its
+    data three cycles after the read; with the registered write."""
+    _run(load_config("nv_small").replace(cbuf_write_regs=1, cbuf_data_read_regs=2,
+                                         cbuf_ram_width=16), 8, 1500)
 
 
 @pytest.mark.parametrize("name,lane", [("nv_small", 16), ("nv_small", 8), ("nv_large", 64)])

@@ -65,7 +65,7 @@ BAD = [
     ("cbuf_entry_width", dict(cbuf_entry_width=16), "two-column entries hold Atomic-C 16-bit"),
     ("cbuf_ram_width", dict(cbuf_ram_width=12), "cbuf_ram_width=12: must be 0 (one memory per bank) or a multiple of 8"),
     ("cbuf_ram_width", dict(cbuf_ram_width=24), "divides the bank width of 64 bits"),
-    ("cbuf_data_read_regs", dict(cbuf_data_read_regs=2), "cbuf_data_read_regs=2: must be 0 or 1"),
+    ("cbuf_data_read_regs", dict(cbuf_data_read_regs=3), "cbuf_data_read_regs=3: must be 0, 1 or 2"),
     ("cbuf_write_regs", dict(cbuf_write_regs=2), "cbuf_write_regs=2: must be 0 or 1"),
     ("cbuf_data_read_regs", dict(cbuf_data_read_regs=1, winograd=True),
      "cbuf_data_read_regs=1: must be 0 with winograd"),

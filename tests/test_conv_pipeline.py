@@ -283,14 +283,16 @@ def test_pipeline_random_data_read_regs():
     run_layers(cfg, layers, seed=5)
 
 
-def test_pipeline_random_write_regs():
+@pytest.mark.parametrize("read_regs", [1, 2])
+def test_pipeline_random_write_regs(read_regs):
     """The board builds' CBUF timing choices together: the write registered in the CBUF
     (``cbuf_write_regs=1``: the CDMA's announcements a cycle later) and the data port's
-    register, on all 32 banks of 16-bit lanes."""
-    cfg = load_config("nv_small").replace(cbuf_ram_width=16, cbuf_data_read_regs=1,
+    registers (after the multiplexer; with 2 also before the banks: the CSC's data three
+    cycles after the read), on all 32 banks of 16-bit lanes."""
+    cfg = load_config("nv_small").replace(cbuf_ram_width=16, cbuf_data_read_regs=read_regs,
                                           cbuf_write_regs=1)
-    layers = _random_programs(cfg, 7, 8, max_macs=20_000)
-    run_layers(cfg, layers, seed=7)
+    layers = _random_programs(cfg, 7 + read_regs, 8, max_macs=20_000)
+    run_layers(cfg, layers, seed=7 + read_regs)
 
 
 def test_pipeline_reuse_pairs():

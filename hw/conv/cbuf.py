@@ -15,7 +15,8 @@ Ports
                 ``cfg.cbuf_write_regs`` registers the write first: it lands a cycle later.
     ``dat_rd``  the CSC's data read port (:func:`hw.conv.common.cbuf_read_signature`, seen from
                 the CBUF): ``en`` + ``addr`` in, ``data`` out one cycle later
-                (``1 + cfg.cbuf_data_read_regs`` cycles: a register after the multiplexer)
+                (``1 + cfg.cbuf_data_read_regs`` cycles: 1, a register after the
+                multiplexer; 2, also one on the read's ``en`` and ``addr`` before the banks)
                 and held until the next read's data.
     ``wt_rd``   the CSC's weight read port, the same with one cycle always.
     ``data_banks`` in, ``D_BANK.DATA_BANK + 1``: banks below it are the data region and read
@@ -103,12 +104,19 @@ class Cbuf(wiring.Component):
             # these flip-flops, with no logic in front of them
             wr = Signal.like(self.wr, name="wr_r")
             m.d.sync += wr.eq(self.wr)
+        d_en, d_addr = self.dat_rd.en, self.dat_rd.addr
+        if cfg.cbuf_data_read_regs >= 2:
+            # the data port's read registered before the banks: the nets to every bank's
+            # address start at flip-flops, and the CSC's address arithmetic ends at them
+            d_en, d_addr = Signal(name="dat_en_r"), Signal.like(self.dat_rd.addr,
+                                                                name="dat_addr_r")
+            m.d.sync += [d_en.eq(self.dat_rd.en), d_addr.eq(self.dat_rd.addr)]
         w_bank, w_row = split(wr.addr)
-        d_bank, d_row = split(self.dat_rd.addr)
+        d_bank, d_row = split(d_addr)
         t_bank, t_row = split(self.wt_rd.addr)
         d_sel = Signal(range(nb), name="dat_sel")     # bank read by each port, last read
         t_sel = Signal(range(nb), name="wt_sel")
-        with m.If(self.dat_rd.en):
+        with m.If(d_en):
             m.d.sync += d_sel.eq(d_bank)
         with m.If(self.wt_rd.en):
             m.d.sync += t_sel.eq(t_bank)
@@ -127,7 +135,7 @@ class Cbuf(wiring.Component):
                 # every bank of the port's region reads when the port reads (not only the
                 # addressed one): the output multiplexer shows the addressed bank only, and
                 # the enable stays off the address decode (the FPGA timing path)
-                r_en.eq(Mux(is_data, self.dat_rd.en, self.wt_rd.en)),
+                r_en.eq(Mux(is_data, d_en, self.wt_rd.en)),
             ]
             lanes = self.lanes[b]
             lane_bytes = bw // len(lanes)
@@ -156,17 +164,18 @@ class Cbuf(wiring.Component):
         if self._poison:
             # simulation check: a read of the entry written in the same cycle returns its
             # inverted contents, standing for the block RAM's undefined result
-            for name, port in (("dat", self.dat_rd), ("wt", self.wt_rd)):
+            for name, en, addr in (("dat", d_en, d_addr),
+                                   ("wt", self.wt_rd.en, self.wt_rd.addr)):
                 hit = Signal(name=f"{name}_collided")
-                with m.If(port.en):
-                    m.d.sync += hit.eq(wr.en & (wr.addr == port.addr))
+                with m.If(en):
+                    m.d.sync += hit.eq(wr.en & (wr.addr == addr))
                 data[name] = Mux(hit, ~data[name], data[name])
         if cfg.cbuf_data_read_regs:
             # the data port's output registered after the multiplexer: data two cycles
             # after the read, held until the next read's data
             dat_en1 = Signal(name="dat_en1")
             dat_r = Signal.like(self.dat_rd.data, name="dat_r")
-            m.d.sync += dat_en1.eq(self.dat_rd.en)
+            m.d.sync += dat_en1.eq(d_en)
             with m.If(dat_en1):
                 m.d.sync += dat_r.eq(data["dat"])
             data["dat"] = dat_r
