@@ -26,8 +26,9 @@ Truncation (``D_CLIP_CFG.CLIP_TRUNCATE`` = ``truncate``), on the T lanes leaving
     Each sum is shifted right by ``truncate`` rounding to nearest, ties away from zero
     (:func:`sim.formats.common.round_shift_right`: ``(x + half - (x < 0)) >> truncate`` with
     ``half = 2**truncate / 2``), then saturated to int32; every saturated element counts in
-    ``sat_count`` (``D_OUT_SATURATION``, itself saturating at 2**32 - 1) as it is delivered,
-    so the count is complete when ``done`` pulses.
+    ``sat_count`` (``D_OUT_SATURATION``, itself saturating at 2**32 - 1) the cycle after it
+    is delivered (the flags are registered before the count adds them), so the count is
+    complete when ``done`` pulses.
 
 Pipeline (ready-gated: the accumulation stages advance unless a completed position waits for
 a full FIFO, the delivery stages unless ``out`` holds its transfer, so back-pressure on
@@ -268,6 +269,10 @@ class Cacc(wiring.Component):
         mask = Signal(w3)
         m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
         sat = Signal(t)
+        # the step's overflows, added to the count a cycle later: the overflow test and the
+        # 33-bit count are two paths, not one
+        sat_n = Signal(range(t + 1))
+        m.d.sync += sat_n.eq(0)
         with m.If(d_adv):
             m.d.sync += [out_valid.eq(d1_valid), d2.payload.last.eq(d1_last)]
             for j in range(t):
@@ -284,14 +289,16 @@ class Cacc(wiring.Component):
                     val = Mux(self.fp16, d1[j][:32], val)
                 m.d.sync += d2.payload.data[j].eq(
                     Mux(ovf, Mux(sign, _I32_MIN, _I32_MAX), val))
-            count = Signal(33)
-            m.d.comb += count.eq(self.sat_count + sum(sat[j] for j in range(t)))
-            m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
+            m.d.sync += sat_n.eq(sum(sat[j] for j in range(t)))
+        count = Signal(33)
+        m.d.comb += count.eq(self.sat_count + sat_n)
+        m.d.sync += self.sat_count.eq(Mux(count[32], 0xFFFF_FFFF, count[:32]))
         wiring.connect(m, out_skid.o, wiring.flipped(self.out))
         taken = self.out.valid & self.out.ready
         m.d.sync += self.done.eq(taken & self.out.payload.last)
 
-        busy = s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid | self.out.valid
+        busy = (s1_valid | s2_valid | (q.w_level != 0) | d1_valid | out_valid | self.out.valid
+                | (sat_n != 0))
         if self._fp:
             busy = busy | f2_valid
             with m.If(self.clear):
@@ -300,5 +307,5 @@ class Cacc(wiring.Component):
 
         with m.If(self.clear):
             m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), idx.eq(0), d1_valid.eq(0),
-                         out_valid.eq(0), self.sat_count.eq(0), self.done.eq(0)]
+                         out_valid.eq(0), self.sat_count.eq(0), sat_n.eq(0), self.done.eq(0)]
         return m
