@@ -26,11 +26,12 @@ _NV_SMALL = NvdlaConfig.preset("nv_small")
 #: compressed-weight and int16 image RTL suites share (one Verilator build: each distinct
 #: build costs the default run about 1.5 minutes of its 2 cores). Programs without compressed
 #: weights or images draw and run as on a build without them. Its CBUF has the board builds'
-#: timing choices: the register after the data port's multiplexer (``cbuf_data_read_regs``)
-#: and the registered write (``cbuf_write_regs``).
+#: timing choices: registers before the banks and after the data port's multiplexer
+#: (``cbuf_data_read_regs=2``: the CSC's data three cycles after the read) and the registered
+#: write (``cbuf_write_regs``).
 NV_SMALL_INT16 = _NV_SMALL.replace(
     name="nv_small_int16", data_types=frozenset({"int8", "int16"}), batching=True,
-    max_batch=8, weight_compression=True, cdp_throughput=4, cbuf_data_read_regs=1,
+    max_batch=8, weight_compression=True, cdp_throughput=4, cbuf_data_read_regs=2,
     cbuf_write_regs=1, image_packed_formats=_NV_SMALL.image_packed_formats | WIDE_INT_PIXELS,
     image_semi_formats=_NV_SMALL.image_semi_formats | WIDE_SEMI_PIXELS)
 #: nv_small with fp16 beside int8 (one lane per unit, 8-byte atoms of 4 fp16 channels) on
