@@ -171,8 +171,8 @@ class Cbuf(wiring.Component):
                     m.d.sync += hit.eq(wr.en & (wr.addr == addr))
                 data[name] = Mux(hit, ~data[name], data[name])
         if cfg.cbuf_data_read_regs:
-            # the data port's output registered after the multiplexer: data two cycles
-            # after the read, held until the next read's data
+            # the data port's output registered after the multiplexer: data 1 +
+            # cbuf_data_read_regs cycles after the read, held until the next read's data
             dat_en1 = Signal(name="dat_en1")
             dat_r = Signal.like(self.dat_rd.data, name="dat_r")
             m.d.sync += dat_en1.eq(d_en)

@@ -893,13 +893,13 @@ class Cdma(wiring.Component):
         # later, and so do the announcements)
         landing = wr.en
         for i in range(cfg.cbuf_write_regs):
-            late = [Signal.like(v, name=f"{n}_late{i}") for v, n in
-                    zip((wr.en, wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes),
-                        ("wr_en", "wr_slice", "wr_dlast", "wr_wlast", "wr_wt", "wr_wbytes"))]
-            m.d.sync += [d.eq(v) for d, v in
-                         zip(late, (wr.en, wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes))]
-            landing = landing | late[0]
-            wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes = late[1:]
+            now = {"wr_en": wr.en, "wr_slice": wr_slice, "wr_dlast": wr_dlast,
+                   "wr_wlast": wr_wlast, "wr_wt": wr_wt, "wr_wbytes": wr_wbytes}
+            late = {n: Signal.like(v, name=f"{n}_late{i}") for n, v in now.items()}
+            m.d.sync += [late[n].eq(v) for n, v in now.items()]
+            landing = landing | late["wr_en"]
+            wr_slice, wr_dlast, wr_wlast, wr_wt, wr_wbytes = (
+                late[n] for n in ("wr_slice", "wr_dlast", "wr_wlast", "wr_wt", "wr_wbytes"))
         m.d.sync += [self.dat_done.eq(wr_dlast), self.wt_done.eq(wr_wlast)]
         with m.If(wr_slice & running):
             m.d.sync += self.dat_slices.eq(self.dat_slices + 1)
