@@ -78,6 +78,9 @@ def add_arguments(p):
                    help="nextpnr placer (with --build; default static, the electrostatic "
                         "placer, which spreads a dense design further and is the one that "
                         "placed a routable whole core here; heap is nextpnr's own default)")
+    p.add_argument("--heatmap", action="store_true",
+                   help="with --build and router2: write router2's congestion heatmaps to "
+                        "OUT/congestion/ every iteration (read them with `nvdla congestion OUT`)")
     p.add_argument("--resume", action="store_true",
                    help="with --build: keep the steps (synth, place, route, pack) a previous "
                         "build of the same design, seed, placer and router finished in --out")
@@ -189,7 +192,7 @@ def _drop_options(args: list, *opts: str) -> list:
 
 
 def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
-                    placer: str) -> list:
+                    placer: str, heatmap: bool = False) -> list:
     """(step, tool variable, arguments, output file) for the staged open flow.
 
     nextpnr runs twice: pack and place, writing the placed design as JSON
@@ -198,7 +201,9 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
     design's settings and the routing run follows them. So does the clock target: nextpnr
     derives the clock nets' targets from the LPF while it packs, and the routing run, which
     does not pack, takes the stored default (12 MHz unless ``--freq``); with one
-    ``FREQUENCY`` in the LPF (``lpf``), placement stores that as the default."""
+    ``FREQUENCY`` in the LPF (``lpf``), placement stores that as the default. With
+    ``heatmap`` (router2), routing writes router2's congestion heatmaps to
+    ``congestion/hm_*_<iteration>.csv`` (see :mod:`scripts.congestion`)."""
     cmds = _script_commands(text)
     pnr = _drop_options(cmds["NEXTPNR_ECP5"], "--log", "--textcfg", "--seed", "--router",
                         "--placer")
@@ -212,6 +217,8 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
         place += ["--freq", f"{float(freqs.pop()) / 1e6:g}"]
     route = (_drop_options(pnr, "--json") + ["--json", placed, "--log", f"{name}.tim",
              "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
+    if heatmap:
+        route += ["--router2-heatmap", "congestion/hm"]
     return [("synth", "YOSYS", cmds["YOSYS"], f"{name}.json"),
             ("place", "NEXTPNR_ECP5", place, placed),
             ("route", "NEXTPNR_ECP5", route, f"{name}.config"),
@@ -238,7 +245,8 @@ def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
 
 
 def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
-               resume: bool = False, log=print, placer: str = "heap") -> dict:
+               resume: bool = False, log=print, placer: str = "heap",
+               heatmap: bool = False) -> dict:
     """Run the written trellis build with YoWASP's tools (or ``$YOSYS``, ``$NEXTPNR_ECP5``,
     ``$ECPPACK``) in four steps -- synth, place, route, pack -- one process each, and return
     the report: utilization, the post-placement and the routed Fmax, seconds per step.
@@ -251,7 +259,10 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
     for k, v in _OPEN_FLOW_ENV.items():
         env.setdefault(k, v)
     text = (out / f"build_{name}.sh").read_text()
-    steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router, placer)
+    steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router, placer,
+                            heatmap)
+    if heatmap:
+        (out / "congestion").mkdir(exist_ok=True)
     digest = _inputs_digest(out, name, text, seed, router, placer)
     record_path = out / "build_stages.json"
     record = {"digest": digest, "steps": []}
@@ -303,6 +314,10 @@ def _read(path: Path) -> str:
 
 
 def run(args):
+    if args.heatmap and args.router != "router2":
+        print("nvdla board: --heatmap needs --router router2 (router1 writes no heatmap)",
+              file=sys.stderr)
+        return 2
     from arch.config import load_config
     cfg = load_config(args.config)
     out = Path(args.out)
@@ -324,7 +339,8 @@ def run(args):
     if args.build:
         tools = ", ".join(os.environ.get(k, v) for k, v in _OPEN_FLOW_ENV.items())
         print(f"running the open flow ({tools}) ...")
-        rep = build_ecp5(out, name, args.seed, args.router, args.resume, placer=args.placer)
+        rep = build_ecp5(out, name, args.seed, args.router, args.resume, placer=args.placer,
+                         heatmap=args.heatmap)
         if rep["resumed_after"]:
             print(f"  resumed after: {', '.join(rep['resumed_after'])}")
         for k, u in rep["utilization"].items():

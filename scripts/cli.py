@@ -21,6 +21,7 @@ COMMANDS = {
     "regs": "write the register documentation of a build",
     "synth": "Yosys synthesis of a build's core: LUTs, FFs, block RAM, DSPs per unit and total",
     "board": "write (and with --build, run) an FPGA board build of the core",
+    "congestion": "control sets and router2 congestion of an ECP5 board build, by unit",
     "host": "run NVDLA traces on a board through its serial bridge (pyserial)",
     "uart": "the same as host",
 }

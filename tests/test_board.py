@@ -279,9 +279,41 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     assert not lines
     # a different seed is a different build: every step again
     lines.clear()
-    rep = build_ecp5(out, "blink", seed=4, resume=True, log=lines.append)
+    rep = build_ecp5(out, "blink", seed=4, router="router2", resume=True,
+                     log=lines.append, heatmap=True)
     assert rep["ok"] and rep["resumed_after"] == []
     assert [ln.split()[3] for ln in lines] == ["synth", "place", "route", "pack"]
+    # with heatmap: router2's CSVs in congestion/, which `nvdla congestion` reads
+    from scripts.congestion import latest_iteration
+    it = latest_iteration(out / "congestion")
+    assert it is not None
+    assert (out / "congestion" / f"hm_congestion_by_coordinate_{it}.csv").exists()
+    from scripts.cli import main
+    assert main(["congestion", str(out), "--name", "blink"]) == 0
+
+
+def test_heatmap_goes_to_the_routing_run_only(tmp_path):
+    """``nvdla board --build --heatmap``: routing (and only routing) gets router2's heatmap
+    prefix inside the build tree, whose ``congestion/`` directory the flow creates; the
+    option is refused with router1, which writes none."""
+    import argparse
+
+    from scripts.board import _stage_commands, add_arguments, run
+    text = ('"$YOSYS" -q -l n.rpt n.ys\n'
+            '"$NEXTPNR_ECP5" --85k --json n.json --lpf n.lpf --textcfg n.config\n'
+            '"$ECPPACK" --input n.config --bit n.bit\n')
+    steps = {s[0]: s[2] for s in _stage_commands(text, "", "n", 1, "router2", "static",
+                                                  heatmap=True)}
+    route = steps["route"]
+    assert route[route.index("--router2-heatmap") + 1] == "congestion/hm"
+    assert all("--router2-heatmap" not in steps[s] for s in ("synth", "place", "pack"))
+    plain = {s[0]: s[2] for s in _stage_commands(text, "", "n", 1, "router2", "static")}
+    assert "--router2-heatmap" not in plain["route"]
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(["--board", "ulx3s_85f", "--out", str(tmp_path / "b"), "--build",
+                         "--heatmap", "--router", "router1", "--bridge-only"])
+    assert run(args) == 2
 
 
 def test_board_flow_defaults():
