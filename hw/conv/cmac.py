@@ -16,12 +16,18 @@ shadow -> active as it enters (it waits until the shadow is full); the shadow is
 again, so the next block's load streams in while this block's atoms are computed. ``clear``
 (layer start) drops a loaded shadow set; no ``wt`` transfer is accepted while it is high.
 
-Pipeline (ready-gated: every register advances when the output register is empty or
-``psum.ready`` is high, so a stalled ``psum`` stops it without loss; one atom per cycle in
-steady state)::
+Pipeline (no stall: every stage register moves every cycle, with no enable, and a FIFO
+after the last stage holds the partial sums ``psum`` does not take yet. An atom is taken
+only while the FIFO has room for it and for every atom in flight: a credit count from an
+atom's transfer to its psum's exit, so a stalled ``psum`` holds back ``dat`` instead of the
+stages; one atom per cycle in steady state)::
 
     dat --> [atom register] --> [products: data x active, DSP-shaped  a*b registered]
-        --> [adder tree, 2 levels per stage] ... --> psum (registered)
+        --> [adder tree, 2 levels per stage] ... --> [FIFO] --> psum
+
+(As NVDLA's CMAC, which has no back-pressure; there the CSC reserves the CACC's room. On
+an FPGA the stall was an enable on every stage register, 1,560 flip-flops on nv_small,
+driven by logic from the CACC's ready.)
 
 int16 (builds where :func:`~hw.conv.common.conv_int16` holds; ``int16`` in, the layer's
 precision): a ``dat`` atom holds ``AC / 2`` int16 channels (bytes ``2c, 2c + 1``) of half
@@ -72,8 +78,8 @@ are one small cube and one two-pass cell operation) keep their data whole and ca
 besides ``neg``; both go to the fp16 cells, which weigh each aligned part by its POA
 coefficient (:class:`~hw.conv.fp16_cell.Fp16Cell` ``wino``), held with half 0 like its data.
 
-Latency from a ``dat`` transfer to ``psum.valid``: ``2 + ceil(log2(AC) / 2)`` cycles (4 on
-nv_small, 5 on nv_large), fp16 atoms included (on two-column entries one more from half
+Latency from a ``dat`` transfer to ``psum.valid``: ``3 + ceil(log2(AC) / 2)`` cycles (5 on
+nv_small, 6 on nv_large), fp16 atoms included (on two-column entries one more from half
 1's transfer); :attr:`Cmac.latency`.
 """
 
@@ -81,8 +87,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal, signed
+from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, conv_winograd_fp16, \
@@ -110,11 +116,18 @@ class Cmac(wiring.Component):
         self._ac, self._ak = cfg.atomic_c, cfg.atomic_k
         self._pb = psum_bits(cfg)
         self._levels = (self._ac - 1).bit_length()
-        self.latency = 2 + -(-self._levels // _LEVELS_PER_STAGE)
+        # the stage registers, then the output FIFO (written by the last stage, read a
+        # cycle later)
+        self.latency = 3 + -(-self._levels // _LEVELS_PER_STAGE)
         self._i16 = conv_int16(cfg)
         self._f16 = conv_fp16(cfg)
         # two-column entries: a cell takes both rows of an entry (two Csc atoms)
         self._hold = fp16_two_pass(cfg)
+        # one credit for every atom from its transfer to its psum's exit: with a psum taken
+        # every cycle, latency + 1 atoms are out (one more on two-column fp16 builds, whose
+        # half 0 waits for half 1), and then the input is never held back (rates tested)
+        need = self.latency + 1 + self._hold
+        self._fifo_depth = 1 << (need - 1).bit_length()
         extra = {"int16": In(1)} if self._i16 else {}
         if self._f16:
             extra["fp16"] = In(1)
@@ -138,10 +151,17 @@ class Cmac(wiring.Component):
         shadow_full = Signal()
         m.d.comb += self.shadow_full.eq(shadow_full)
 
-        # ---- pipeline control -----------------------------------------------------------
+        # ---- pipeline control: no stall. Every stage register moves every cycle; the
+        # output FIFO holds what ``psum`` does not take, and an atom is taken only while the
+        # atoms in flight and in the FIFO leave it room (one credit per atom, from its
+        # transfer until its psum leaves the FIFO or, a pair's half 0, the last stage) -----
         out_valid = Signal()
-        adv = Signal()                                  # every stage register moves
-        m.d.comb += adv.eq(~out_valid | self.psum.ready)
+        q = fifo.SyncFIFO(width=Shape.cast(psum_layout(self._cfg)).width,
+                           depth=self._fifo_depth)
+        m.submodules.out_fifo = q
+        used = Signal(range(self._fifo_depth + 1))
+        room = Signal()
+        m.d.comb += room.eq(used < self._fifo_depth)
 
         swap_ok = ~self.dat.payload.swap | shadow_full
         take = Signal()
@@ -154,12 +174,12 @@ class Cmac(wiring.Component):
             hs = SimpleNamespace(held=Signal(name="held"), pend=Signal(name="pend"),
                                  h0_swap=Signal(name="h0_swap"), h0_v=Signal(name="h0_v"))
             m.d.comb += [hs.held.eq(self.fp16 & ~p.half & ~p.hend),
-                         self.dat.ready.eq(adv & swap_ok & (~hs.pend | hs.held))]
+                         self.dat.ready.eq(room & swap_ok & (~hs.pend | hs.held))]
             m.d.comb += take.eq(self.dat.valid & self.dat.ready)
             m.d.comb += swap.eq(Mux(self.fp16 & p.half, take & hs.h0_swap,
                                     take & ~hs.held & p.swap))
         else:
-            m.d.comb += self.dat.ready.eq(adv & swap_ok)
+            m.d.comb += self.dat.ready.eq(room & swap_ok)
             m.d.comb += take.eq(self.dat.valid & self.dat.ready)
             m.d.comb += swap.eq(take & self.dat.payload.swap)
 
@@ -178,13 +198,11 @@ class Cmac(wiring.Component):
         a_tags = {t: Signal.like(self.dat.payload[t], name=f"a_{t}") for t in tags}
         a_half = Signal()
         if conv_wide(self._cfg) and not self._hold:
-            with m.If(adv):
-                m.d.sync += a_half.eq(self.dat.payload.half)
+            m.d.sync += a_half.eq(self.dat.payload.half)
         if self._f16:                   # the layer's precision travels with its atoms
             a_tags["fp16"] = Signal(name="a_fp16")
             if not self._hold:
-                with m.If(adv):
-                    m.d.sync += a_tags["fp16"].eq(self.fp16)
+                m.d.sync += a_tags["fp16"].eq(self.fp16)
             else:
                 a_tags["role"] = Signal(2, name="a_role")
         # Winograd atoms: lanes (int16 / fp16: elements) negated; fp16: elements dropped
@@ -196,13 +214,12 @@ class Cmac(wiring.Component):
         if wf16:
             a_coef["zero"] = a_zero = Signal(ac // 2, name="a_zero")
         if self._hold:
-            self._stage_a_two_pass(m, hs, take, adv, a_valid, a_data, a_tags, a_half, a_coef)
+            self._stage_a_two_pass(m, hs, take, a_valid, a_data, a_tags, a_half, a_coef)
         else:
-            with m.If(adv):
-                m.d.sync += a_valid.eq(take)
-                m.d.sync += a_data.eq(self.dat.payload.data)
-                m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
-                m.d.sync += [a.eq(self.dat.payload[f]) for f, a in a_coef.items()]
+            m.d.sync += a_valid.eq(take)
+            m.d.sync += a_data.eq(self.dat.payload.data)
+            m.d.sync += [a_tags[t].eq(self.dat.payload[t]) for t in tags]
+            m.d.sync += [a.eq(self.dat.payload[f]) for f, a in a_coef.items()]
 
         # ---- stage B: products (registered multipliers; active changes only on a swap,
         # which enters stage A in the same edge as the previous atom leaves it) ----------
@@ -234,36 +251,34 @@ class Cmac(wiring.Component):
                     x = Signal(signed(16), name=f"x_{c}")
                     m.d.comb += x.eq(Mux(self.int16, d16, a_data[c]))
                     d16s.append(x)
-        with m.If(adv):
-            m.d.sync += b_valid.eq(a_valid)
-            m.d.sync += [b_tags[t].eq(a_tags[t]) for t in a_tags]
-            for k in range(ak):
-                for c in range(ac):
-                    if wide(k, c):
-                        w16 = Mux(a_half,
-                                  Cat(active.data[2 * k + 1][2 * c],
-                                      active.data[2 * k + 1][2 * c + 1]),
-                                  Cat(active.data[2 * k][2 * c],
-                                      active.data[2 * k][2 * c + 1])).as_signed()
-                        y = Signal(signed(16), name=f"y_{k}_{c}")
-                        m.d.comb += y.eq(Mux(self.int16, w16, active.data[k][c]))
-                        m.d.sync += prods[k][c].eq(d16s[c] * y)
-                    elif self._i16:
-                        m.d.sync += prods[k][c].eq(
-                            Mux(self.int16, 0, d8[c] * active.data[k][c]))
-                    else:
-                        m.d.sync += prods[k][c].eq(d8[c] * active.data[k][c])
+        m.d.sync += b_valid.eq(a_valid)
+        m.d.sync += [b_tags[t].eq(a_tags[t]) for t in a_tags]
+        for k in range(ak):
+            for c in range(ac):
+                if wide(k, c):
+                    w16 = Mux(a_half,
+                              Cat(active.data[2 * k + 1][2 * c],
+                                  active.data[2 * k + 1][2 * c + 1]),
+                              Cat(active.data[2 * k][2 * c],
+                                  active.data[2 * k][2 * c + 1])).as_signed()
+                    y = Signal(signed(16), name=f"y_{k}_{c}")
+                    m.d.comb += y.eq(Mux(self.int16, w16, active.data[k][c]))
+                    m.d.sync += prods[k][c].eq(d16s[c] * y)
+                elif self._i16:
+                    m.d.sync += prods[k][c].eq(
+                        Mux(self.int16, 0, d8[c] * active.data[k][c]))
+                else:
+                    m.d.sync += prods[k][c].eq(d8[c] * active.data[k][c])
         valid, tg, vals = b_valid, b_tags, prods
-        stage_valids = [a_valid, b_valid]
 
         # ---- fp16 cells (fp16 builds): AK/2 cells of AC/2 pairs, as many registers as the
-        # integer path from stage B to the output ------------------------------------------
+        # integer path from stage B to the FIFO ---------------------------------------------
         cells = []
         if self._f16:
             for kk in range(ak // 2):
-                cell = Fp16Cell(ac // 2, self.latency - 1, two_pass=self._hold, wino=wf16)
+                cell = Fp16Cell(ac // 2, self.latency - 2, two_pass=self._hold, wino=wf16)
                 m.submodules[f"fp16_cell_{kk}"] = cell
-                m.d.comb += cell.en.eq(adv)
+                m.d.comb += cell.en.eq(1)
                 if self._hold:
                     m.d.comb += cell.role.eq(a_tags["role"])
                 if wf16:
@@ -295,41 +310,42 @@ class Cmac(wiring.Component):
                 for i, v in enumerate(row):
                     base = 32 if self._i16 and k < ak // 2 else 16
                     r = Signal(signed(base + level + n), name=f"t{stage}_{k}_{i}")
-                    with m.If(adv):
-                        m.d.sync += r.eq(v)
+                    m.d.sync += r.eq(v)
                     regs.append(r)
                 nxt_vals.append(regs)
             s_valid = Signal(name=f"t{stage}_valid")
             s_tags = {t: Signal.like(tg[t], name=f"t{stage}_{t}") for t in tg}
-            with m.If(adv):
-                m.d.sync += s_valid.eq(valid)
-                m.d.sync += [s_tags[t].eq(tg[t]) for t in tg]
+            m.d.sync += s_valid.eq(valid)
+            m.d.sync += [s_tags[t].eq(tg[t]) for t in tg]
             valid, tg, vals = s_valid, s_tags, nxt_vals
-            stage_valids.append(s_valid)
             level += n
             stage += 1
 
-        # ---- output (the last stage register) ---------------------------------------------
+        # ---- output: the last stage register into the FIFO ----------------------------------
+        drop = Signal()                 # an atom that leaves without a psum
         if self._hold:                  # a pair's half 0 gives no partial sum
-            m.d.comb += out_valid.eq(valid & ~(tg["fp16"] & (tg["role"] == 1)))
-            waiting = [hs.h0_v, hs.pend]
+            m.d.comb += [out_valid.eq(valid & ~(tg["fp16"] & (tg["role"] == 1))),
+                         drop.eq(valid & ~out_valid)]
         else:
             m.d.comb += out_valid.eq(valid)
-            waiting = []
-        m.d.comb += self.busy.eq(Cat(*stage_valids, *waiting).any())
-        m.d.comb += self.psum.valid.eq(out_valid)
+        res = Signal(psum_layout(self._cfg))
         if not self._f16:
             for k in range(ak):
-                m.d.comb += self.psum.payload.sums[k].eq(vals[k][0])
+                m.d.comb += res.sums[k].eq(vals[k][0])
         else:
             for k in range(ak):
                 fp = cells[k] if k < ak // 2 else 0
-                m.d.comb += self.psum.payload.sums[k].eq(Mux(tg["fp16"], fp, vals[k][0]))
-        m.d.comb += [self.psum.payload[t].eq(tg[t]) for t in tags]
+                m.d.comb += res.sums[k].eq(Mux(tg["fp16"], fp, vals[k][0]))
+        m.d.comb += [res[t].eq(tg[t]) for t in tags]
+        m.d.comb += [q.w_en.eq(out_valid), q.w_data.eq(res),
+                     self.psum.valid.eq(q.r_rdy), self.psum.payload.eq(q.r_data),
+                     q.r_en.eq(self.psum.ready)]
+        m.d.sync += used.eq(used + take - (q.r_rdy & q.r_en) - drop)
+        m.d.comb += self.busy.eq(used != 0)
 
         return m
 
-    def _stage_a_two_pass(self, m, hs, take, adv, a_valid, a_data, a_tags, a_half, a_coef):
+    def _stage_a_two_pass(self, m, hs, take, a_valid, a_data, a_tags, a_half, a_coef):
         """Stage A on two-column builds with fp16 (see the module docstring): a pair of halves
         enters as two consecutive operations, role 1 (half 0, from hold0) and role 2 (half 1,
         from hold1); every other atom enters as it is taken, role 0. ``hs``: the hold state
@@ -345,26 +361,25 @@ class Cmac(wiring.Component):
         h1_tags = {t: Signal.like(p[t], name=f"h1_{t}") for t in tags}
         pair = Signal()
         m.d.comb += pair.eq(take & self.fp16 & p.half)
-        with m.If(adv):
-            with m.If(pend):
-                m.d.sync += [a_valid.eq(1), a_data.eq(hold1), a_half.eq(1),
-                             a_tags["fp16"].eq(1), a_tags["role"].eq(2), pend.eq(0),
-                             *(a_tags[t].eq(h1_tags[t]) for t in tags),
-                             *(a.eq(c_h1[f]) for f, a in a_coef.items())]
-            with m.Elif(pair):
-                m.d.sync += [a_valid.eq(1), a_data.eq(hold0), a_half.eq(0),
-                             a_tags["fp16"].eq(1), a_tags["role"].eq(1), pend.eq(1),
-                             a_tags["first"].eq(h0_first), a_tags["last"].eq(0),
-                             a_tags["pos"].eq(p.pos), a_tags["end"].eq(0),
-                             hold1.eq(p.data), h1_tags["first"].eq(h0_first),
-                             *(h1_tags[t].eq(p[t]) for t in ("last", "pos", "end")),
-                             *(a.eq(c_h0[f]) for f, a in a_coef.items()),
-                             *(c_h1[f].eq(p[f]) for f in a_coef)]
-            with m.Else():
-                m.d.sync += [a_valid.eq(take & ~held), a_data.eq(p.data), a_half.eq(p.half),
-                             a_tags["fp16"].eq(self.fp16), a_tags["role"].eq(0),
-                             *(a_tags[t].eq(p[t]) for t in tags),
-                             *(a.eq(p[f]) for f, a in a_coef.items())]
+        with m.If(pend):
+            m.d.sync += [a_valid.eq(1), a_data.eq(hold1), a_half.eq(1),
+                         a_tags["fp16"].eq(1), a_tags["role"].eq(2), pend.eq(0),
+                         *(a_tags[t].eq(h1_tags[t]) for t in tags),
+                         *(a.eq(c_h1[f]) for f, a in a_coef.items())]
+        with m.Elif(pair):
+            m.d.sync += [a_valid.eq(1), a_data.eq(hold0), a_half.eq(0),
+                         a_tags["fp16"].eq(1), a_tags["role"].eq(1), pend.eq(1),
+                         a_tags["first"].eq(h0_first), a_tags["last"].eq(0),
+                         a_tags["pos"].eq(p.pos), a_tags["end"].eq(0),
+                         hold1.eq(p.data), h1_tags["first"].eq(h0_first),
+                         *(h1_tags[t].eq(p[t]) for t in ("last", "pos", "end")),
+                         *(a.eq(c_h0[f]) for f, a in a_coef.items()),
+                         *(c_h1[f].eq(p[f]) for f in a_coef)]
+        with m.Else():
+            m.d.sync += [a_valid.eq(take & ~held), a_data.eq(p.data), a_half.eq(p.half),
+                         a_tags["fp16"].eq(self.fp16), a_tags["role"].eq(0),
+                         *(a_tags[t].eq(p[t]) for t in tags),
+                         *(a.eq(p[f]) for f, a in a_coef.items())]
         with m.If(take & held):
             m.d.sync += [hold0.eq(p.data), h0_first.eq(p.first), hs.h0_swap.eq(p.swap),
                          h0_v.eq(1), *(c_h0[f].eq(p[f]) for f in a_coef)]
