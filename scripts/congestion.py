@@ -28,6 +28,8 @@ import json
 import re
 from pathlib import Path
 
+from .paths import _names as net_names
+
 __all__ = ["add_arguments", "run", "unit_of", "control_sets", "net_congestion",
            "hot_windows", "cells_by_unit", "latest_iteration"]
 
@@ -56,28 +58,17 @@ def unit_of(name: str, depth: int = 4) -> str:
 
 
 def _top_module(netlist: dict) -> dict:
+    """The module marked top, else (hand-made netlists) the one with the most cells."""
     mods = netlist["modules"]
-    return max(mods.values(), key=lambda m: len(m.get("cells", {})))
-
-
-def _net_names(module: dict) -> dict:
-    """Bit -> the most readable of its names: a user name (``hide_name`` 0) first, then
-    the one with the fewest Yosys-made parts (``_LUT4_``, ``TRELLIS``), then the shortest."""
-    def rank(item):
-        name, info = item
-        made = name.count("_LUT4_") + name.count("TRELLIS") + name.count("CCU2C")
-        return (info.get("hide_name", 0), made, len(name), name)
-    names = {}
-    for name, info in sorted(module.get("netnames", {}).items(), key=rank):
-        for b in info["bits"]:
-            names.setdefault(b, name)
-    return names
+    tops = [m for m in mods.values() if m.get("attributes", {}).get("top")]
+    return tops[0] if len(tops) == 1 else max(mods.values(),
+                                                key=lambda m: len(m.get("cells", {})))
 
 
 def control_sets(netlist: dict, top: int = 12) -> dict:
     """Flip-flops by ``CE`` and ``LSR`` net (see the module docstring)."""
     mod = _top_module(netlist)
-    names = _net_names(mod)
+    names = net_names(mod)
     ce, lsr, sets = collections.Counter(), collections.Counter(), collections.Counter()
     n = 0
     for cell in mod.get("cells", {}).values():
