@@ -200,6 +200,42 @@ def test_cacc_full_rate_nv_small():
     assert src.taken[-1] - src.taken[0] == len(src.taken) - 1, "psum stalled"
 
 
+class _LateSink(Sink):
+    """Ready from cycle ``start`` on, never before."""
+
+    def __init__(self, stream, rng, start):
+        super().__init__(stream, rng, 1.0)
+        self.start = start
+
+    def drive(self, ctx, now):
+        self.rdy = now >= self.start
+        ctx.set(self.s.ready, self.rdy)
+
+
+def test_cacc_accumulates_while_out_stalled():
+    """The credit count: with ``out`` not ready, CACC takes a whole stripe of ``max_stripe``
+    positions (its completed positions take every FIFO slot) and every psum of the next
+    stripe up to its first ``last`` one, exactly that many, then none (a slot is reserved
+    when a ``last`` psum is taken, so none reaches stage 2 without one); released, every
+    transfer, ``done`` and ``sat_count`` are right."""
+    cfg = load_config("nv_small")
+    rng = np.random.default_rng(11)
+    n = max_stripe(cfg)
+    layer = make_layer(cfg, rng, [(n, 3, 0), (n, 3, 0)], 2)
+    start = 6 * n + 50
+    dut = Cacc(cfg)
+    src = Source(dut.psum, random.Random(1), 0)
+    sink = _LateSink(dut.out, random.Random(2), start)
+    ctl = Layers(dut, src, [layer[0]])
+    simulate(dut, [ctl, src, sink], lambda: ctl.state == "finished", max_cycles=start + 40 * n)
+    before = [t for t in src.taken if t < start]
+    assert len(before) == 3 * n + 2 * n, (len(before), n)
+    assert len(sink.got) == len(layer[1])
+    for i, (got, exp) in enumerate(zip(sink.got, layer[1])):
+        assert got == exp, f"transfer {i}: {got} != {exp}"
+    assert ctl.sats == [layer[2]]
+
+
 def test_cacc_nv_large():
     """nv_large (AK 32, T 16: two transfers per position, 64-position stripes)."""
     cfg = load_config("nv_large")

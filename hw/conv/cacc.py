@@ -30,8 +30,9 @@ Truncation (``D_CLIP_CFG.CLIP_TRUNCATE`` = ``truncate``), on the T lanes leaving
     is delivered (the flags are registered before the count adds them), so the count is
     complete when ``done`` pulses.
 
-Pipeline (ready-gated: the accumulation stages advance unless a completed position waits for
-a full FIFO, the delivery stages unless ``out`` holds its transfer, so back-pressure on
+Pipeline (the accumulation stages move every cycle, with no enable: a psum with ``last`` is
+taken only while the FIFO has a slot for it and for every completed position ahead of it, a
+credit count; the delivery stages advance unless ``out`` holds its transfer; so back-pressure on
 ``out`` stalls ``psum`` without loss)::
 
     psum --> [read assembly row] --> [add; write back or complete] --> FIFO
@@ -138,27 +139,31 @@ class Cacc(wiring.Component):
         m.submodules.fifo = q = ResetInserter({"sync": self.clear})(q)
 
         # ---- pipeline control -----------------------------------------------------------
+        # The accumulation stages never stall (no enable on their registers): a psum with
+        # ``last`` is taken only while the FIFO has a slot for it and for every completed
+        # position ahead of it (``used`` counts those slots: + a taken ``last`` psum, - the
+        # FIFO's pop; ``room`` is ``used < depth`` registered); other psums need no slot
         s1_valid, s2_valid = Signal(), Signal()
-        adv = Signal()
-        m.d.comb += adv.eq(~s2_valid | q.w_rdy)
+        used = Signal(range(self._depth + 1))
+        room = Signal(init=1)
+        fits = ~self.psum.payload.last | room
         if not self._fp:
-            m.d.comb += self.psum.ready.eq(adv & ~self.clear)
+            m.d.comb += self.psum.ready.eq(fits & ~self.clear)
         take = self.psum.valid & self.psum.ready
 
         # stage 0: read the position's row
-        m.d.comb += [rp.addr.eq(self.psum.payload.pos), rp.en.eq(adv)]
+        m.d.comb += [rp.addr.eq(self.psum.payload.pos), rp.en.eq(1)]
 
         # stage 1: add, write back (or complete)
         p1 = Signal.like(self.psum.payload, name="s1")
-        with m.If(adv):
-            m.d.sync += [s1_valid.eq(take), p1.eq(self.psum.payload)]
+        m.d.sync += [s1_valid.eq(take), p1.eq(self.psum.payload)]
         new = Signal(acc_layout)
         for k in range(ak):
             old = rp.data[k]
             m.d.comb += new[k].eq(Mux(p1.first, 0, old) + p1.sums[k])   # wraps to ACC_BITS
         if not self._fp:
             m.d.comb += [wp.addr.eq(p1.pos), wp.data.eq(new),
-                         wp.en.eq(adv & s1_valid & ~p1.last)]
+                         wp.en.eq(s1_valid & ~p1.last)]
         else:
             # fp16 layers: the partial sums' normalization in stage 0 (it does not need the
             # stored value), alignment and addition in stage 1, normalization and rounding in
@@ -168,7 +173,7 @@ class Cacc(wiring.Component):
             m.d.comb += [
                 hazard.eq(self.fp16 & s1_valid & ~p1.last & ~self.psum.payload.first
                           & (self.psum.payload.pos == p1.pos)),
-                self.psum.ready.eq(adv & ~self.clear & ~hazard),
+                self.psum.ready.eq(fits & ~self.clear & ~hazard),
             ]
             nf = ak // 2
             dp1 = [Signal(PSUM_LAYOUT, name=f"fp48_{k}_s1") for k in range(nf)]
@@ -179,10 +184,8 @@ class Cacc(wiring.Component):
                 dp0 = fp48_psum(m, self.psum.payload.sums[k].as_unsigned(), name=f"fp48_{k}")
                 sm1 = fp48_align(m, dp1[k], rp.data[k].as_unsigned(), ~p1.first,
                                  name=f"fp48_{k}")
-                with m.If(adv):
-                    m.d.sync += [dp1[k].eq(dp0), sm2[k].eq(sm1)]
-            with m.If(adv):
-                m.d.sync += [f2_valid.eq(s1_valid), f2_last.eq(p1.last), f2_pos.eq(p1.pos)]
+                m.d.sync += [dp1[k].eq(dp0), sm2[k].eq(sm1)]
+            m.d.sync += [f2_valid.eq(s1_valid), f2_last.eq(p1.last), f2_pos.eq(p1.pos)]
             fsum = Signal(acc_layout)              # stage 2's sums (kernels >= AK/2: junk)
             for k in range(ak):
                 m.d.comb += fsum[k].eq(fp48_round(m, sm2[k], name=f"fp48_{k}") if k < nf
@@ -190,22 +193,20 @@ class Cacc(wiring.Component):
             m.d.comb += [
                 wp.addr.eq(Mux(self.fp16, f2_pos, p1.pos)),
                 wp.data.eq(Mux(self.fp16, fsum.as_value(), new.as_value())),
-                wp.en.eq(adv & Mux(self.fp16, f2_valid & ~f2_last, s1_valid & ~p1.last)),
+                wp.en.eq(Mux(self.fp16, f2_valid & ~f2_last, s1_valid & ~p1.last)),
             ]
 
         # stage 2: the completed position's sums, into the FIFO
         v2 = Signal(acc_layout)
         end2 = Signal()
-        with m.If(adv):
-            m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
+        m.d.sync += [s2_valid.eq(s1_valid & p1.last), v2.eq(new), end2.eq(p1.end)]
         res = Signal(res_layout)
         if self._fp:
             m.d.comb += res.data.eq(Mux(self.fp16, fsum.as_value(), v2.as_value()))
         else:
             m.d.comb += res.data.eq(v2)
         m.d.comb += res.end.eq(end2)
-        push = Signal()
-        m.d.comb += [push.eq(s2_valid & q.w_rdy), q.w_en.eq(push), q.w_data.eq(res)]
+        m.d.comb += [q.w_en.eq(s2_valid), q.w_data.eq(res)]    # a slot is reserved
 
         # ---- delivery: T lanes per transfer, rounded and saturated on the way out ---------
         n = ak // t
@@ -265,6 +266,9 @@ class Cacc(wiring.Component):
         with m.If(sent):
             m.d.sync += idx.eq(Mux(final, 0, idx + 1))
         m.d.comb += q.r_en.eq(sent & final)
+        used_next = Signal.like(used)
+        m.d.comb += used_next.eq(used + (take & self.psum.payload.last) - q.r_en)
+        m.d.sync += [used.eq(used_next), room.eq(used_next < self._depth)]
 
         mask = Signal(w3)
         m.d.comb += mask.eq(Const((1 << w3) - 1, w3) << (self.truncate + 31))
@@ -306,6 +310,7 @@ class Cacc(wiring.Component):
         m.d.comb += self.busy.eq(busy)
 
         with m.If(self.clear):
-            m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), idx.eq(0), d1_valid.eq(0),
+            m.d.sync += [s1_valid.eq(0), s2_valid.eq(0), used.eq(0), room.eq(1), idx.eq(0),
+                         d1_valid.eq(0),
                          out_valid.eq(0), self.sat_count.eq(0), sat_n.eq(0), self.done.eq(0)]
         return m
