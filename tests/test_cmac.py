@@ -17,6 +17,17 @@ from hw.conv.cmac import Cmac
 from hw.conv.common import dat_layout, max_stripe, psum_bits, wt_layout
 
 
+def wt_rows(cfg, w, kmask=None):
+    """A weight set ``w[k][c]`` as the Csc sends it: ``AK`` row transfers, row 0 first
+    (``kmask``: bit ``k`` for row ``k``, fp16 builds)."""
+    wl = wt_layout(cfg)
+    rows = []
+    for k, row in enumerate(np.asarray(w).tolist()):
+        extra = {} if kmask is None else {"kmask": (kmask >> k) & 1}
+        rows.append(wl.const({"data": row, **extra}))
+    return rows
+
+
 # ------------------------------------------------------------------------------------------
 # port-level agents; each cycle every agent drives its inputs, then every agent observes
 
@@ -108,10 +119,10 @@ def random_blocks(cfg, rng, n_blocks, max_atoms=None):
 def run_cmac(cfg, blocks, seed, p_gap_wt=0.3, p_gap_dat=0.3, p_ready=0.7):
     rng = random.Random(seed)
     dut = Cmac(cfg)
-    dl, wl = dat_layout(cfg), wt_layout(cfg)
+    dl = dat_layout(cfg)
     wts, dats, expect = [], [], []
     for w, d, first, last, end in blocks:
-        wts.append(wl.const({"data": w.tolist()}))
+        wts.extend(wt_rows(cfg, w))
         for i, row in enumerate(d):
             dats.append(dl.const({"data": row.tolist(), "swap": i == 0, "first": first,
                                   "last": last, "pos": i, "end": end and i == len(d) - 1}))
@@ -156,16 +167,18 @@ def test_cmac_extremes_nv_small():
 
 def test_cmac_full_rate_nv_small():
     """No gaps and psum always ready: one atom per cycle, including across blocks (the next
-    load enters the shadow set while the current block streams), and the stated latency."""
+    load's AK rows enter the shadow set while the current block streams: blocks of more than
+    AK atoms), and the stated latency."""
     cfg = load_config("nv_small")
     rng = np.random.default_rng(11)
     blocks = random_blocks(cfg, rng, 6, max_atoms=max_stripe(cfg))
-    blocks = [(w, np.resize(d, (max(d.shape[0], cfg.atomic_k), d.shape[1])), f, l, e)
+    blocks = [(w, np.resize(d, (max(d.shape[0], cfg.atomic_k + 1), d.shape[1])), f, l, e)
               for w, d, f, l, e in blocks]
     out, dut = run_cmac(cfg, blocks, 11, p_gap_wt=0, p_gap_dat=0, p_ready=1.0)
     n = len(out.when)
-    # first psum at 1 (setup tick) + latency; then one per cycle
-    assert out.when[0] == dut.latency + 1, out.when[0]
+    # the first atom waits for the first set's AK rows (one per cycle from the setup tick
+    # on), its psum comes the latency later; then one per cycle
+    assert out.when[0] == cfg.atomic_k + dut.latency, out.when[0]
     assert out.when[-1] - out.when[0] == n - 1, "not one atom per cycle"
 
 
@@ -191,10 +204,10 @@ def test_cmac_never_stalls_its_stages():
     w = _int8(rng, (cfg.atomic_k, cfg.atomic_c))
     d = _int8(rng, (30, cfg.atomic_c))
     dut = Cmac(cfg)
-    dl, wl = dat_layout(cfg), wt_layout(cfg)
+    dl = dat_layout(cfg)
     dats = [dl.const({"data": row.tolist(), "swap": i == 0, "first": True, "last": True,
                       "pos": i, "end": i == len(d) - 1}) for i, row in enumerate(d)]
-    wt = Source(dut.wt, [wl.const({"data": w.tolist()})], random.Random(1), 0)
+    wt = Source(dut.wt, wt_rows(cfg, w), random.Random(1), 0)
     dat = Source(dut.dat, dats, random.Random(2), 0)
     start = 40
     out = _LateSink(dut.psum, start)

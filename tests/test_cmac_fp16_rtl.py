@@ -20,7 +20,7 @@ from amaranth.sim import Simulator
 
 from hw.conv.cmac import Cmac
 from hw.conv.common import conv_fp16, conv_int16, dat_layout, fp16_cell_pairs, max_stripe, \
-    psum_bits, wt_layout
+    psum_bits
 from sim.conv.cmac import fp16_mac_cell
 from tests import test_cmac as tm
 from tests.conftest import NV_SMALL_FP16_ROWS, NV_SMALL_INT16
@@ -80,12 +80,12 @@ def _items(cfg, blocks):
     """(wt items, dat items, expected (sums as unsigned codes, first, last, pos, end))."""
     ak, ac = cfg.atomic_k, cfg.atomic_c
     pb = psum_bits(cfg)
-    dl, wl = dat_layout(cfg), wt_layout(cfg)
+    dl = dat_layout(cfg)
     wts, dats, expect = [], [], []
     for prec, w, d, first, last, end in blocks:
         if prec == "int8":
             extra = {"kmask": (1 << ak) - 1} if conv_fp16(cfg) else {}
-            wts.append(wl.const({"data": w.tolist(), **extra}))
+            wts.extend(tm.wt_rows(cfg, w, extra.get("kmask")))
             for i, row in enumerate(d):
                 e = end and i == len(d) - 1
                 dats.append(dl.const({"data": row.tolist(), "swap": i == 0, "first": first,
@@ -102,7 +102,7 @@ def _items(cfg, blocks):
         extra = {}
         if conv_fp16(cfg):
             extra["kmask"] = (1 << (2 * kg)) - 1 if prec == "fp16" else (1 << ak) - 1
-        wts.append(wl.const({"data": rows.tolist(), **extra}))
+        wts.extend(tm.wt_rows(cfg, rows, extra.get("kmask")))
         n, halves = d.shape[0], d.shape[1]
         # two-column entries: an fp16 cell takes the entry's two halves as one operation
         whole = prec == "fp16" and fp16_cell_pairs(cfg) == ac
@@ -231,8 +231,8 @@ def test_cmac_fp16_full_rate():
     rng = np.random.default_rng(7)
     blocks = [_block(CFG, rng, "fp16", b == 2) for b in range(3)]
     dut, (when,) = run_layers(CFG, [blocks], 7, p_gap=0, p_ready=1.0)
-    # (the first atom's swap waits one cycle for the load)
-    assert dut.latency == 5 and when[0] == dut.latency + 1, when[0]
+    # (the first atom's swap waits for the load's AK rows, one per cycle)
+    assert dut.latency == 5 and when[0] == CFG.atomic_k + dut.latency, when[0]
     assert when[-1] - when[0] == len(when) - 1
 
 
@@ -276,5 +276,6 @@ def test_cmac_fp16_two_column_rate():
         if d.shape[1] == 1:
             blocks[i] = (b[0], b[1], np.concatenate([d, d], 1), *b[3:])
     dut, (when,) = run_layers(CFG2, [blocks], 8, p_gap=0, p_ready=1.0)
-    assert when[0] == dut.latency + 3, when[0]
+    # (the first atom waits for the load's AK rows, one per cycle)
+    assert when[0] == CFG2.atomic_k + dut.latency + 2, when[0]
     assert all(b - a == 2 for a, b in zip(when, when[1:])), when

@@ -11,8 +11,7 @@ import pytest
 
 from hw.conv.cacc import Cacc
 from hw.conv.cmac import Cmac
-from hw.conv.common import conv_int16, dat_layout, max_stripe, psum_bits, psum_layout, \
-    wt_layout
+from hw.conv.common import conv_int16, dat_layout, max_stripe, psum_bits, psum_layout
 from sim.conv.cacc import deliver
 from tests import test_cacc as tc
 from tests import test_cmac as tm
@@ -47,11 +46,11 @@ def _cmac_items(cfg, blocks):
     """blocks: [(int16, weights, data, first, last, end)] -> (wt, dat, expected) items.
     int16: weights [AK/2, AC] int16, data [N, halves, AC/2]; int8 as test_cmac."""
     ak, ac = cfg.atomic_k, cfg.atomic_c
-    dl, wl = dat_layout(cfg), wt_layout(cfg)
+    dl = dat_layout(cfg)
     wts, dats, expect = [], [], []
     for i16, w, d, first, last, end in blocks:
         if not i16:
-            wts.append(wl.const({"data": w.tolist()}))
+            wts.extend(tm.wt_rows(cfg, w))
             for i, row in enumerate(d):
                 e = end and i == len(d) - 1
                 dats.append((0, dl.const({"data": row.tolist(), "swap": i == 0, "first": first,
@@ -62,7 +61,7 @@ def _cmac_items(cfg, blocks):
         for kk in range(ak // 2):
             for h in range(2):
                 rows[2 * kk + h] = _bytes8(w[kk, h * ac // 2:(h + 1) * ac // 2]).reshape(-1)
-        wts.append(wl.const({"data": rows.tolist()}))
+        wts.extend(tm.wt_rows(cfg, rows))
         n, halves = d.shape[0], d.shape[1]
         for i in range(n):
             for h in range(halves):

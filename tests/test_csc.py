@@ -10,9 +10,9 @@ pads with a random pad value, C and K not multiples of AC / AK). The testbench p
   wt_released + cap x BW`` (cap <= the ring, down to a group), so the CSC must release groups
   for the layer to finish and the Cdma overwrites released lanes of a live entry;
 * Cbuf: answers ``dat_rd`` / ``wt_rd`` one cycle later;
-* Cmac + Cacc: random ready on ``dat`` / ``wt``, shadow/active weights (``wt`` only into an
-  empty shadow, a ``swap`` atom waits for a full one), sums per ``pos`` reset on ``first``
-  and emitted on ``last``.
+* Cmac + Cacc: random ready on ``dat``, the Cmac's level on ``wt`` (weight rows while the
+  shadow set is not full, AK rows a set), shadow/active weights (a ``swap`` atom waits for
+  a full shadow), sums per ``pos`` reset on ``first`` and emitted on ``last``.
 
 Checks: every ``wt`` load and every ``dat`` atom (values and tags) equals the contract's
 sequence computed here, the reconstructed outputs equal :func:`sim.conv.cmac.convolve`,
@@ -146,11 +146,13 @@ def slice_entries(cfg, L, cube_y):
 # the Cmac model's ready and the Cbuf model's read ports
 
 def cmac_ready(ctx, dut, rng, p_ready, loaded):
-    """The Cmac model's ready this cycle, (wt, dat): random with probability ``p_ready``, a
-    weight load only into an empty shadow (``loaded``: the shadow holds one), a ``swap`` atom
-    only once it does."""
-    wt_rdy = not loaded and rng.random() < p_ready
+    """The Cmac model's ready this cycle, (wt, dat): ``wt`` as the Cmac's, a level, high
+    while the shadow set is not full (``loaded``: it holds a whole set); ``dat`` random with
+    probability ``p_ready``, a ``swap`` atom only once the shadow is full. A weight row
+    offered while ``wt`` is low (the Cmac would lose it) fails the test."""
+    wt_rdy = not loaded
     ctx.set(dut.wt.ready, wt_rdy)
+    assert wt_rdy or not ctx.get(dut.wt.valid), "a weight row offered into a full shadow set"
     swap = ctx.get(dut.dat.payload.swap)
     dat_rdy = rng.random() < p_ready and (loaded or not swap)
     ctx.set(dut.dat.ready, dat_rdy)
@@ -286,6 +288,7 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False
         shadow, active = None, None
         acc, outs = {}, []
         ia, iw, done_seen = 0, 0, 0
+        rows = []                                  # the weight load's rows so far
         released_seen = [0]
         for cyc in range(max_cycles):
             # --- Cdma model
@@ -307,7 +310,10 @@ def run_layer(cfg, L, seed, p_ready=0.7, p_feed=0.5, p_slice=None, instant=False
             wt_rdy, dat_rdy = cmac_ready(ctx, dut, rng, p_ready, shadow is not None)
             # --- observe
             if wt_rdy and ctx.get(dut.wt.valid):
-                w = to_i8(ctx.get(dut.wt.payload.as_value()), AK * AC).reshape(AK, AC)
+                rows.append(to_i8(ctx.get(dut.wt.payload.as_value()), AC))
+            if len(rows) == AK:
+                w = np.array(rows)
+                rows = []
                 assert iw < len(loads), "too many weight loads"
                 np.testing.assert_array_equal(w, loads[iw], err_msg=f"weight load {iw}")
                 iw += 1

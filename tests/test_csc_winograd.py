@@ -139,6 +139,7 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
         await ctx.tick()
         ctx.set(dut.start, 0)
         shadow = active = None
+        rows = []                                  # the weight load's rows so far
         acc, outs, n_atoms, done_seen = {}, [], 0, 0
         for cyc in range(max_cycles):
             if slices < H and rng.random() < p_slice:
@@ -147,8 +148,9 @@ def layer_bench(cfg, dut, L, seed, p_ready=0.7, p_slice=1.0, max_cycles=400_000)
                 ctx.set(dut.dat_slices, slices)
             wt_rdy, dat_rdy = cmac_ready(ctx, dut, rng, p_ready, shadow is not None)
             if wt_rdy and ctx.get(dut.wt.valid):
-                shadow = ints(ctx.get(dut.wt.payload.data.as_value()), AK * AC,
-                              1).reshape(AK, AC)
+                rows.append(ints(ctx.get(dut.wt.payload.data.as_value()), AC, 1))
+            if len(rows) == AK:
+                shadow, rows = np.array(rows), []
             if dat_rdy and ctx.get(dut.dat.valid):
                 v = ctx.get(dut.dat.payload.as_value())
                 t = {f: (v >> off[f]) & ((1 << posw) - 1 if f == "pos" else

@@ -10,11 +10,14 @@ the current block and each cell sums its Atomic-C products exactly::
 NVDLA splits the cells between CMAC_A and CMAC_B; the values do not depend on the split, so
 this is one array (golden model :mod:`sim.conv.cmac`).
 
-Weights (the contract of :mod:`hw.conv.common`): a ``wt`` transfer fills the *shadow* weight
-set and is accepted only while the shadow is empty. A ``dat`` atom with ``swap=1`` moves
-shadow -> active as it enters (it waits until the shadow is full); the shadow is then empty
-again, so the next block's load streams in while this block's atoms are computed. ``clear``
-(layer start) drops a loaded shadow set; no ``wt`` transfer is accepted while it is high.
+Weights (the contract of :mod:`hw.conv.common`): a ``wt`` transfer is one kernel row; the
+shadow set is a shift register the rows enter (row 0 first), full after ``AK`` rows, and
+rows are accepted while it is not full (``ready`` is that level). A ``dat`` atom with
+``swap=1`` moves shadow -> active as it enters (it waits until the shadow is full); the
+shadow is then empty again, so the next block's load streams in while this block's atoms are
+computed. ``clear`` (layer start) drops a shadow set, loaded or partly loaded; no ``wt``
+transfer is accepted while it is high. (A row bus rather than a whole set: the set's
+``AK x AC`` bytes are not carried from the Csc at once, so the Csc keeps no copy of them.)
 
 Pipeline (no stall: every stage register moves every cycle, with no enable, and a FIFO
 after the last stage holds the partial sums ``psum`` does not take yet. An atom is taken
@@ -92,7 +95,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .common import conv_fp16, conv_int16, conv_wide, conv_winograd, conv_winograd_fp16, \
-    dat_layout, fp16_two_pass, psum_bits, psum_layout, wt_layout
+    dat_layout, fp16_two_pass, psum_bits, psum_layout, wt_layout, wt_set_layout
 from .fp16_cell import Fp16Cell
 
 __all__ = ["Cmac"]
@@ -143,12 +146,13 @@ class Cmac(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ac, ak = self._ac, self._ak
-        wl = wt_layout(self._cfg)
+        wl = wt_set_layout(self._cfg)
 
         # ---- weights ------------------------------------------------------------------
         shadow = Signal(wl)
         active = Signal(wl)
         shadow_full = Signal()
+        rows = Signal(range(ak))                # rows of the shadow set loaded
         m.d.comb += self.shadow_full.eq(shadow_full)
 
         # ---- pipeline control: no stall. Every stage register moves every cycle; the
@@ -185,11 +189,18 @@ class Cmac(wiring.Component):
 
         m.d.comb += self.wt.ready.eq(~shadow_full & ~self.clear)
         with m.If(self.wt.valid & self.wt.ready):
-            m.d.sync += [shadow.eq(self.wt.payload), shadow_full.eq(1)]
+            row_bits = ac * 8
+            m.d.sync += [shadow.data.eq(Cat(shadow.data.as_value()[row_bits:],
+                                            self.wt.payload.data)),
+                         rows.eq(Mux(rows == ak - 1, 0, rows + 1))]
+            if "kmask" in wl.members:
+                m.d.sync += shadow.kmask.eq(Cat(shadow.kmask[1:], self.wt.payload.kmask))
+            with m.If(rows == ak - 1):
+                m.d.sync += shadow_full.eq(1)
         with m.If(swap):
             m.d.sync += [active.eq(shadow), shadow_full.eq(0)]
         with m.If(self.clear):
-            m.d.sync += shadow_full.eq(0)
+            m.d.sync += [shadow_full.eq(0), rows.eq(0)]
 
         # ---- stage A: the atom ----------------------------------------------------------
         tags = ("first", "last", "pos", "end")

@@ -89,8 +89,12 @@ Weight copies (builds with batching; :func:`wt_copy_layout`)
 Sequence (Csc; one int8 layer of one batch; batches repeat it, batch-major)
     For kernel group ``g``; for stripe (a run of at most :func:`max_stripe` consecutive output
     positions in raster order); for channel group ``j``; for kernel position ``(r, s)`` (a
-    *block*): one weight load (``wt``), then one data atom per output position of the stripe
-    (``dat``), the first with ``swap`` (CMAC moves the loaded weights to its active set).
+    *block*): one weight load (``wt``: the set's ``AK`` kernel rows, row 0 first, one per
+    cycle on consecutive cycles, as NVDLA's CSC sends a kernel's weights per cycle), then one
+    data atom per output position of the stripe (``dat``), the first with ``swap`` (CMAC
+    moves the loaded weights to its active set). The CMAC's ``wt.ready`` is a level: high
+    while its shadow set is not full, so it stays high through a load the Csc starts while it
+    is high (the Csc starts one only then and never pauses inside it).
     ``first`` marks the atoms of the stripe's first block (CACC starts the sums), ``last``
     those of its final block (CACC completes them), ``pos`` the position in the stripe,
     ``end`` the layer's final atom.
@@ -136,7 +140,7 @@ from arch.config import rtl_winograd, rtl_winograd_fp16
 
 __all__ = ["conv_int16", "conv_fp16", "conv_winograd", "conv_winograd_fp16", "fp16_cell_pairs", "fp16_two_pass", "conv_wide", "max_stripe",
            "psum_bits", "ACC_BITS", "cbuf_write_layout", "cbuf_read_signature",
-           "dat_layout", "wt_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout",
+           "dat_layout", "wt_layout", "wt_set_layout", "psum_layout", "conv_out_layout", "sdp_cube_layout",
            "wt_count_bits", "wt_copy_layout"]
 
 #: CACC assembly width: the golden model keeps 48 bits (every int8 sum is exact in it).
@@ -291,10 +295,20 @@ def dat_layout(cfg) -> data.StructLayout:
 
 
 def wt_layout(cfg) -> data.StructLayout:
-    """Csc -> Cmac weight load: ``data[k][c]`` for AK kernels x AC channels (0 where the group
-    or the channel group is short); on builds where :func:`conv_fp16` holds also ``kmask``
-    (bit ``k``: row ``k`` belongs to a kernel of the layer; an fp16 cell of a kernel past the
-    layer's gives +0, not the NaN of its data)."""
+    """Csc -> Cmac, one transfer of a weight load: one kernel row, ``data[c]`` for AC channels
+    (0 where the group or the channel group is short); on builds where :func:`conv_fp16`
+    holds also ``kmask`` (the row belongs to a kernel of the layer; an fp16 cell of a kernel
+    past the layer's gives +0, not the NaN of its data). ``AK`` rows make a set
+    (:func:`wt_set_layout`), row ``k`` the ``k``-th transfer."""
+    fields = {"data": data.ArrayLayout(signed(8), cfg.atomic_c)}
+    if conv_fp16(cfg):
+        fields["kmask"] = 1
+    return data.StructLayout(fields)
+
+
+def wt_set_layout(cfg) -> data.StructLayout:
+    """A whole weight set (the CMAC's shadow and active sets): ``data[k][c]`` for AK kernels x
+    AC channels; on builds where :func:`conv_fp16` holds ``kmask`` (bit ``k``: row ``k``'s)."""
     fields = {"data": data.ArrayLayout(data.ArrayLayout(signed(8), cfg.atomic_c),
                                        cfg.atomic_k)}
     if conv_fp16(cfg):

@@ -35,10 +35,11 @@ Weight engine: runs the same sequence independently (the CMAC orders the two str
 ``swap`` atom waits for its weights). For a block it waits until ``wt_bytes`` covers the
 block's ``Kg x Cj`` bytes, reads the group's weight entries in order (2 priming reads, then
 one entry per kernel: a kernel's ``Cj`` bytes span at most two entries and are byte-shifted
-out of a two-entry window) and shifts the kernels into the ``wt`` register, AK + 2 cycles
-per load; kernels past Kg and channels past Cj are 0. The load of the next block is prepared
-as soon as the previous one is taken (into CMAC's shadow set), i.e. while the current
-block's atoms stream. ``wt_released`` rises to a kernel group's end byte when the group's
+out of a two-entry window) and sends the kernels on ``wt``, one row per cycle, AK + 2 cycles
+per load; kernels past Kg and channels past Cj are 0. A load starts only while the CMAC's
+``wt.ready`` is high (its shadow set is not full: the level stays high through the load),
+so the next block's load runs as soon as the previous set has moved to the active set,
+i.e. while the current block's atoms stream. ``wt_released`` rises to a kernel group's end byte when the group's
 last load has been read.
 
 Ports
@@ -724,14 +725,12 @@ class Csc(wiring.Component):
             w_cp = Signal(range(NE))                # ... and its ring row
             w_cpend = Signal()                      # the next batch waits for w_cp
         w_lo = Signal(BW * 8)
-        wbuf = Signal(AK * AC * 8)
-        w_valid = Signal()
-        m.d.comb += [self.wt.valid.eq(w_valid), self.wt.payload.data.eq(wbuf)]
-        kbuf = Signal(AK)                           # fp16 builds: rows of real kernels
-        if conv_fp16(self._cfg):
-            m.d.comb += self.wt.payload.kmask.eq(kbuf)
-        with m.If(self.wt.valid & self.wt.ready):
-            m.d.sync += w_valid.eq(0)
+        # the ``wt`` transfer register: one kernel row, set in LOAD (the CMAC's ``ready`` is
+        # high through a load, see WAIT), so the CBUF read path ends at these flip-flops
+        wt_v = Signal()
+        wt_row = Signal.like(self.wt.payload)
+        m.d.comb += [self.wt.valid.eq(wt_v), self.wt.payload.eq(wt_row)]
+        m.d.sync += wt_v.eq(0)
 
         kg = Signal(range(AK + 1))
         cj = Signal(range(2 * AC + 1 if i16b else AC + 1))     # the block's bytes per kernel
@@ -809,15 +808,15 @@ class Csc(wiring.Component):
                     m.d.sync += [w_kleft.eq(K), w_rem.eq(n_out), w_cleft.eq(C_seq), w_r.eq(0),
                                  w_ry.eq(0),
                                  w_s.eq(0), w_b.eq(0), w_gb.eq(0), w_p.eq(self.wt_base),
-                                 w_gp.eq(self.wt_base), self.wt_released.eq(0),
-                                 w_valid.eq(0)]
+                                 w_gp.eq(self.wt_base), self.wt_released.eq(0)]
                     if bat:
                         m.d.sync += [w_bat.eq(0), w_cb.eq(0), w_cp.eq(self.wt_base),
                                      w_cpend.eq(0)]
                     m.next = "WAIT"
             with m.State("WAIT"):
                 m.d.sync += [need_ok.eq(1), need_ok2.eq(need_ok), need_ok3.eq(need_ok2)]
-                wait_ok = ((~w_valid | self.wt.ready)
+                # the CMAC's shadow set not full, and the previous load's last row taken
+                wait_ok = (self.wt.ready & ~wt_v
                            & (ahead | (need_ok3 & (need <= self.wt_bytes))))
                 if bat:
                     # a batch on the next weight copy: its first ring row, once known
@@ -840,12 +839,12 @@ class Csc(wiring.Component):
                 m.d.comb += [self.wt_rd.en.eq(1), self.wt_rd.addr.eq(Mux(adv, a2, a1))]
                 with m.If(adv):
                     m.d.sync += [r1.eq(r2), r2.eq(r3), a1.eq(a2), a2.eq(wbase + r3)]
+                m.d.sync += [wt_v.eq(1), wt_row.data.eq(row[:AC * 8])]
                 if conv_fp16(self._cfg):
-                    m.d.sync += kbuf.eq(Cat(kbuf[1:], real))
-                m.d.sync += [wbuf.eq(Cat(wbuf[AC * 8:], row)), w_kk.eq(w_kk + 1),
+                    m.d.sync += wt_row.kmask.eq(real)
+                m.d.sync += [w_kk.eq(w_kk + 1),
                              w_lo.eq(Mux(adv, hi, w_lo)), w_b.eq(b_next), w_p.eq(p_next)]
                 with m.If(w_kk == AK - 1):
-                    m.d.sync += w_valid.eq(1)
                     m.next = "WAIT"
                     w_blk_last = (w_cleft <= G) & (w_r == R_m1) & (w_s == S_m1)
                     with m.If(w_s != S_m1):
