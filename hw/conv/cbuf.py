@@ -26,9 +26,8 @@ Ports
 
 Each bank has exactly one read port; its address comes from ``dat_rd`` or ``wt_rd`` by the
 bank's region, so both ports read every cycle without conflict. Each port's ``data`` is a
-multiplexer over the bank outputs (:func:`hw.fpga_mux.wide_mux`: a binary tree, on ECP5
-boards the device's mux cells), steered by the bank number of its last read (registered, 5
-bits on nv_small). A port's read enables every bank of its region at the row
+binary multiplexer tree over the bank outputs, steered by the bank number of its last read
+(registered, 5 bits on nv_small). A port's read enables every bank of its region at the row
 ``addr % DEPTH``; only the addressed bank's output reaches ``data`` (the others are read for
 nothing and are never selected before their next read), which keeps the address decode off
 the block RAM enables.
@@ -55,7 +54,6 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
-from ..fpga_mux import wide_mux
 from .common import cbuf_read_signature, cbuf_write_layout
 
 __all__ = ["Cbuf"]
@@ -153,10 +151,16 @@ class Cbuf(wiring.Component):
                 data.append(rp.data)
             outs.append(Cat(*data))
 
-        # each port: a multiplexer over the bank outputs, steered by the registered bank
-        # number of its last read (on ECP5 boards from the device's mux cells)
-        data = {"dat": wide_mux(m, outs, d_sel, platform, name="dat_mux"),
-                "wt": wide_mux(m, outs, t_sel, platform, name="wt_mux")}
+        # each port: a binary multiplexer tree over the bank outputs, steered by the
+        # registered bank number of its last read (one level per select bit)
+        def select(sel):
+            level = list(outs)
+            for bit in range(len(sel)):
+                level = [Mux(sel[bit], level[i + 1], level[i]) if i + 1 < len(level)
+                         else level[i] for i in range(0, len(level), 2)]
+            return level[0]
+
+        data = {"dat": select(d_sel), "wt": select(t_sel)}
         if self._poison:
             # simulation check: a read of the entry written in the same cycle returns its
             # inverted contents, standing for the block RAM's undefined result
