@@ -28,7 +28,7 @@ import json
 import re
 from pathlib import Path
 
-from .paths import _names as net_names
+from .paths import _names as net_names, _top as top_module
 
 __all__ = ["add_arguments", "run", "unit_of", "control_sets", "net_congestion",
            "hot_windows", "cells_by_unit", "latest_iteration"]
@@ -58,11 +58,13 @@ def unit_of(name: str, depth: int = 4) -> str:
 
 
 def _top_module(netlist: dict) -> dict:
-    """The module marked top, else (hand-made netlists) the one with the most cells."""
+    """The module marked top (as :mod:`scripts.paths` finds it), else (hand-made netlists)
+    the one with the most cells."""
     mods = netlist["modules"]
-    tops = [m for m in mods.values() if m.get("attributes", {}).get("top")]
-    return tops[0] if len(tops) == 1 else max(mods.values(),
-                                                key=lambda m: len(m.get("cells", {})))
+    try:
+        return top_module(mods)
+    except ValueError:
+        return max(mods.values(), key=lambda m: len(m.get("cells", {})))
 
 
 def control_sets(netlist: dict, top: int = 12) -> dict:
