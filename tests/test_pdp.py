@@ -198,3 +198,23 @@ def test_pool_random_int16(lanes, groups, seed):
     assert len(got) == len(exp)
     for i, (g, e) in enumerate(zip(got, exp)):
         assert g == e, f"transfer {i}: got {g}, expected {e}"
+
+
+@pytest.mark.parametrize("method", [METHOD_AVE, METHOD_MAX])
+def test_pool_flush_overlaps_short_lines(method):
+    """Lines whose windows end in the right padding (kernel 8, stride 1, 7 padded columns
+    each side on 2-position lines: 7 windows flushed after each used line) with unused lines
+    between (vertical stride 3): the next lines run while a flush is still reading the ring,
+    and the line after them reuses the flushed line's half of the ring."""
+    rng = np.random.default_rng(31)
+    L = dict(method=method, kw=8, kh=1, sw=1, sh=3, pt=0, pb=0, H=7, hout=3,
+             pads=[int(rng.integers(0, 1 << 19)) for _ in range(7)],
+             rkw=0x2000, rkh=0x10000, S=2)
+    jobs = [dict(W=2, pl=7, pr=7, wout=9), dict(W=1, pl=7, pr=7, wout=8)]
+    xs = [rng.integers(-128, 128, size=(L["S"], L["H"], j["W"], 8)) for j in jobs]
+    layers = [(L, jobs, xs)]
+    got = run_pool(1, 8, layers, 5)
+    exp = expected(1, 8, layers)
+    assert len(got) == len(exp)
+    for i, (g, e) in enumerate(zip(got, exp)):
+        assert g == e, f"transfer {i}: got {g}, expected {e}"

@@ -44,14 +44,15 @@ model (:func:`sim.pdp.pdp.pool_fp16`) and NVDLA's RTL compute it, with the units
   the line buffer (at least 17 bits wide on such builds).
 
 The fp17 adders are combinational and replicated per open window like the integer adders
-(``16 x T`` in the ring update, ``8 x T`` in the line buffer update, ``2 x T`` for the pad
+(``8 x T`` in the ring update, ``8 x T`` in the line buffer update, ``2 x T`` for the pad
 additions), plus ``2 x T + 1`` multipliers: on ECP5 the core takes about 30k LUT4 on nv_small_fp16
 against 6.5k on nv_small (fine for simulation, large for an FPGA).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (each a small LUT RAM of ``G`` entries of ``T`` lanes, read asynchronously at the
-input's and at the flush's channel group): every input transfer updates all open
-windows at once and closes the oldest when it reaches the window's last column. Windows
+input's and at the flush's channel group), two halves of 8 that alternate line by line:
+every input transfer updates all open windows at once (at most 8, one update per slot of
+the line's half) and closes the oldest when it reaches the window's last column. Windows
 that end in the right padding close together at the line's end; a flush process sends them
 on one per cycle while the next line's input already runs (the ring keeps both lines'
 windows; a new window whose slot is still being flushed waits). The row results go to the
@@ -211,6 +212,11 @@ def _span(m, name, first_slot, count, n=SLOTS):
     return mask
 
 
+def _half(par, mask):
+    """A mask of the 8 slots of a ring half as the 16-slot ring's: half ``par``."""
+    return Mux(par, Cat(Const(0, SLOTS), mask), Cat(mask, Const(0, SLOTS)))
+
+
 def _sg(v):
     """``v`` (unsigned) as a signed value one bit wider."""
     return Cat(v, Const(0, 1)).as_signed()
@@ -297,8 +303,8 @@ class PdpPool(wiring.Component):
     ``lanes``: T; ``groups``: G = transfers per atom; ``line_atoms``: the line buffer holds
     this many output positions (a job's ``Wout`` must not exceed it).
 
-    Slots: window ``ow`` of a line is ring slot ``(base + ow) mod 16`` where ``base`` advances
-    by ``Wout`` every line, output line ``oh`` is line buffer slot ``(vbase + oh) mod 8``
+    Slots: window ``ow`` of a line is slot ``ow mod 8`` of the ring's half for the line (the
+    halves alternate line by line), output line ``oh`` is line buffer slot ``(vbase + oh) mod 8``
     with ``vbase`` advancing by ``Hout`` every surface: the windows still being flushed out
     of the previous line (surface) keep their slots while the next line (surface) opens
     new ones, so flushes overlap the next input. A new window whose slot is still being
@@ -391,7 +397,7 @@ class PdpPool(wiring.Component):
         # start values of a new line / surface from the job's and the layer's fields
         h_start = hx.start_values(m, job.pad_left, cfg.sw_m1, job.wout_m1)
         v_start = vx.start_values(m, cfg.pad_top, cfg.sh_m1, cfg.hout_m1)
-        hbase = Signal(4)
+        hpar = Signal()                         # the ring half of this line's windows
         vbase = Signal(3)
         last_s = Signal()
         m.d.comb += last_s.eq(s == cfg.s_m1)
@@ -453,13 +459,13 @@ class PdpPool(wiring.Component):
         hf_end = Signal(14)
         hf_start = Signal(signed(20))
         hf_j = Signal(range(max(G, 2)))
-        hf_base = Signal(4)
+        hf_par = Signal()                       # the ring half being flushed
         hf_mask = Signal(HS)
         hf_row = Signal(_row_layout())
         hf_jl = Signal()
         m.d.comb += hf_jl.eq(is_last_group(hf_j))
         hf_slot = Signal(4)
-        m.d.comb += hf_slot.eq(hf_base + hf_ow)
+        m.d.comb += hf_slot.eq(Cat(hf_ow[:3], hf_par))
         hpad_f = self._row_pad(m, _pads(m, "hpad_f", hf_start, cfg.kw_m1, job.win_m1),
                                is16, acc)
         f_slot_vals = [[Signal(signed(hacc), name=f"fslot{k}_{l}") for l in range(T)]
@@ -476,7 +482,11 @@ class PdpPool(wiring.Component):
         hf_vals = [Array(f_slot_vals[k][l] for k in range(HS))[hf_slot] for l in range(T)]
 
         # -- horizontal stage on the input ---------------------------------------------------
-        hmember, hfirst, hlo_slot = hx.masks(m, "h", w, hbase, HS)
+        # window ow of a line is slot ow mod 8 of the line's half: the masks within the half
+        # (at most 8 windows are open), then over the ring
+        hmember8, hfirst, hlo_rel = hx.masks(m, "h", w, 0)
+        hmember = Signal(HS)
+        m.d.comb += hmember.eq(_half(hpar, hmember8))
         hemit = Signal()
         row_end = Signal()
         needs_hf = Signal()
@@ -496,16 +506,19 @@ class PdpPool(wiring.Component):
                 m.d.comb += v.eq(Mux(isfp & avg, fp16_to_fp17(m, x[l][:16]), x[l]))
                 xf.append(v)
             x = xf
+        # one update per slot of a half: slot k of the line's half, written back to it
         new_vals = [[Signal(signed(hacc), name=f"hnew{k}_{l}") for l in range(T)]
-                    for k in range(HS)]
+                    for k in range(SLOTS)]
         for k in range(HS):
             ru_port, wr_port = ring_upd[k]
             m.d.comb += [ru_port.addr.eq(j), wr_port.addr.eq(j)]
             for l in range(T):
-                old = ru_port.data[l]
-                m.d.comb += [new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc))),
-                             wr_port.data[l].eq(new_vals[k][l])]
-        lo_new = [Array(new_vals[k][l] for k in range(HS))[hlo_slot] for l in range(T)]
+                m.d.comb += wr_port.data[l].eq(new_vals[k % SLOTS][l])
+        for k in range(SLOTS):
+            for l in range(T):
+                old = Mux(hpar, ring_upd[k + SLOTS][0].data[l], ring_upd[k][0].data[l])
+                m.d.comb += new_vals[k][l].eq(Mux(hfirst[k], x[l], op(old, x[l], hacc)))
+        lo_new = [Array(new_vals[k][l] for k in range(SLOTS))[hlo_rel] for l in range(T)]
 
         running = Signal()
         fresh = Signal(2)                       # a job's first cycles: the start values settle
@@ -569,13 +582,13 @@ class PdpPool(wiring.Component):
         with m.If(in_fire):
             m.d.sync += j.eq(Mux(j_last, 0, j + 1))
             with m.If(row_end):
-                m.d.sync += [w.eq(0), hbase.eq(hbase + job.wout_m1 + 1)]
+                m.d.sync += [w.eq(0), hpar.eq(~hpar)]
                 m.d.sync += hx.reset(m, job.pad_left, h_start)
                 with m.If(needs_hf):
                     m.d.sync += [hf_active.eq(1), hf_ow.eq(hx.lo + 1), hf_end.eq(hx.hi),
-                                 hf_start.eq(hx.lo_start + sw), hf_j.eq(0), hf_base.eq(hbase),
-                                 hf_mask.eq(_span(m, "hf_span", hlo_slot + 1,
-                                                  hx.active - 1, HS)),
+                                 hf_start.eq(hx.lo_start + sw), hf_j.eq(0), hf_par.eq(hpar),
+                                 hf_mask.eq(_half(hpar, _span(m, "hf_span", hlo_rel + 1,
+                                                              hx.active - 1))),
                                  hf_row.eq(row)]
                 with m.If(last_row):
                     m.d.sync += [h.eq(0), s.eq(s + 1), vbase.eq(vbase + cfg.hout_m1 + 1)]
