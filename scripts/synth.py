@@ -95,7 +95,9 @@ def _pdp_pool(cfg):
     from hw.pdp.pdp import line_atoms
     from hw.pdp.pool import PdpPool
     lanes = cfg.pdp_throughput
-    return PdpPool(lanes, DmaGeometry(cfg).atom_bytes // lanes, line_atoms(cfg))
+    # as the PDP builds it: int16 / fp16 widths on builds whose data types include them
+    return PdpPool(lanes, DmaGeometry(cfg).atom_bytes // lanes, line_atoms(cfg),
+                   int16="int16" in cfg.data_types, fp16="fp16" in cfg.data_types)
 
 
 #: ``--unit`` name -> constructor from the build config (the core's units and the

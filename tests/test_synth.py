@@ -232,3 +232,15 @@ def test_synth_xilinx_7_series(tmp_path):
     assert r["total"]["dsp"] == 1 and r["total"]["bram"] in (0.5, 1)
     assert r["cells"].get("DSP48E1") == 1 and not r["memory_problems"]
     assert r["units"]["mul"]["dsp"] == 1
+
+
+def test_pdp_pool_unit_is_built_as_the_pdp_builds_it():
+    """``--unit pdp_pool`` on a build with int16 / fp16 synthesizes the pool with those
+    widths (the precision flags in its configuration), as the PDP instantiates it."""
+    from arch.config import load_config
+    from scripts.synth import UNITS
+    from tests.conftest import NV_SMALL_FP16, NV_SMALL_INT16
+    fields = lambda cfg: set(UNITS["pdp_pool"](cfg).cfg.shape().members)   # noqa: E731
+    assert "fp16" in fields(NV_SMALL_FP16) and "int16" not in fields(NV_SMALL_FP16)
+    assert "int16" in fields(NV_SMALL_INT16)
+    assert not {"int16", "fp16"} & fields(load_config("nv_small"))
