@@ -45,8 +45,9 @@ model (:func:`sim.pdp.pdp.pool_fp16`) and NVDLA's RTL compute it, with the units
 
 The fp17 adders are combinational and replicated per open window like the integer adders
 (``8 x T`` in the ring update, ``8 x T`` in the line buffer update, ``2 x T`` for the pad
-additions), plus ``2 x T + 1`` multipliers: on ECP5 the core takes about 30k LUT4 on nv_small_fp16
-against 6.5k on nv_small (fine for simulation, large for an FPGA).
+additions), plus ``2 x T + 1`` multipliers: on ECP5 the core takes 30.8k LUT4 on nv_small_fp16
+against 6.2k on nv_small (``nvdla synth --unit pdp_pool``; fine for simulation, large for an
+FPGA).
 
 Structure: a horizontal stage keeps the windows of the current line open in a ring of 16
 slots (each a small LUT RAM of ``G`` entries of ``T`` lanes, read asynchronously at the
