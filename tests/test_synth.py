@@ -240,7 +240,9 @@ def test_pdp_pool_unit_is_built_as_the_pdp_builds_it():
     from arch.config import load_config
     from scripts.synth import UNITS
     from tests.conftest import NV_SMALL_FP16, NV_SMALL_INT16
-    fields = lambda cfg: set(UNITS["pdp_pool"](cfg).cfg.shape().members)   # noqa: E731
+
+    def fields(cfg):
+        return set(UNITS["pdp_pool"](cfg).cfg.shape().members)
     assert "fp16" in fields(NV_SMALL_FP16) and "int16" not in fields(NV_SMALL_FP16)
     assert "int16" in fields(NV_SMALL_INT16)
     assert not {"int16", "fp16"} & fields(load_config("nv_small"))
