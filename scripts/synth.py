@@ -416,6 +416,18 @@ def table(result) -> str:
     return "\n".join(lines)
 
 
+def _generate_apart(config: str, out: Path) -> None:
+    """``nvdla generate --config config --out out`` in a child process: the elaborated core
+    (4 GB of Python objects for nv_full) is gone before Yosys starts, instead of staying
+    beside it for hours."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in
+                                         [env.get("PYTHONPATH")] if p])
+    subprocess.run([sys.executable, "-m", "scripts.cli", "generate", "--config", config,
+                    "--out", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
+
+
 def run(args):
     from arch.config import load_config
     if args.paths and args.target != "ecp5" and not args.netlist:
@@ -444,11 +456,10 @@ def run(args):
         verilog = gen / f"{top}.v"
         verilog.write_text(emit_verilog(UNITS[args.unit](cfg), top))
     else:
-        from scripts.generate import generate
         cfg = load_config(args.config)
         name, top = cfg.name, "nvdla_core"
         gen = Path(args.out or f"build/synth/{name}-{args.target}") / "rtl"
-        generate(cfg, gen)
+        _generate_apart(args.config, gen)
         verilog = gen / "nvdla_core.v"
     work = Path(args.out or f"build/synth/{name}-{args.target}")
     which = (f"{os.environ['YOSYS']}" if os.environ.get("YOSYS")
