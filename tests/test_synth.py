@@ -253,6 +253,7 @@ def test_whole_core_verilog_is_generated_in_a_child_process(tmp_path, monkeypatc
     elaborated design does not stay in memory beside Yosys (4 GB for nv_full)."""
     import scripts.synth as synth
     monkeypatch.chdir(tmp_path)                 # the child finds the project by itself
-    synth._generate_apart("nv_small", tmp_path / "rtl")
+    from arch.config import load_config
+    synth._generate_apart(load_config("nv_small"), tmp_path / "rtl")
     text = (tmp_path / "rtl" / "nvdla_core.v").read_text()
     assert "module nvdla_core(" in text
