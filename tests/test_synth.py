@@ -257,3 +257,114 @@ def test_whole_core_verilog_is_generated_in_a_child_process(tmp_path, monkeypatc
     synth._generate_apart(load_config("nv_small"), tmp_path / "rtl")
     text = (tmp_path / "rtl" / "nvdla_core.v").read_text()
     assert "module nvdla_core(" in text
+
+
+def _tree_design(path, width=16, carry=0):
+    """A top with two identical multiplier units, an adder unit (``+ carry``) with a register
+    stage below it, and a memory: three levels of hierarchy, two modules the same."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.memory import Memory
+    from amaranth.lib.wiring import In, Out
+    from hw.verilog import emit_verilog
+
+    class Mul(wiring.Component):
+        a: In(width)
+        b: In(width)
+        p: Out(2 * width)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.sync += self.p.eq(self.a * self.b)
+            return m
+
+    class Stage(wiring.Component):
+        i: In(2 * width + 1)
+        o: Out(2 * width + 1)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.sync += self.o.eq(self.i)
+            return m
+
+    class Add(wiring.Component):
+        x: In(2 * width)
+        y: In(2 * width)
+        s: Out(2 * width + 1)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.stage = st = Stage()
+            m.d.comb += [st.i.eq(self.x + self.y + carry), self.s.eq(st.o)]
+            return m
+
+    class Top(wiring.Component):
+        a: In(width)
+        b: In(width)
+        c: In(width)
+        addr: In(9)
+        we: In(1)
+        q: Out(2 * width + 1)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.mul0 = m0 = Mul()
+            m.submodules.mul1 = m1 = Mul()
+            m.submodules.add = add = Add()
+            m.submodules.ram = ram = Memory(shape=2 * width + 1, depth=512, init=[])
+            w, r = ram.write_port(), ram.read_port()
+            m.d.comb += [m0.a.eq(self.a), m0.b.eq(self.b), m1.a.eq(self.b), m1.b.eq(self.c),
+                         add.x.eq(m0.p), add.y.eq(m1.p), w.addr.eq(self.addr),
+                         w.en.eq(self.we), w.data.eq(add.s), r.addr.eq(self.addr + 1),
+                         self.q.eq(r.data)]
+            return m
+
+    path.write_text(emit_verilog(Top(), "t"))
+
+
+def test_synth_module_by_module_equals_the_whole_run(tmp_path, capsys):
+    """``--jobs N``: every module synthesized alone with black boxes for its submodules, the
+    same module twice only once, gives the whole run's cells, per unit and in total; a rerun
+    synthesizes nothing, and after an edit only the modules whose text changed."""
+    from scripts.cli import main
+    from scripts.synth_split import module_children, module_keys, split_modules
+    _design_path = tmp_path / "t.v"
+    _tree_design(_design_path)
+    mods = split_modules(_design_path.read_text())
+    keys = module_keys(mods, module_children(mods))
+    assert set(mods) == {"t", "\\t.mul0", "\\t.mul1", "\\t.add", "\\t.add.stage"}
+    assert keys["\\t.mul0"] == keys["\\t.mul1"] and len(set(keys.values())) == 4
+    for target in ("ecp5", "xc7"):
+        args = ["synth", "--verilog", str(_design_path), "--top", "t", "--target", target]
+        assert main(args + ["--out", str(tmp_path / f"whole-{target}")]) == 0
+        assert main(args + ["--out", str(tmp_path / f"split-{target}"), "--jobs", "2"]) == 0
+        err = capsys.readouterr().err
+        assert "5 modules, 4 distinct, 2 at a time" in err and err.count("] ") == 4
+        whole = json.loads((tmp_path / f"whole-{target}" / "result.json").read_text())
+        split = json.loads((tmp_path / f"split-{target}" / "result.json").read_text())
+        assert split["cells"] == whole["cells"], target
+        assert split["units"] == whole["units"], target
+        assert split["units"]["mul1"]["dsp"] == 1 and split["units"]["add"]["ff"] == 33
+        assert split["memories"] == whole["memories"]
+        assert split["memories_inferred"] == whole["memories_inferred"]
+        assert split["multipliers_inferred"] == whole["multipliers_inferred"]
+    # a rerun: nothing to synthesize
+    args = ["synth", "--verilog", str(_design_path), "--top", "t", "--target", "ecp5",
+            "--out", str(tmp_path / "split-ecp5"), "--jobs", "1"]
+    assert main(args) == 0
+    assert capsys.readouterr().err.count("] ") == 0
+    # the adder changed: it and the top above it run again, the multiplier and the stage not
+    _tree_design(_design_path, carry=1)
+    assert main(args) == 0
+    rerun = capsys.readouterr().err
+    assert sorted(line.split()[3] for line in rerun.splitlines() if "] " in line) == \
+        ["t", "t.add"]
+
+
+def test_synth_jobs_rejects_flattened_and_staged_runs(tmp_path, capsys):
+    from scripts.cli import main
+    _design(tmp_path / "t.v")
+    base = ["synth", "--verilog", str(tmp_path / "t.v"), "--top", "t", "--jobs", "2"]
+    assert main(base + ["--resume"]) == 2
+    assert main(base + ["--paths", "3"]) == 2
+    assert "--jobs" in capsys.readouterr().err
