@@ -3,12 +3,15 @@ published nv_small figures.
 
     python bench/fpga_resources.py                    # the table from measured results
     python bench/fpga_resources.py --run nv_small:ecp5 nv_small:xilinx   # measure first
+    YOSYS=/usr/bin/yosys python bench/fpga_resources.py --jobs 2 --run nv_full:ecp5
     python bench/fpga_resources.py --json
 
 Each measurement is ``nvdla synth --config CFG --target T`` (YoWASP Yosys, hierarchy kept;
 nv_small takes tens of minutes single-threaded, nv_large/nv_full hours) and is kept in
 ``build/synth/CFG-T/result.json``; the table reads those files and says "not measured" for
-the others. ECP5 LUTs are LUT4 (+ CCU2C carry cells, 2 LUT4 each, counted in ``lut``);
+the others. ``--jobs N`` measures module by module, N Yosys processes at a time
+(``nvdla synth --jobs``: the same cells, and restartable: nv_large and nv_full in one sitting
+instead of several). ECP5 LUTs are LUT4 (+ CCU2C carry cells, 2 LUT4 each, counted in ``lut``);
 UltraScale+ LUTs are LUT6, block RAM in RAMB36 equivalents (RAMB18 = 0.5).
 """
 
@@ -38,9 +41,9 @@ def load(cfg, target):
     return json.loads(p.read_text()) if p.exists() else None
 
 
-def measure(cfg, target):
+def measure(cfg, target, jobs=0):
     subprocess.run([sys.executable, "-m", "scripts.cli", "synth", "--config", cfg, "--target",
-                    target], cwd=ROOT, check=True)
+                    target] + (["--jobs", str(jobs)] if jobs else []), cwd=ROOT, check=True)
 
 
 def table():
@@ -71,11 +74,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="*", default=[], metavar="CFG:TARGET",
                     help="synthesize these first (slow)")
+    ap.add_argument("--jobs", type=int, default=0, metavar="N",
+                    help="with --run: synthesize module by module, N Yosys processes at a time")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     for item in args.run:
         cfg, _, target = item.partition(":")
-        measure(cfg, target or "ecp5")
+        measure(cfg, target or "ecp5", args.jobs)
     if args.json:
         print(json.dumps({f"{c}:{t}": load(c, t) and load(c, t)["total"]
                           for c in PRESETS for t in TARGETS}, indent=1))
