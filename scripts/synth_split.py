@@ -160,16 +160,20 @@ def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[s
     order = sorted(reps.values(), key=lambda n: -len(mods[n]))
     print(f"nvdla synth: {len(used)} modules, {len(order)} distinct, {jobs} at a time",
           file=sys.stderr)
-    seconds = 0.0
+    seconds, wall0, ran_any = 0.0, time.perf_counter(), 0
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(job, n) for n in order]
         for i, fut in enumerate(as_completed(futures)):
             n, s, ran = fut.result()
             seconds += s
+            ran_any += ran
             if ran:
                 print(f"nvdla synth: [{i + 1}/{len(order)}] {n.lstrip(chr(92))} {s} s",
                       file=sys.stderr)
 
+    print(f"nvdla synth: {ran_any} modules synthesized in {time.perf_counter() - wall0:.0f} s "
+          f"(wall, {jobs} at a time), {len(order) - ran_any} kept from an earlier run",
+          file=sys.stderr)
     stat = {"modules": {}}
     mem_stat = {"modules": {}}
     logs = []
