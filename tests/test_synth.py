@@ -71,8 +71,8 @@ def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
     from scripts.cli import main
     seen = {}
 
-    def fake(verilog, top, target, work, netlist=False, staged=False):
-        seen.update(top=top, target=target, text=verilog.read_text())
+    def fake(verilog, top, target, work, netlist=False, staged=False, jobs=0):
+        seen.update(top=top, target=target, text=verilog.read_text(), jobs=jobs)
         return {"seconds": 0, "total": {"lut": 1}, "units": {}, "memories": [],
                 "memory_problems": [], "multipliers_inferred": {}, "clocks": {},
                 "gated_clocks": []}
@@ -80,7 +80,7 @@ def test_synth_unit_alone(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(synth, "synthesize", fake)
     assert main(["synth", "--config", "nv_small", "--unit", "cbuf", "--target", "ecp5",
                  "--out", str(tmp_path / "w")]) == 0
-    assert seen["top"] == "cbuf" and seen["target"] == "ecp5"
+    assert seen["top"] == "cbuf" and seen["target"] == "ecp5" and seen["jobs"] == 0
     assert "module cbuf(" in seen["text"] and "module nvdla_core" not in seen["text"]
     assert seen["text"].count("(* no_rw_check") == 32
     assert "nv_small-cbuf on ecp5" in capsys.readouterr().out
