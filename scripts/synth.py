@@ -250,7 +250,7 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
     if jobs:
         from scripts.synth_split import synthesize_split
         stat, mem_stat, log, seconds = synthesize_split(
-            top, target, work, jobs, yosys_command(), TARGETS[target], _strip_to_json)
+            top, target, work, jobs, yosys_command(), TARGETS[target])
         (work / "yosys.log").write_text(log)
         return result_of(stat, mem_stat, log, src.read_text(), top, target, seconds)
     if staged:

@@ -107,11 +107,12 @@ def _job_script(top: str, cmd: str, stat_top: bool) -> str:
 
 
 def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[str],
-                     command: str, strip_json) -> tuple[dict, dict, str, float]:
+                     command: str) -> tuple[dict, dict, str, float]:
     """Synthesize ``work/design.v`` (top module ``top``) module by module, ``jobs`` Yosys
     processes at a time. ``command``: the target's synthesis command with ``{top}``.
     Returns (stat, memories stat, log, seconds of Yosys summed over the jobs, earlier
     sittings included), the first two shaped as one whole-design ``stat -json``."""
+    from scripts.synth import _strip_to_json as strip_json, failure_reason
     mods = split_modules((work / "design.v").read_text())
     if top not in mods:
         raise RuntimeError(f"module {top} is not in {work / 'design.v'}")
@@ -149,7 +150,6 @@ def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[s
                               capture_output=True, text=True, cwd=d)
         seconds = round(time.perf_counter() - t0, 1)
         if proc.returncode != 0:
-            from scripts.synth import failure_reason
             logf = d / "yosys.log"
             raise RuntimeError(f"yosys failed ({proc.returncode}) on module {n} in {d}: " +
                                failure_reason(logf.read_text() if logf.exists() else "",
