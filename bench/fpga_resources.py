@@ -12,7 +12,8 @@ nv_small takes tens of minutes single-threaded, nv_large/nv_full hours) and is k
 the others. ``--jobs N`` measures module by module, N Yosys processes at a time
 (``nvdla synth --jobs``: the same cells up to Yosys's LUT variation, restartable, and nv_full
 on ECP5 in 36 minutes with two jobs, where one whole run did not finish in a sitting). ECP5
-LUTs are LUT4 (+ CCU2C carry cells, 2 LUT4 each, counted in ``lut``); UltraScale+ LUTs are LUT6, block RAM in RAMB36 equivalents (RAMB18 = 0.5).
+LUTs are LUT4 (+ CCU2C carry cells, 2 LUT4 each, counted in ``lut``); UltraScale+ LUTs are
+LUT6, block RAM in RAMB36 equivalents (RAMB18 = 0.5).
 """
 
 from __future__ import annotations
