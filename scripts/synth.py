@@ -231,6 +231,17 @@ def yosys_safe_names(text: str) -> str:
         lambda mo: "\\" + mo[1].replace("[", "<").replace("]", ">") + " ", text)
 
 
+#: Yosys commands counting the memories and multipliers as the front end infers them, before
+#: any mapping, into ``memories.json`` (after ``hierarchy``; the design is reloaded after them)
+COUNT_INFERRED = ["proc", "opt_clean", "memory_collect", "tee -q -o memories.json stat -json"]
+
+
+def stat_command(target: str, top: str) -> str:
+    """The Yosys command writing a finished synthesis's cells into ``stat.json``: per module
+    and, with a cell library (every target but ``generic``), hierarchical from ``top``."""
+    return "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}")
+
+
 def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
                staged=False, jobs=0) -> dict:
     """Run Yosys on ``verilog`` in ``work``; returns the result dict (total, per unit,
@@ -259,15 +270,14 @@ def synthesize(verilog: Path, top: str, target: str, work: Path, netlist=False,
         "read_verilog -sv design.v",
         f"hierarchy -top {top}",
         # the memories as the front end infers them, before any mapping
-        "proc", "opt_clean", "memory_collect",
-        "tee -q -o memories.json stat -json",
+        *COUNT_INFERRED,
         "design -reset",
         "read_verilog -sv design.v",
         # --paths: a flattened synthesis (the whole design one netlist, as a board build
         # maps it), so the totals have no per-unit split
         (TARGETS[target].replace(" -noflatten", "") if netlist else TARGETS[target]).format(
             top=top),
-        "tee -q -o stat.json stat -json" + ("" if target == "generic" else f" -top {top}"),
+        stat_command(target, top),
     ] + (["write_json netlist.json"] if netlist else [])) + "\n"
     (work / "synth.ys").write_text(script)
     t0 = time.perf_counter()
@@ -325,16 +335,14 @@ def synthesize_staged(top: str, target: str, work: Path, netlist=False) -> dict:
         # a checkpoint keeps the cell library's modules without their parameters: drop
         # them and let the script's first step read the library again
         lines = (["read_verilog -sv design.v", "design -save front",
-                  f"hierarchy -top {top}", "proc", "opt_clean", "memory_collect",
-                  "tee -q -o memories.json stat -json", "design -load front"] if i == 0 else
+                  f"hierarchy -top {top}", *COUNT_INFERRED, "design -load front"] if i == 0 else
                  [f"read_rtlil ckpt-{a}.il", "delete =A:blackbox =A:whitebox",
                   f"{cmd} -run begin:{labels[1]}"])
         lines.append(f"{cmd} -run {a}:{b}")
         if b:
             lines.append(f"write_rtlil ckpt-{b}.il")
         else:
-            lines.append("tee -q -o stat.json stat -json" +
-                         ("" if target == "generic" else f" -top {top}"))
+            lines.append(stat_command(target, top))
             lines += ["write_json netlist.json"] if netlist else []
         (work / f"step-{a}.ys").write_text("\n".join(lines) + "\n")
         print(f"nvdla synth: step {i + 1}/{len(steps)} ({a}) ...", file=sys.stderr)

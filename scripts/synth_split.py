@@ -97,13 +97,11 @@ def module_keys(mods: dict[str, str], kids: dict[str, list[str]]) -> dict[str, s
 _SUBMODULE_FLAGS = {"xilinx": " -noiopad -noclkbuf", "xc7": " -noiopad -noclkbuf"}
 
 
-def _job_script(top: str, cmd: str, stat_top: bool) -> str:
-    return "\n".join([
-        "read_verilog -sv module.v", f"hierarchy -top {top}",
-        "proc", "opt_clean", "memory_collect", "tee -q -o memories.json stat -json",
-        "design -reset", "read_verilog -sv module.v", cmd,
-        "tee -q -o stat.json stat -json" + (f" -top {top}" if stat_top else ""),
-    ]) + "\n"
+def _job_script(top: str, cmd: str, target: str) -> str:
+    from scripts.synth import COUNT_INFERRED, stat_command
+    return "\n".join(["read_verilog -sv module.v", f"hierarchy -top {top}", *COUNT_INFERRED,
+                      "design -reset", "read_verilog -sv module.v", cmd,
+                      stat_command(target, top)]) + "\n"
 
 
 def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[str],
@@ -144,7 +142,7 @@ def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[s
             return n, json.loads(book.read_text())["seconds"], False
         d.mkdir(exist_ok=True)
         (d / "module.v").write_text(text)
-        (d / "synth.ys").write_text(_job_script(n, cmd, target != "generic"))
+        (d / "synth.ys").write_text(_job_script(n, cmd, target))
         t0 = time.perf_counter()
         proc = subprocess.run(yosys + ["-q", "-l", "yosys.log", "-s", "synth.ys"],
                               capture_output=True, text=True, cwd=d)
@@ -157,7 +155,7 @@ def synthesize_split(top: str, target: str, work: Path, jobs: int, yosys: list[s
         book.write_text(json.dumps({"module": n, "digest": digest, "seconds": seconds}))
         return n, seconds, True
 
-    order = sorted(reps.values(), key=lambda n: -len(mods[n]))
+    order = list(reps.values())                  # the largest first, as filled above
     print(f"nvdla synth: {len(used)} modules, {len(order)} distinct, {jobs} at a time",
           file=sys.stderr)
     seconds, wall0, ran_any = 0.0, time.perf_counter(), 0
