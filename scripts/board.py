@@ -8,9 +8,10 @@ Non-Zynq boards get :class:`hw.board.BoardTop` (core + UART bridge on the board'
 + ``--mem-bytes`` of block RAM on the DBBIF + interrupt on LED 0) through amaranth-boards'
 ``platform.build(..., do_build=False)``: the design (RTLIL and Verilog), the board's
 constraints plus ``constraints/<board>.lpf|.xdc|.pcf`` and the vendor build script. ``--build``
-runs the open flow for ECP5 boards (YoWASP's Yosys, nextpnr-ecp5 and ecppack from PyPI) in four
-recorded steps (``--resume`` continues a build that was stopped) and prints utilization, Fmax
-and wall time; Xilinx trees are written, never built here.
+runs the open flow for ECP5 boards (YoWASP's Yosys, nextpnr-ecp5 and ecppack from PyPI) in
+recorded steps (synth; dsp, the products' registers moved into the multipliers,
+:mod:`scripts.ecp5_dsp`; place; route; pack: ``--resume`` continues a build that was stopped)
+and prints utilization, Fmax and wall time; Xilinx trees are written, never built here.
 
 Zynq boards get :class:`hw.board.ZynqCore` as ``nvdla_zynq.v`` (``s_axi_*`` CSB bridge,
 ``m_axi_*`` DBBIF, ``irq``) and ``build_bd.tcl`` (processing_system7 GP0 -> s_axi,
@@ -81,8 +82,12 @@ def add_arguments(p):
     p.add_argument("--heatmap", action="store_true",
                    help="with --build and router2: write router2's congestion heatmaps to "
                         "OUT/congestion/ every iteration (read them with `nvdla congestion OUT`)")
+    p.add_argument("--no-dsp-registers", action="store_true",
+                   help="with --build: leave the flip-flops after multipliers in the fabric "
+                        "(by default a product's output register moves into its MULT18X18D, "
+                        "see scripts/ecp5_dsp.py)")
     p.add_argument("--resume", action="store_true",
-                   help="with --build: keep the steps (synth, place, route, pack) a previous "
+                   help="with --build: keep the steps (synth, dsp, place, route, pack) a previous "
                         "build of the same design, seed, placer and router finished in --out")
 
 
@@ -192,8 +197,12 @@ def _drop_options(args: list, *opts: str) -> list:
 
 
 def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
-                    placer: str, heatmap: bool = False) -> list:
+                    placer: str, heatmap: bool = False, dsp_regs: bool = True) -> list:
     """(step, tool variable, arguments, output file) for the staged open flow.
+
+    With ``dsp_regs`` a step between synthesis and placement moves the flip-flops after
+    multipliers into the multipliers' output registers (:mod:`scripts.ecp5_dsp`, run by
+    this Python as ``_NVDLA_PYTHON``) and nextpnr places that netlist.
 
     nextpnr runs twice: pack and place, writing the placed design as JSON
     (``--no-route --write``), then route from that JSON (``--no-pack --no-place``: the
@@ -208,7 +217,8 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
     pnr = _drop_options(cmds["NEXTPNR_ECP5"], "--log", "--textcfg", "--seed", "--router",
                         "--placer")
     placed = f"{name}.placed.json"
-    place = pnr + ["--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
+    netlist = f"{name}.dsp.json" if dsp_regs else f"{name}.json"
+    place = _drop_options(pnr, "--json") + ["--json", netlist, "--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
                    "--placer", placer,
                    "--no-route", "--write", placed]
     freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ", lpf,
@@ -219,21 +229,26 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
              "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
     if heatmap:
         route += ["--router2-heatmap", "congestion/hm"]
-    return [("synth", "YOSYS", cmds["YOSYS"], f"{name}.json"),
+    dsp = [("dsp", "_NVDLA_PYTHON", ["-m", "scripts.ecp5_dsp", f"{name}.json", netlist],
+            netlist)] if dsp_regs else []
+    return [("synth", "YOSYS", cmds["YOSYS"], f"{name}.json"), *dsp,
             ("place", "NEXTPNR_ECP5", place, placed),
             ("route", "NEXTPNR_ECP5", route, f"{name}.config"),
             ("pack", "ECPPACK", cmds["ECPPACK"], f"{name}.bit")]
 
 
 def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
-                   placer: str) -> str:
+                   placer: str, dsp_regs: bool = True) -> str:
     """A digest of what a build depends on: the script, seed, router, placer (when not heap,
-    so builds recorded before the placer was an option keep their digest), constraints and
+    so builds recorded before the placer was an option keep their digest), the multipliers'
+    registers (when left in the fabric: a placement of the other netlist is not reused),
+    constraints and
     the design, whose source-location attributes (absolute paths of the checkout that wrote
     it) are left out, so a build resumes from another clone of the same hardware."""
     import hashlib
     h = hashlib.sha256((f"{text}\n{seed}\n{router}\n"
-                        + (f"{placer}\n" if placer != "heap" else "")).encode())
+                        + (f"{placer}\n" if placer != "heap" else "")
+                        + ("" if dsp_regs else "fabric-dsp-registers\n")).encode())
     src = re.compile(rb"^\s*attribute \\src .*$", re.M)
     for f in sorted(out.glob(f"{name}.*")):
         if f.suffix in (".il", ".ys", ".lpf"):
@@ -246,10 +261,11 @@ def _inputs_digest(out: Path, name: str, text: str, seed: int, router: str,
 
 def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
                resume: bool = False, log=print, placer: str = "heap",
-               heatmap: bool = False) -> dict:
+               heatmap: bool = False, dsp_regs: bool = True) -> dict:
     """Run the written trellis build with YoWASP's tools (or ``$YOSYS``, ``$NEXTPNR_ECP5``,
-    ``$ECPPACK``) in four steps -- synth, place, route, pack -- one process each, and return
-    the report: utilization, the post-placement and the routed Fmax, seconds per step.
+    ``$ECPPACK``) in steps -- synth, dsp (``dsp_regs``: :mod:`scripts.ecp5_dsp`), place,
+    route, pack -- one process each, and return the report: utilization, the post-placement
+    and the routed Fmax, seconds per step, and the dsp step's summary.
 
     Each finished step is recorded in ``build_stages.json`` with a digest of the design,
     constraints, seed, placer and router. With ``resume`` a rerun skips the recorded steps
@@ -258,12 +274,14 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
     env = dict(os.environ)
     for k, v in _OPEN_FLOW_ENV.items():
         env.setdefault(k, v)
+    env["_NVDLA_PYTHON"] = sys.executable
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     text = (out / f"build_{name}.sh").read_text()
     steps = _stage_commands(text, _read(out / f"{name}.lpf"), name, seed, router, placer,
-                            heatmap)
+                            heatmap, dsp_regs)
     if heatmap:
         (out / "congestion").mkdir(exist_ok=True)
-    digest = _inputs_digest(out, name, text, seed, router, placer)
+    digest = _inputs_digest(out, name, text, seed, router, placer, dsp_regs)
     record_path = out / "build_stages.json"
     record = {"digest": digest, "steps": []}
     if resume and record_path.exists():
@@ -286,7 +304,8 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
         log(f"nvdla board: step {step} ({os.path.basename(env[var].split()[0])}) ...")
         ts = time.perf_counter()
         with open(out / f"build-{step}.log", "w") as f:
-            proc = subprocess.run(env[var].split() + args, cwd=out, env=env, stdout=f,
+            exe = [env[var]] if var == "_NVDLA_PYTHON" else env[var].split()
+            proc = subprocess.run(exe + args, cwd=out, env=env, stdout=f,
                                   stderr=subprocess.STDOUT)
         if proc.returncode != 0 or not (out / output).exists():
             log(f"nvdla board: step {step} failed (exit {proc.returncode}), see "
@@ -299,7 +318,9 @@ def build_ecp5(out: Path, name: str, seed: int = 1, router: str = "router1",
     placed = nextpnr_report(_read(out / f"{name}.place.tim"))
     if not rep["utilization"]:
         rep["utilization"] = placed["utilization"]
+    dsp_log = _read(out / "build-dsp.log").strip().splitlines() if dsp_regs else []
     rep.update({"ok": ok and (out / f"{name}.bit").exists(),
+                "dsp_registers": dsp_log[-1] if dsp_log else None,
                 "placed_fmax": placed["fmax"],
                 "seconds": round(time.perf_counter() - t0, 1),
                 "step_seconds": {s["step"]: s["seconds"] for s in record["steps"]},
@@ -340,12 +361,14 @@ def run(args):
         tools = ", ".join(os.environ.get(k, v) for k, v in _OPEN_FLOW_ENV.items())
         print(f"running the open flow ({tools}) ...")
         rep = build_ecp5(out, name, args.seed, args.router, args.resume, placer=args.placer,
-                         heatmap=args.heatmap)
+                         heatmap=args.heatmap, dsp_regs=not args.no_dsp_registers)
         if rep["resumed_after"]:
             print(f"  resumed after: {', '.join(rep['resumed_after'])}")
         for k, u in rep["utilization"].items():
             if u["used"]:
                 print(f"  {k:16s} {u['used']:7d} / {u['available']:7d}  {u['percent']:3d} %")
+        if rep["dsp_registers"]:
+            print(f"  {rep['dsp_registers']}")
         for clk, f in rep["placed_fmax"].items():
             print(f"  placed estimate {clk}: {f['fmax_mhz']:.2f} MHz")
         for clk, f in rep["fmax"].items():

@@ -148,10 +148,12 @@ else:
 
 def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     """``build_ecp5``'s step logic, with stand-in tools (the real ones: the slow test below):
-    the four steps run with the arguments the staged flow needs (placement with the seed,
-    router, clock target and ``--no-route --write``; routing from the placed JSON with
-    ``--no-pack --no-place``); a build stopped in routing resumes there; a rerun of the same
-    design from another checkout runs nothing; a new seed, router or placer starts over."""
+    the steps run with the arguments the staged flow needs (the multipliers' registers moved
+    in the synthesized netlist, placement of that netlist with the seed, router, clock target
+    and ``--no-route --write``; routing from the placed JSON with ``--no-pack
+    --no-place``); a build stopped in routing resumes there; a rerun of the same design from
+    another checkout runs nothing; a new seed, router or placer, or the multipliers'
+    registers left in the fabric, starts over."""
     import json
     import sys
 
@@ -174,8 +176,10 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
 
     lines = []
     rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
-    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "place"]
+    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "dsp", "place"]
     assert "step route failed (exit 7)" in lines[-1]
+    assert rep["dsp_registers"].startswith("ecp5_dsp: 0 of 0 multipliers")
+    assert (out / "blink.dsp.json").exists()
     assert rep["placed_fmax"]["clk"]["fmax_mhz"] == 90.25
     assert rep["utilization"]["TRELLIS_FF"] == {"used": 24, "available": 83640, "percent": 0}
     synth, place, route = calls()
@@ -184,7 +188,8 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     assert place[0] == "nextpnr" and "--no-route" in place and "--textcfg" not in place
     assert (opts(place, "--seed"), opts(place, "--router"), opts(place, "--placer"),
             opts(place, "--freq"), opts(place, "--write"), opts(place, "--json")) == \
-        ("3", "router2", "heap", "25", "blink.placed.json", "blink.json")
+        ("3", "router2", "heap", "25", "blink.placed.json", "blink.dsp.json")
+    assert place.count("--json") == 1
     assert "--no-pack" in route and "--no-place" in route and "--seed" not in route
     assert (opts(route, "--json"), opts(route, "--textcfg"), opts(route, "--log")) == \
         ("blink.placed.json", "blink.config", "blink.tim")
@@ -192,7 +197,7 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     stop.unlink()
     lines.clear()
     rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
-    assert rep["ok"] and rep["resumed_after"] == ["synth", "place"]
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "dsp", "place"]
     assert [ln.split()[3] for ln in lines] == ["route", "pack"]
     assert [c[0] for c in calls()] == ["nextpnr", "ecppack"]
     assert rep["fmax"]["clk"] == {"fmax_mhz": 81.5, "pass": True, "target_mhz": 25.0}
@@ -200,18 +205,24 @@ def test_ecp5_build_steps_resume_with_stand_in_tools(tmp_path, monkeypatch):
     il = out / "blink.il"
     il.write_text(il.read_text().replace('attribute \\src "/', 'attribute \\src "/elsewhere/'))
     rep = build_ecp5(out, "blink", seed=3, router="router2", resume=True, log=lines.append)
-    assert rep["ok"] and rep["resumed_after"] == ["synth", "place", "route", "pack"]
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "dsp", "place", "route", "pack"]
     assert calls() == []
     # without --resume, or with another seed, router or placer: every step again
     for kw in ({"seed": 3, "router": "router2"}, {"seed": 4, "router": "router2", "resume": True},
                {"seed": 3, "router": "router1", "resume": True},
-               {"seed": 3, "router": "router1", "resume": True, "placer": "static"}):
+               {"seed": 3, "router": "router1", "resume": True, "placer": "static"},
+               {"seed": 3, "router": "router1", "resume": True, "placer": "static",
+                "dsp_regs": False}):
         rep = build_ecp5(out, "blink", log=lines.append, **kw)
         assert rep["ok"] and rep["resumed_after"] == [], kw
         got = calls()
         assert [c[0] for c in got] == ["yosys", "nextpnr", "nextpnr", "ecppack"], kw
         assert opts(got[1], "--placer") == kw.get("placer", "heap")
         assert "--placer" not in got[2]
+        assert opts(got[1], "--json") == ("blink.json" if kw.get("dsp_regs") is False
+                                          else "blink.dsp.json")
+        assert list(rep["step_seconds"])[:2] == (["synth", "place"] if kw.get("dsp_regs")
+                                                 is False else ["synth", "dsp"])
 
 
 class _Blink(Elaboratable):
@@ -250,7 +261,7 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     monkeypatch.setenv("NEXTPNR_ECP5", str(wrapper))
     lines = []
     rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
-    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "place"]
+    assert not rep["ok"] and list(rep["step_seconds"]) == ["synth", "dsp", "place"]
     assert "step route failed" in lines[-1]
     assert rep["placed_fmax"] and rep["utilization"]["TRELLIS_FF"]["used"] >= 24
     placed = json.loads((out / "blink.placed.json").read_text())
@@ -261,7 +272,7 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     lines.clear()
     rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
     assert rep["ok"] and (out / "blink.bit").stat().st_size > 100_000
-    assert rep["resumed_after"] == ["synth", "place"]
+    assert rep["resumed_after"] == ["synth", "dsp", "place"]
     assert [ln.split()[3] for ln in lines] == ["route", "pack"]
     route_log = (out / "build-route.log").read_text() + (out / "blink.tim").read_text()
     assert "Packing" not in route_log and "placer" not in route_log.lower()
@@ -275,14 +286,14 @@ def test_ecp5_build_steps_resume_after_a_stopped_route(tmp_path, monkeypatch):
     il.write_text(text.replace('attribute \\src "/', 'attribute \\src "/elsewhere/'))
     lines.clear()
     rep = build_ecp5(out, "blink", seed=3, resume=True, log=lines.append)
-    assert rep["ok"] and rep["resumed_after"] == ["synth", "place", "route", "pack"]
+    assert rep["ok"] and rep["resumed_after"] == ["synth", "dsp", "place", "route", "pack"]
     assert not lines
     # a different seed is a different build: every step again
     lines.clear()
     rep = build_ecp5(out, "blink", seed=4, router="router2", resume=True,
                      log=lines.append, heatmap=True)
     assert rep["ok"] and rep["resumed_after"] == []
-    assert [ln.split()[3] for ln in lines] == ["synth", "place", "route", "pack"]
+    assert [ln.split()[3] for ln in lines] == ["synth", "dsp", "place", "route", "pack"]
     # with heatmap: router2's CSVs in congestion/, which `nvdla congestion` reads
     from scripts.congestion import latest_iteration
     it = latest_iteration(out / "congestion")
