@@ -64,6 +64,9 @@ def add_arguments(p):
     p.add_argument("--mem-bytes", type=int, default=65536,
                    help="block RAM behind the DBBIF in bytes (power of two; default 64 KiB)")
     p.add_argument("--baud", type=int, default=115200, help="UART bridge baud rate")
+    p.add_argument("--clock-mhz", type=float, default=None,
+                   help="ECP5 boards: the clock the design runs at, from the board's through "
+                        "an EHXPLLL (default: the board clock up to 50 MHz, else 25 MHz)")
     p.add_argument("--build", action="store_true",
                    help="run the open flow (ECP5 boards: Yosys, nextpnr-ecp5, ecppack)")
     p.add_argument("--bridge-only", action="store_true",
@@ -123,12 +126,35 @@ def no_rw_check_commands(max_read_ports=8, max_write_ports=4) -> str:
     return "\n".join(lines)
 
 
+#: ECP5 boards whose clock is faster than this run from a PLL at DEFAULT_PLL_HZ by default
+#: (the routed cores here reach about 40 MHz: see the README's boards section)
+MAX_DIRECT_HZ, DEFAULT_PLL_HZ = 50e6, 25e6
+
+
+def core_clock_hz(platform, kind, clock_mhz=None) -> float | None:
+    """The clock a board top runs at when it differs from the board's (a PLL), else None.
+    ``clock_mhz`` is only for ECP5 boards (ValueError otherwise)."""
+    board_hz = platform.default_clk_frequency
+    if clock_mhz is not None:
+        if kind != "ecp5":
+            raise ValueError(f"--clock-mhz: a PLL clock is built for ECP5 boards only; "
+                             f"{type(platform).__name__} runs from its {board_hz / 1e6:g} MHz "
+                             "clock (set the clock in Vivado)")
+        return None if clock_mhz * 1e6 == board_hz else clock_mhz * 1e6
+    if kind == "ecp5" and board_hz > MAX_DIRECT_HZ:
+        return DEFAULT_PLL_HZ
+    return None
+
+
 def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=True,
-                bridge_only=False):
-    """Write the build tree; returns (kind, platform, plan or None, name)."""
+                bridge_only=False, clock_mhz=None):
+    """Write the build tree; returns (kind, platform, plan or None, name). On ECP5 boards
+    the clock the design runs at (:func:`core_clock_hz`) is noted in the LPF as ``# nvdla
+    core clock: F MHz``, the target the staged flow gives nextpnr."""
     out.mkdir(parents=True, exist_ok=True)
     platform, kind = platform_of(board)
     extra = constraints_of(board, kind)
+    clock_hz = core_clock_hz(platform, kind, clock_mhz)
     if kind == "zynq":
         from hw.board import ZynqCore, zynq_bd_tcl
         from hw.verilog import emit_verilog
@@ -141,9 +167,16 @@ def write_board(board, cfg, out: Path, mem_bytes=65536, baud=115200, verilog=Tru
                   "bits: the interconnect converts widths")
         return kind, platform, None, "nvdla_zynq"
     from hw.board import BoardTop
-    top = BoardTop(cfg, mem_bytes=mem_bytes, baud=baud, bridge_only=bridge_only)
+    top = BoardTop(cfg, mem_bytes=mem_bytes, baud=baud, bridge_only=bridge_only,
+                   clock_hz=clock_hz)
     kw = {}
     if kind == "ecp5":
+        if clock_hz is not None:
+            from hw.board.pll import pll_dividers
+            f = pll_dividers(platform.default_clk_frequency, clock_hz)["f_out_hz"]
+            extra += (f"\n# nvdla core clock: {f / 1e6:.6g} MHz (EHXPLLL from the "
+                      f"{platform.default_clk_frequency / 1e6:g} MHz board clock; nextpnr "
+                      "derives its constraint)\n")
         kw["add_preferences"] = extra
         kw["script_after_read"] = no_rw_check_commands()
     elif extra:                             # boards set add_constraints themselves
@@ -209,8 +242,9 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
     cells keep their bels). The router is chosen at placement; nextpnr stores it in the
     design's settings and the routing run follows them. So does the clock target: nextpnr
     derives the clock nets' targets from the LPF while it packs, and the routing run, which
-    does not pack, takes the stored default (12 MHz unless ``--freq``); with one
-    ``FREQUENCY`` in the LPF (``lpf``), placement stores that as the default. With
+    does not pack, takes the stored default (12 MHz unless ``--freq``); placement stores the
+    LPF's ``# nvdla core clock`` (a PLL's output, :func:`write_board`) or else its one
+    ``FREQUENCY`` (``lpf``) as the default. With
     ``heatmap`` (router2), routing writes router2's congestion heatmaps to
     ``congestion/hm_*_<iteration>.csv`` (see :mod:`scripts.congestion`)."""
     cmds = _script_commands(text)
@@ -223,7 +257,10 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
                    "--no-route", "--write", placed]
     freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ", lpf,
                            re.M | re.I))
-    if len(freqs) == 1:
+    core = re.search(r"^# nvdla core clock: ([\d.]+) MHz", lpf, re.M)
+    if core:                                # a PLL's output: the design's one clock
+        place += ["--freq", core[1]]
+    elif len(freqs) == 1:
         place += ["--freq", f"{float(freqs.pop()) / 1e6:g}"]
     route = (_drop_options(pnr, "--json") + ["--json", placed, "--log", f"{name}.tim",
              "--no-pack", "--no-place", "--textcfg", f"{name}.config"])
@@ -343,10 +380,18 @@ def run(args):
     cfg = load_config(args.config)
     out = Path(args.out)
     t0 = time.perf_counter()
-    kind, platform, plan, name = write_board(args.board, cfg, out, args.mem_bytes, args.baud,
-                                             not args.no_verilog, args.bridge_only)
+    try:
+        kind, platform, plan, name = write_board(args.board, cfg, out, args.mem_bytes,
+                                                 args.baud, not args.no_verilog,
+                                                 args.bridge_only, args.clock_mhz)
+    except ValueError as e:
+        print(f"nvdla board: {e}", file=sys.stderr)
+        return 2
     print(f"nvdla board: {args.board} ({type(platform).__name__}, {platform.device}) "
           f"{cfg.name}: build tree in {out}/ ({time.perf_counter() - t0:.0f} s)")
+    core = re.search(r"^# nvdla core clock: (.*)$", _read(out / f"{name}.lpf"), re.M)
+    if core:
+        print(f"  clock: {core[1]}")
     for f in sorted(p.name for p in out.iterdir() if p.is_file()):
         print(f"  {f}")
     if kind in ("xilinx", "zynq"):

@@ -390,3 +390,65 @@ def test_no_rw_check_maps_to_a_bare_block_ram(tmp_path, no_rw_check):
         assert cells.get("TRELLIS_FF", 0) == 9, cells       # the address register only
     else:
         assert cells.get("TRELLIS_FF", 0) > 9 + 16, cells
+
+
+@pytest.mark.parametrize("f_in, f_out", [(25e6, 40e6), (25e6, 37.5e6), (100e6, 25e6),
+                                         (100e6, 50e6), (12e6, 48e6), (25e6, 33.3e6)])
+def test_pll_dividers_are_legal_and_close(f_in, f_out):
+    """The ECP5 PLL setting: output within 1 % of the request (exact where a setting is),
+    phase detector 3.125-400 MHz and VCO 400-800 MHz (TN1263), the output derived as
+    nextpnr derives it (input x CLKFB_DIV / CLKI_DIV with the feedback from CLKOP's divider)."""
+    from hw.board.pll import pll_dividers
+    d = pll_dividers(f_in, f_out)
+    f = f_in * d["CLKFB_DIV"] / d["CLKI_DIV"]
+    assert f == d["f_out_hz"] and abs(f - f_out) <= 0.01 * f_out
+    assert 3.125e6 <= f_in / d["CLKI_DIV"] <= 400e6
+    assert 400e6 <= f * d["CLKOP_DIV"] <= 800e6
+    if f_out in (40e6, 37.5e6, 25e6, 50e6, 48e6):
+        assert f == f_out
+
+
+@pytest.mark.parametrize("f_in, f_out, rule", [(25e6, 2e6, "3.125 to 400 MHz"),
+                                               (5e6, 25e6, "8 to 400 MHz"),
+                                               (25e6, 500e6, "3.125 to 400 MHz")])
+def test_pll_dividers_reject_what_the_pll_cannot_do(f_in, f_out, rule):
+    from hw.board.pll import pll_dividers
+    with pytest.raises(ValueError, match=rule):
+        pll_dividers(f_in, f_out)
+
+
+def test_board_tree_with_a_pll_clock(tmp_path, capsys):
+    """``--clock-mhz`` on an ECP5 board: an EHXPLLL from the board clock in the design (its
+    dividers as computed), the clock noted in the LPF and given to nextpnr as the target;
+    the ECPIX-5's 100 MHz defaults to a 25 MHz PLL clock, the ULX3S's 25 MHz to no PLL;
+    refused with a message on a Xilinx board."""
+    import argparse
+    from scripts.board import _stage_commands, add_arguments, core_clock_hz, platform_of, run
+    from scripts.cli import main
+    out = tmp_path / "b"
+    assert main(["board", "--board", "ulx3s_85f", "--bridge-only", "--no-verilog",
+                 "--clock-mhz", "40", "--out", str(out)]) == 0
+    assert "clock: 40 MHz (EHXPLLL from the 25 MHz board clock" in capsys.readouterr().out
+    il = (out / "nvdla_board.il").read_text()
+    cell = il[il.index("cell \\EHXPLLL"):]
+    cell = cell[:cell.index("\n  end")]
+    for p, v in (("CLKI_DIV", 5), ("CLKFB_DIV", 8), ("CLKOP_DIV", 20), ("CLKOP_CPHASE", 19)):
+        assert re.search(rf"parameter \\{p} {v}\b", cell), p
+    assert 'parameter \\FEEDBK_PATH "INT_OP"' in cell
+    assert "cell \\SGSR" in il                    # the lock releases the global reset
+    lpf = (out / "nvdla_board.lpf").read_text()
+    assert "# nvdla core clock: 40 MHz" in lpf
+    steps = {s[0]: s[2] for s in _stage_commands((out / "build_nvdla_board.sh").read_text(),
+                                                  lpf, "nvdla_board", 1, "router2",
+                                                  "static")}
+    assert steps["place"][steps["place"].index("--freq") + 1] == "40"
+    ecpix, kind = platform_of("ecpix5_85")
+    assert core_clock_hz(ecpix, kind) == 25e6
+    assert core_clock_hz(*platform_of("ulx3s_85f")) is None
+    assert core_clock_hz(*platform_of("ulx3s_85f"), clock_mhz=25) is None
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = p.parse_args(["--board", "arty_a7_100", "--out", str(tmp_path / "x"),
+                         "--clock-mhz", "50"])
+    assert run(args) == 2
+    assert "--clock-mhz: a PLL clock is built for ECP5 boards only" in capsys.readouterr().err

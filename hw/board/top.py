@@ -9,13 +9,16 @@ interrupt. The bridge's ``RESET`` command resets the core and the memories' AXI 
 contents stay). The SRAMIF, when the build has one, gets its own block RAM of the same size.
 
 :class:`BoardTop` puts it on a platform: the board's default clock (and reset, where the board
-has one) make the ``sync`` domain, UART 0 carries the bridge, LED 0 shows the interrupt and
+has one) make the ``sync`` domain -- on ECP5 boards, with ``clock_hz`` other than the board's,
+through a PLL (:class:`hw.board.pll.Ecp5Pll`) whose lock releases the global reset -- UART 0 carries
+the bridge, LED 0 shows the interrupt and
 LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB LEDs
 (ECPIX-5) red is the interrupt and green the blink.
 """
 
 
-from amaranth.hdl import ClockDomain, ClockSignal, DomainRenamer, Elaboratable, Module, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, DomainRenamer, Elaboratable, Instance, \
+    Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -94,18 +97,54 @@ class BoardCore(wiring.Component):
 
 
 class BoardTop(Elaboratable):
-    """``BoardTop(cfg, mem_bytes=65536, baud=115200, bridge_only=False)`` on any amaranth-boards
-    platform with a ``uart`` and a ``led`` resource. ``bridge_only`` puts
-    :class:`hw.board.stub.CsbScratch` in place of the core (host-link bring-up)."""
+    """``BoardTop(cfg, mem_bytes=65536, baud=115200, bridge_only=False, clock_hz=None)`` on any
+    amaranth-boards platform with a ``uart`` and a ``led`` resource. ``bridge_only`` puts
+    :class:`hw.board.stub.CsbScratch` in place of the core (host-link bring-up).
+    ``clock_hz`` (ECP5 boards): the clock everything runs at, from the board's through an
+    ``EHXPLLL`` (the closest setting within 1 %: :func:`hw.board.pll.pll_dividers`; the UART
+    divisor and the blink follow it); ``None`` or the board's own frequency: no PLL."""
 
     def __init__(self, cfg, mem_bytes: int = 65536, baud: int = 115200,
-                 bridge_only: bool = False):
+                 bridge_only: bool = False, clock_hz: float | None = None):
         self._cfg, self._mem_bytes, self._baud = cfg, mem_bytes, baud
         self._bridge_only = bridge_only
+        self._clock_hz = clock_hz
+
+    def _pll_domain(self, m, platform) -> float:
+        """The ``sync`` domain from the board clock through the PLL; returns its frequency.
+        As amaranth's own ECP5 ``sync`` domain, it has no reset net: the global set/reset
+        (``SGSR``, clocked by the domain) resets every flip-flop while the PLL has not locked
+        (or the board's reset button, where it has one, is pressed), through two flip-flops
+        on the PLL clock. (A reset net to every flip-flop instead crowded the routing of even
+        the bridge-only board: router2 did not converge.)"""
+        from .pll import Ecp5Pll
+        if getattr(platform, "family", None) != "ecp5":
+            raise ValueError(f"clock_hz: a PLL clock is built for ECP5 boards only, not "
+                             f"{type(platform).__name__}")
+        clk = platform.request(platform.default_clk, dir="-")
+        m.submodules.clk_buf = clk_buf = io.Buffer("i", clk)
+        m.submodules.pll = pll = Ecp5Pll(platform.default_clk_frequency, self._clock_hz)
+        m.d.comb += pll.clk_in.eq(clk_buf.i)
+        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
+        m.d.comb += cd.clk.eq(pll.clk_out)
+        run = pll.locked
+        if platform.default_rst is not None:
+            button = platform.request(platform.default_rst, dir="-")
+            m.submodules.rst_buf = rst_buf = io.Buffer("i", button)
+            run = run & ~rst_buf.i
+        gsr0, gsr1 = Signal(), Signal()
+        m.submodules.gsr_sync0 = Instance("FD1S3AX", p_GSR="DISABLED", i_CK=cd.clk, i_D=run,
+                                          o_Q=gsr0)
+        m.submodules.gsr_sync1 = Instance("FD1S3AX", p_GSR="DISABLED", i_CK=cd.clk, i_D=gsr0,
+                                          o_Q=gsr1)
+        m.submodules.sgsr = Instance("SGSR", i_CLK=cd.clk, i_GSR=gsr1)
+        return pll.f_out_hz
 
     def elaborate(self, platform):
         m = Module()
         freq = platform.default_clk_frequency
+        if self._clock_hz is not None and self._clock_hz != freq:
+            freq = self._pll_domain(m, platform)
         divisor = round(freq / self._baud)
         core = None
         if self._bridge_only:
