@@ -90,8 +90,9 @@ def add_arguments(p):
                         "(by default a product's output register moves into its MULT18X18D, "
                         "see scripts/ecp5_dsp.py)")
     p.add_argument("--resume", action="store_true",
-                   help="with --build: keep the steps (synth, dsp, place, route, pack) a previous "
-                        "build of the same design, seed, placer and router finished in --out")
+                   help="with --build: keep the steps (synth, dsp, place, route, pack) a "
+                        "previous build of the same design, seed, placer and router finished "
+                        "in --out")
 
 
 def platform_of(board):
@@ -252,9 +253,9 @@ def _stage_commands(text: str, lpf: str, name: str, seed: int, router: str,
                         "--placer")
     placed = f"{name}.placed.json"
     netlist = f"{name}.dsp.json" if dsp_regs else f"{name}.json"
-    place = _drop_options(pnr, "--json") + ["--json", netlist, "--log", f"{name}.place.tim", "--seed", str(seed), "--router", router,
-                   "--placer", placer,
-                   "--no-route", "--write", placed]
+    place = _drop_options(pnr, "--json") + [
+        "--json", netlist, "--log", f"{name}.place.tim", "--seed", str(seed),
+        "--router", router, "--placer", placer, "--no-route", "--write", placed]
     freqs = set(re.findall(r"^\s*FREQUENCY\s+(?:PORT|NET)\s+\S+\s+([\d.]+)\s*HZ", lpf,
                            re.M | re.I))
     core = re.search(r"^# nvdla core clock: ([\d.]+) MHz", lpf, re.M)

@@ -10,10 +10,10 @@ contents stay). The SRAMIF, when the build has one, gets its own block RAM of th
 
 :class:`BoardTop` puts it on a platform: the board's default clock (and reset, where the board
 has one) make the ``sync`` domain -- on ECP5 boards, with ``clock_hz`` other than the board's,
-through a PLL (:class:`hw.board.pll.Ecp5Pll`) whose lock releases the global reset -- UART 0 carries
-the bridge, LED 0 shows the interrupt and
-LED 1 (if any) blinks at about 1 Hz as a sign of life; on boards with only RGB LEDs
-(ECPIX-5) red is the interrupt and green the blink.
+through a PLL (:class:`hw.board.pll.Ecp5Pll`) whose lock releases the global reset -- UART 0
+carries the bridge, LED 0 shows the interrupt and LED 1 (if any) blinks at about 1 Hz as a
+sign of life; on boards with only RGB LEDs (ECPIX-5) red is the interrupt and green the
+blink.
 """
 
 
