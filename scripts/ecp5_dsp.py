@@ -63,24 +63,22 @@ def _sinks(module: dict) -> dict:
 
 
 def _ff_key(ff: dict):
-    """What the flip-flops of one output register must share, or None if a flip-flop cannot
-    go into the multiplier."""
+    """What the flip-flops of one output register must share (clock, enable, reset, reset
+    mode), or None if a flip-flop cannot go into the multiplier."""
     con = ff["connections"]
-    if _param(ff, "CLKMUX", "CLK") != "CLK" or _param(ff, "REGSET", "RESET") != "RESET":
-        return None
-    cemux, lsrmux = _param(ff, "CEMUX", "1"), _param(ff, "LSRMUX", "LSR")
+    muxes = tuple(_param(ff, p, d) for p, d in (("CLKMUX", "CLK"), ("LSRMUX", "LSR"),
+                                                 ("LSRMODE", "LSR"), ("REGSET", "RESET")))
+    cemux = _param(ff, "CEMUX", "1")
+    if muxes != ("CLK", "LSR", "LSR", "RESET") or cemux not in ("1", "CE"):
+        return None                     # inverted clock / reset, preload or set value
     ce = con.get("CE", ["1"])[0] if cemux == "CE" else "1"
-    if cemux not in ("1", "CE") or lsrmux != "LSR" or _param(ff, "LSRMODE", "LSR") != "LSR":
-        return None
     lsr = con.get("LSR", ["0"])[0]
-    if ce not in ("1",) and lsr not in ("0",):
+    if not (ce == "1" or isinstance(ce, int)) or not (lsr == "0" or isinstance(lsr, int)):
+        return None                     # an enable tied off or a reset tied on (or x)
+    if isinstance(ce, int) and isinstance(lsr, int):
         return None                     # enable and reset together: not relied on
-    if not isinstance(ce, int) and ce != "1":
-        return None                     # an enable tied to 0 or x
-    if not isinstance(lsr, int) and lsr != "0":
-        return None
-    mode = "ASYNC" if _param(ff, "SRMODE", "LSR_OVER_CE") == "ASYNC" else "SYNC"
-    return (con["CLK"][0], ce, lsr, mode if lsr != "0" else "SYNC")
+    asynch = isinstance(lsr, int) and _param(ff, "SRMODE", "LSR_OVER_CE") == "ASYNC"
+    return (con["CLK"][0], ce, lsr, "ASYNC" if asynch else "SYNC")
 
 
 def absorb_output_registers(netlist: dict) -> dict:
